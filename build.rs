@@ -1,0 +1,17 @@
+//! Compiles `proto/agentwire/v1/*.proto` with protox (no system protoc) and writes the
+//! descriptor set that server reflection serves.
+
+use std::{env, fs, path::PathBuf};
+
+use prost::Message;
+
+const PROTOS: &[&str] = &["agentwire/v1/agent.proto"];
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let descriptors = protox::compile(PROTOS, ["proto"])?;
+    let out_dir = PathBuf::from(env::var("OUT_DIR")?);
+    fs::write(out_dir.join("agentwire_descriptor.bin"), descriptors.encode_to_vec())?;
+    tonic_prost_build::configure().build_server(true).build_client(true).compile_fds(descriptors)?;
+    println!("cargo:rerun-if-changed=proto");
+    Ok(())
+}

@@ -1,0 +1,211 @@
+//! The command line: `agentwire serve` starts the server; `agentwire run` and `agentwire agents`
+//! are a small client for newcomers.
+
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use clap::{Parser, Subcommand};
+use tokio::net::TcpListener;
+use tracing_subscriber::EnvFilter;
+
+use crate::config::Config;
+use crate::model::ModelRegistry;
+use crate::processor::ProcessorRegistry;
+use crate::runtime::Runtime;
+use crate::server::pb::agent_service_client::AgentServiceClient;
+use crate::server::{ServeOptions, pb, serve};
+use crate::tool::ToolRegistry;
+
+/// The address `serve` listens on and the clients call by default.
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:50051";
+
+#[derive(Debug, Parser)]
+#[command(name = "agentwire", version, about = "An agent runtime served over gRPC")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Starts the server.
+    Serve {
+        /// The agents config (TOML). Without it: one `echo` agent on `mock/echo`.
+        #[arg(long)]
+        config: Option<PathBuf>,
+        /// Address to listen on; port 0 picks a free port.
+        #[arg(long, default_value = DEFAULT_LISTEN)]
+        listen: SocketAddr,
+        /// Where the server keeps its data.
+        #[arg(long, default_value = "agentwire-data")]
+        data_dir: PathBuf,
+    },
+    /// Streams an agent's answer to a text.
+    Run {
+        /// The agent to run.
+        #[arg(long)]
+        agent: String,
+        /// The text to send.
+        text: String,
+        /// The server.
+        #[arg(long, default_value = DEFAULT_LISTEN)]
+        addr: String,
+        /// The conversation.
+        #[arg(long, default_value = "")]
+        thread: String,
+        /// The owner of the conversation.
+        #[arg(long, default_value = "")]
+        resource: String,
+    },
+    /// Lists the server's agents.
+    Agents {
+        /// The server.
+        #[arg(long, default_value = DEFAULT_LISTEN)]
+        addr: String,
+    },
+}
+
+/// Runs the command line; the exit code is 0 on success, 1 on failure and 2 after a tripwire.
+pub async fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")))
+        .with_writer(std::io::stderr)
+        .init();
+    let outcome = match Cli::parse().command {
+        Command::Serve { config, listen, data_dir } => run_server(config, listen, data_dir).await,
+        Command::Run { agent, text, addr, thread, resource } => {
+            run_agent(addr, agent, text, thread, resource).await
+        }
+        Command::Agents { addr } => list_agents(addr).await,
+    };
+    match outcome {
+        Ok(code) => code,
+        Err(message) => {
+            eprintln!("agentwire: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run_server(
+    config: Option<PathBuf>,
+    listen: SocketAddr,
+    data_dir: PathBuf,
+) -> Result<ExitCode, String> {
+    let config = match config {
+        Some(path) => Config::load(&path).map_err(|error| error.to_string())?,
+        None => Config::default_config(),
+    };
+    let runtime = Runtime::new(
+        &config,
+        ProcessorRegistry::with_builtins(),
+        ToolRegistry::with_builtins(),
+        ModelRegistry::new(),
+    )
+    .map_err(|error| error.to_string())?;
+    std::fs::create_dir_all(&data_dir)
+        .map_err(|error| format!("cannot create data directory `{}`: {error}", data_dir.display()))?;
+    let listener =
+        TcpListener::bind(listen).await.map_err(|error| format!("cannot listen on {listen}: {error}"))?;
+    let address = listener.local_addr().map_err(|error| error.to_string())?;
+    // Test runners in every language read this line to learn the port.
+    println!("agentwire listening on {address}");
+    std::io::stdout().flush().map_err(|error| error.to_string())?;
+    serve(listener, Arc::new(runtime), ServeOptions::default(), shutdown_signal())
+        .await
+        .map_err(|error| error.to_string())?;
+    tracing::info!("agentwire stopped");
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Resolves on SIGINT or SIGTERM.
+async fn shutdown_signal() {
+    let interrupt = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut terminate = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(signal) => signal,
+            Err(error) => {
+                tracing::warn!(%error, "cannot listen for SIGTERM");
+                let _ = interrupt.await;
+                return;
+            }
+        };
+        tokio::select! {
+            _ = interrupt => {}
+            _ = terminate.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = interrupt.await;
+    tracing::info!("shutting down");
+}
+
+async fn connect(addr: &str) -> Result<AgentServiceClient<tonic::transport::Channel>, String> {
+    let url = if addr.contains("://") { addr.to_owned() } else { format!("http://{addr}") };
+    AgentServiceClient::connect(url).await.map_err(|error| format!("cannot connect to {addr}: {error}"))
+}
+
+async fn run_agent(
+    addr: String,
+    agent_id: String,
+    text: String,
+    thread_id: String,
+    resource_id: String,
+) -> Result<ExitCode, String> {
+    let mut client = connect(&addr).await?;
+    let request = pb::RunRequest { agent_id, text, thread_id, resource_id, ..Default::default() };
+    let mut stream = client.stream(request).await.map_err(|status| status.message().to_owned())?.into_inner();
+    let mut stdout = std::io::stdout();
+    while let Some(chunk) = stream.message().await.map_err(|status| status.message().to_owned())? {
+        use pb::chunk::Payload;
+        match chunk.payload {
+            Some(Payload::TextDelta(delta)) => {
+                print!("{}", delta.text);
+                let _ = stdout.flush();
+            }
+            Some(Payload::ToolCall(call)) => {
+                eprintln!("\n[tool call] {}({})", call.tool_name, json_of(call.args))
+            }
+            Some(Payload::ToolResult(result)) => eprintln!("[tool result] {}", json_of(result.result)),
+            Some(Payload::Data(data)) => eprintln!("\n[{}] {}", chunk.r#type, json_of(data.data)),
+            Some(Payload::Tripwire(tripwire)) => {
+                println!();
+                eprintln!("TRIPWIRE from processor `{}`: {}", tripwire.processor_id, tripwire.reason);
+                return Ok(ExitCode::from(2));
+            }
+            Some(Payload::Error(error)) => {
+                println!();
+                return Err(format!("run failed ({}): {}", error.source, error.message));
+            }
+            Some(Payload::Finish(finish)) => {
+                println!();
+                let usage = finish.usage.unwrap_or_default();
+                eprintln!("[finish] {} ({} tokens)", finish.finish_reason, usage.total_tokens);
+            }
+            _ => {}
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn json_of(value: Option<prost_types::Value>) -> String {
+    value.map(crate::server::value::from_proto).unwrap_or_default().to_string()
+}
+
+async fn list_agents(addr: String) -> Result<ExitCode, String> {
+    let mut client = connect(&addr).await?;
+    let agents = client
+        .list_agents(pb::ListAgentsRequest {})
+        .await
+        .map_err(|status| status.message().to_owned())?
+        .into_inner()
+        .agents;
+    for agent in agents {
+        println!("{:<20} {:<16} {}", agent.id, agent.model, agent.name);
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,157 @@
+//! `agentwire.toml`: the agents and the processor definitions they name.
+//!
+//! ```toml
+//! [processors.no-secrets]          # a processor definition: a kind and its options
+//! kind = "content-filter"
+//! blocked_words = ["secret"]
+//!
+//! [[agents]]
+//! id = "echo"
+//! model = "mock/echo"
+//! input_processors = ["no-secrets", "lowercase"]   # definitions, or built-in kinds by name
+//! ```
+//!
+//! Unknown keys and bad values are errors that name the key and its line.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::Deserialize;
+use toml::Spanned;
+
+use crate::model::{MockScript, ModelSettings};
+
+/// The config used when no `--config` is given: one `echo` agent on `mock/echo`.
+pub const DEFAULT_CONFIG: &str = r#"
+[[agents]]
+id = "echo"
+name = "Echo"
+instructions = "You repeat what the user says."
+model = "mock/echo"
+"#;
+
+/// The parsed config file.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// The agents, by id.
+    #[serde(default)]
+    pub agents: Vec<Spanned<AgentConfig>>,
+    /// Processor definitions by name: `kind` plus the kind's options.
+    #[serde(default)]
+    pub processors: BTreeMap<String, Spanned<toml::Table>>,
+    /// The source text, to turn byte offsets into line numbers.
+    #[serde(skip)]
+    source: String,
+}
+
+/// One agent.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentConfig {
+    /// Unique id, used by clients.
+    pub id: String,
+    /// Display name; the id when absent.
+    #[serde(default)]
+    pub name: Option<String>,
+    /// The system prompt.
+    #[serde(default)]
+    pub instructions: String,
+    /// `provider/model`, e.g. `mock/echo`.
+    pub model: String,
+    /// Tools by name.
+    #[serde(default)]
+    pub tools: Vec<String>,
+    /// Input processors, in order: definition names or built-in kinds.
+    #[serde(default)]
+    pub input_processors: Vec<String>,
+    /// Output processors, in order.
+    #[serde(default)]
+    pub output_processors: Vec<String>,
+    /// Error processors (`processAPIError`), in order.
+    #[serde(default)]
+    pub error_processors: Vec<String>,
+    /// Retries processors may ask for; unset means a processor's retry request aborts.
+    #[serde(default)]
+    pub max_processor_retries: Option<u32>,
+    /// Model steps per run, at least 1. Default 5.
+    #[serde(default = "default_max_steps")]
+    pub max_steps: u32,
+    /// Sampling settings passed to the model.
+    #[serde(default)]
+    pub settings: ModelSettings,
+    /// Replies of `mock/script`, one per model call.
+    #[serde(default)]
+    pub script: Option<MockScript>,
+}
+
+fn default_max_steps() -> u32 {
+    5
+}
+
+/// Why a config could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file could not be read.
+    #[error("cannot read config file `{path}`: {source}")]
+    Read {
+        /// The file.
+        path: String,
+        /// The IO error.
+        source: std::io::Error,
+    },
+    /// The file is not valid TOML or has unknown keys or bad values.
+    #[error("invalid config: {0}")]
+    Parse(String),
+    /// A value is well-formed but wrong (an unknown tool, processor or model).
+    #[error("invalid config at line {line}: {message}")]
+    Invalid {
+        /// 1-based line of the offending table.
+        line: usize,
+        /// What is wrong, naming the key.
+        message: String,
+    },
+}
+
+impl Config {
+    /// Parses config text.
+    pub fn parse(source: &str) -> Result<Config, ConfigError> {
+        let mut config: Config =
+            toml::from_str(source).map_err(|error| ConfigError::Parse(error.to_string()))?;
+        config.source = source.to_owned();
+        Ok(config)
+    }
+
+    /// Reads and parses a config file.
+    pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        let source = std::fs::read_to_string(path)
+            .map_err(|source| ConfigError::Read { path: path.display().to_string(), source })?;
+        Config::parse(&source)
+    }
+
+    /// The built-in default config.
+    pub fn default_config() -> Config {
+        Config::parse(DEFAULT_CONFIG).expect("the default config is valid")
+    }
+
+    /// An [`ConfigError::Invalid`] located at byte `offset` of the source.
+    pub fn invalid_at(&self, offset: usize, message: String) -> ConfigError {
+        let end = offset.min(self.source.len());
+        let line = self.source.as_bytes()[..end].iter().filter(|byte| **byte == b'\n').count() + 1;
+        ConfigError::Invalid { line, message }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An unknown key fails parsing with its name and line.
+    #[test]
+    fn unknown_key_names_key_and_line() {
+        let source = "[[agents]]\nid = \"a\"\nmodel = \"mock/echo\"\ntemprature = 1\n";
+        let error = Config::parse(source).unwrap_err().to_string();
+        assert!(error.contains("temprature"), "{error}");
+        assert!(error.contains("line 4"), "{error}");
+    }
+}

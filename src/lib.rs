@@ -1,0 +1,28 @@
+//! agentwire: an agent runtime served over gRPC.
+//!
+//! A client asks an agent to answer; the answer streams back while every message passes through
+//! a pipeline of processors (input filters, guardrails, output rewriters) at the nine hook points
+//! of the processor contract.
+//!
+//! # Layout
+//!
+//! - [`server`]: the gRPC adapters — proto ⇄ domain conversion, `Status` mapping, health and
+//!   reflection. The only module that knows tonic.
+//! - [`runtime`]: the agent loop. One *run* takes a request through every hook, the model and
+//!   the tools, and streams chunks to a sink.
+//! - [`processor`]: the [`processor::Processor`] trait, the hook arguments and results, the
+//!   registry of processor kinds, and the built-in processors.
+//! - [`model`]: the [`model::LanguageModel`] trait and the mock provider.
+//! - [`tool`]: the [`tool::Tool`] trait and the built-in tools.
+//! - [`config`]: `agentwire.toml`.
+//! - [`cli`]: the command line (`serve`, `run`, `agents`).
+
+pub mod cli;
+pub mod config;
+pub mod model;
+pub mod processor;
+pub mod runtime;
+pub mod server;
+pub mod tool;
+
+pub use self::server::{ServeOptions, serve};

@@ -1,0 +1,266 @@
+//! The mock provider: deterministic models that need no network.
+//!
+//! - `mock/echo` streams `echo: <last user text>` word by word.
+//! - `mock/inspect` answers with a JSON description of the exact prompt it received, so users and
+//!   tests can see what reached the model.
+//! - `mock/script` plays the agent's scripted replies: reply *n* answers the run's *n*-th model
+//!   call (the last reply repeats), with text, reasoning, tool calls, an API error, and delays.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::{LanguageModel, ModelError, ModelEvent, ModelRequest, ModelStream, PromptMessage};
+use crate::runtime::{FinishReason, Part, Role, Usage};
+
+/// Id of the echo model.
+pub const ECHO: &str = "mock/echo";
+/// Id of the prompt-inspecting model.
+pub const INSPECT: &str = "mock/inspect";
+/// Id of the scripted model.
+pub const SCRIPT: &str = "mock/script";
+
+/// The replies of `mock/script`, one per model call.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(transparent)]
+pub struct MockScript {
+    /// Reply *n* answers call *n*; the last one repeats.
+    pub replies: Vec<MockReply>,
+}
+
+/// One scripted model reply.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MockReply {
+    /// Answer text, streamed word by word.
+    #[serde(default)]
+    pub text: Option<String>,
+    /// Answer text as explicit deltas (after `text`, if both are set).
+    #[serde(default)]
+    pub deltas: Vec<String>,
+    /// Reasoning, streamed before the text as one delta.
+    #[serde(default)]
+    pub reasoning: Option<String>,
+    /// Tool calls, after the text.
+    #[serde(default)]
+    pub tool_calls: Vec<MockToolCall>,
+    /// Reject the call like a provider would (e.g. status 400, "context length exceeded").
+    #[serde(default)]
+    pub error: Option<MockError>,
+    /// Wait this long before the first event, in milliseconds.
+    #[serde(default)]
+    pub delay_ms: u64,
+    /// Wait this long between events, in milliseconds.
+    #[serde(default)]
+    pub chunk_delay_ms: u64,
+    /// The finish reason; `tool-calls` when there are tool calls, else `stop`.
+    #[serde(default)]
+    pub finish_reason: Option<FinishReason>,
+}
+
+/// A scripted tool call.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MockToolCall {
+    /// The tool to call.
+    pub name: String,
+    /// Its arguments.
+    #[serde(default = "empty_object")]
+    pub args: Value,
+}
+
+/// A scripted provider rejection.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MockError {
+    /// The HTTP-like status, e.g. 400.
+    pub status: u16,
+    /// The provider's message.
+    pub message: String,
+}
+
+fn empty_object() -> Value {
+    json!({})
+}
+
+enum Behaviour {
+    Echo,
+    Inspect,
+    Scripted(Arc<MockScript>),
+}
+
+/// A mock model.
+pub struct MockModel {
+    id: &'static str,
+    behaviour: Behaviour,
+}
+
+impl MockModel {
+    /// `mock/echo`.
+    pub fn echo() -> MockModel {
+        MockModel { id: ECHO, behaviour: Behaviour::Echo }
+    }
+
+    /// `mock/inspect`.
+    pub fn inspect() -> MockModel {
+        MockModel { id: INSPECT, behaviour: Behaviour::Inspect }
+    }
+
+    /// `mock/script` playing `script`.
+    pub fn scripted(script: Arc<MockScript>) -> MockModel {
+        MockModel { id: SCRIPT, behaviour: Behaviour::Scripted(script) }
+    }
+
+    fn reply_for(&self, request: &ModelRequest) -> MockReply {
+        match &self.behaviour {
+            Behaviour::Echo => {
+                let last_user_text = request
+                    .prompt
+                    .iter()
+                    .rev()
+                    .find(|message| message.role == Role::User)
+                    .map(prompt_text)
+                    .unwrap_or_default();
+                MockReply { text: Some(format!("echo: {last_user_text}")), ..MockReply::default() }
+            }
+            Behaviour::Inspect => {
+                MockReply { deltas: vec![describe_prompt(request)], ..MockReply::default() }
+            }
+            Behaviour::Scripted(script) => {
+                let index = usize::try_from(request.call_index).unwrap_or(usize::MAX);
+                let last = script.replies.len().saturating_sub(1);
+                script.replies.get(index.min(last)).cloned().unwrap_or_default()
+            }
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl LanguageModel for MockModel {
+    fn id(&self) -> &str {
+        self.id
+    }
+
+    async fn stream(&self, request: ModelRequest) -> Result<ModelStream, ModelError> {
+        let reply = self.reply_for(&request);
+        if reply.delay_ms > 0 {
+            tokio::time::sleep(Duration::from_millis(reply.delay_ms)).await;
+        }
+        if let Some(error) = reply.error {
+            return Err(ModelError::Rejected {
+                model: self.id.to_owned(),
+                status: error.status,
+                message: error.message,
+            });
+        }
+        let events = reply_events(&reply, prompt_words(&request.prompt));
+        let chunk_delay = Duration::from_millis(reply.chunk_delay_ms);
+        let stream = futures::stream::iter(events).then(move |event| async move {
+            if !chunk_delay.is_zero() {
+                tokio::time::sleep(chunk_delay).await;
+            }
+            Ok(event)
+        });
+        Ok(Box::pin(stream))
+    }
+}
+
+fn reply_events(reply: &MockReply, input_tokens: u64) -> Vec<ModelEvent> {
+    let mut events = Vec::new();
+    if let Some(reasoning) = &reply.reasoning {
+        events.push(ModelEvent::ReasoningDelta(reasoning.clone()));
+    }
+    if let Some(text) = &reply.text {
+        events.extend(split_words(text).into_iter().map(ModelEvent::TextDelta));
+    }
+    events.extend(reply.deltas.iter().cloned().map(ModelEvent::TextDelta));
+    for (index, call) in reply.tool_calls.iter().enumerate() {
+        events.push(ModelEvent::ToolCall {
+            tool_call_id: format!("call_{index}_{}", crate::runtime::new_id()),
+            tool_name: call.name.clone(),
+            args: call.args.clone(),
+        });
+    }
+    let default_reason =
+        if reply.tool_calls.is_empty() { FinishReason::Stop } else { FinishReason::ToolCalls };
+    let output_tokens = u64::try_from(events.len()).unwrap_or(u64::MAX);
+    events.push(ModelEvent::Finish {
+        finish_reason: reply.finish_reason.unwrap_or(default_reason),
+        usage: Usage { input_tokens, output_tokens },
+    });
+    events
+}
+
+/// Splits text into deltas of one word each, the space before a word kept with it.
+fn split_words(text: &str) -> Vec<String> {
+    let mut deltas: Vec<String> = Vec::new();
+    for (index, word) in text.split(' ').enumerate() {
+        if index == 0 {
+            deltas.push(word.to_owned());
+        } else {
+            deltas.push(format!(" {word}"));
+        }
+    }
+    deltas.retain(|delta| !delta.is_empty());
+    deltas
+}
+
+fn prompt_text(message: &PromptMessage) -> String {
+    let mut text = String::new();
+    for part in &message.parts {
+        if let Part::Text { text: piece } = part {
+            text.push_str(piece);
+        }
+    }
+    text
+}
+
+fn prompt_words(prompt: &[PromptMessage]) -> u64 {
+    let words: usize = prompt.iter().map(|message| prompt_text(message).split_whitespace().count()).sum();
+    u64::try_from(words).unwrap_or(u64::MAX)
+}
+
+/// The JSON that `mock/inspect` answers with.
+fn describe_prompt(request: &ModelRequest) -> String {
+    let system: Vec<String> =
+        request.prompt.iter().filter(|message| message.role == Role::System).map(prompt_text).collect();
+    let messages: Vec<Value> = request
+        .prompt
+        .iter()
+        .filter(|message| message.role != Role::System)
+        .map(|message| {
+            json!({
+                "role": message.role,
+                "text": prompt_text(message),
+                "parts": message.parts,
+            })
+        })
+        .collect();
+    let tools: Vec<&str> = request.tools.iter().map(|tool| tool.name.as_str()).collect();
+    json!({
+        "system": system,
+        "messages": messages,
+        "tools": tools,
+        "tool_choice": request.tool_choice,
+        "settings": request.settings,
+        "provider_options": request.provider_options,
+        "structured_output": request.structured_output,
+    })
+    .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Echo deltas concatenate back to the exact text.
+    #[test]
+    fn split_words_round_trips() {
+        let deltas = split_words("echo: hello  world");
+        assert_eq!(deltas.concat(), "echo: hello  world");
+        assert_eq!(deltas[0], "echo:");
+    }
+}

@@ -1,0 +1,104 @@
+//! Language models: the [`LanguageModel`] trait, the request a step sends, the events a model
+//! streams back, and the registry that resolves `provider/model` ids.
+//!
+//! The mock provider ([`mock`]) is production code: deterministic, offline, and the default of the
+//! quick start, the demos and the tests.
+
+pub mod mock;
+mod request;
+
+use std::pin::Pin;
+use std::sync::Arc;
+
+use futures::Stream;
+
+pub use self::mock::{MockReply, MockScript, MockToolCall};
+pub use self::request::{ModelRequest, ModelSettings, PromptMessage, ToolChoice, ToolDefinition};
+use crate::runtime::{FinishReason, Usage};
+
+/// What a model streams during one call.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ModelEvent {
+    /// A piece of answer text.
+    TextDelta(String),
+    /// A piece of reasoning.
+    ReasoningDelta(String),
+    /// A complete tool call.
+    ToolCall {
+        /// Correlates the call with its result.
+        tool_call_id: String,
+        /// The tool to call.
+        tool_name: String,
+        /// The arguments.
+        args: serde_json::Value,
+    },
+    /// The call is over.
+    Finish {
+        /// Why the model stopped.
+        finish_reason: FinishReason,
+        /// Tokens used by the call.
+        usage: Usage,
+    },
+}
+
+/// Why a model call failed.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ModelError {
+    /// The provider rejected the request (4xx). Error processors may repair it and retry.
+    #[error("model `{model}` rejected the request with status {status}: {message}")]
+    Rejected {
+        /// The model that was called.
+        model: String,
+        /// The provider's HTTP-like status code.
+        status: u16,
+        /// The provider's message.
+        message: String,
+    },
+    /// The model id names no known provider or model. The config or a processor is at fault.
+    #[error("unknown model `{0}`: expected `mock/echo`, `mock/inspect` or `mock/script`")]
+    UnknownModel(String),
+    /// `mock/script` was asked for by an agent that declares no script.
+    #[error("model `mock/script` needs a `script` in the agent's config")]
+    MissingScript,
+}
+
+/// The stream of one model call.
+pub type ModelStream = Pin<Box<dyn Stream<Item = Result<ModelEvent, ModelError>> + Send>>;
+
+/// A language model that can serve a step.
+#[async_trait::async_trait]
+pub trait LanguageModel: Send + Sync {
+    /// The `provider/model` id.
+    fn id(&self) -> &str;
+
+    /// Starts a call. Rejections may come at once or from the stream.
+    async fn stream(&self, request: ModelRequest) -> Result<ModelStream, ModelError>;
+}
+
+/// Resolves `provider/model` ids to models.
+#[derive(Debug, Default, Clone)]
+pub struct ModelRegistry {}
+
+impl ModelRegistry {
+    /// The registry with the built-in providers.
+    pub fn new() -> ModelRegistry {
+        ModelRegistry {}
+    }
+
+    /// The model for an id. `script` is the agent's mock script, used by `mock/script`.
+    pub fn resolve(
+        &self,
+        model_id: &str,
+        script: Option<&Arc<MockScript>>,
+    ) -> Result<Arc<dyn LanguageModel>, ModelError> {
+        match model_id {
+            mock::ECHO => Ok(Arc::new(mock::MockModel::echo())),
+            mock::INSPECT => Ok(Arc::new(mock::MockModel::inspect())),
+            mock::SCRIPT => match script {
+                Some(script) => Ok(Arc::new(mock::MockModel::scripted(Arc::clone(script)))),
+                None => Err(ModelError::MissingScript),
+            },
+            other => Err(ModelError::UnknownModel(other.to_owned())),
+        }
+    }
+}

@@ -1,0 +1,56 @@
+//! `lowercase`: lowercases the text of the run's input messages (the seed's basic input
+//! processor example), returning the transformed array.
+
+use std::sync::Arc;
+
+use serde::Deserialize;
+
+use crate::processor::{Hook, HookResult, HookSet, InputArgs, InputOutcome, Processor, parse_options};
+use crate::runtime::Part;
+
+pub(super) const KIND: &str = "lowercase";
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Options {}
+
+/// Lowercases input text.
+#[derive(Debug, Clone)]
+pub struct Lowercase {
+    id: String,
+}
+
+impl Lowercase {
+    /// A lowercasing processor.
+    pub fn new(id: impl Into<String>) -> Lowercase {
+        Lowercase { id: id.into() }
+    }
+
+    pub(super) fn from_options(id: &str, options: toml::Table) -> Result<Arc<dyn Processor>, String> {
+        let Options {} = parse_options(options)?;
+        Ok(Arc::new(Lowercase::new(id)))
+    }
+}
+
+#[async_trait::async_trait]
+impl Processor for Lowercase {
+    fn id(&self) -> &str {
+        &self.id
+    }
+
+    fn hooks(&self) -> HookSet {
+        HookSet::of(&[Hook::ProcessInput])
+    }
+
+    async fn process_input(&self, args: InputArgs<'_>) -> HookResult<InputOutcome> {
+        let mut messages = args.messages;
+        for message in &mut messages {
+            for part in &mut message.parts {
+                if let Part::Text { text } = part {
+                    *text = text.to_lowercase();
+                }
+            }
+        }
+        Ok(InputOutcome::Messages(messages))
+    }
+}

@@ -1,0 +1,27 @@
+//! The built-in processors, the examples of the processor contract made usable from config:
+//!
+//! | kind | hooks | what it does |
+//! |---|---|---|
+//! | `content-filter` | processInput, processOutputStream | aborts when input or output contains a blocked word |
+//! | `lowercase` | processInput | lowercases the input's text |
+//! | `word-counter` | processOutputStream, processOutputResult | counts streamed words, emits `data-word-count` |
+//! | `quality-guardrail` | processOutputStep | retries answers shorter than `min_chars` |
+
+mod content_filter;
+mod lowercase;
+mod quality_guardrail;
+mod word_counter;
+
+pub use self::content_filter::ContentFilter;
+pub use self::lowercase::Lowercase;
+pub use self::quality_guardrail::QualityGuardrail;
+pub use self::word_counter::WordCounter;
+use super::ProcessorRegistry;
+
+/// Registers every built-in kind.
+pub(crate) fn register(registry: &mut ProcessorRegistry) {
+    registry.register_fn(content_filter::KIND, ContentFilter::from_options);
+    registry.register_fn(lowercase::KIND, Lowercase::from_options);
+    registry.register_fn(word_counter::KIND, WordCounter::from_options);
+    registry.register_fn(quality_guardrail::KIND, QualityGuardrail::from_options);
+}

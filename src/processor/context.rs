@@ -1,0 +1,111 @@
+//! What every hook receives besides its own arguments: the run it serves, the processor's own
+//! `state`, the retry count, a writer for custom `data-*` chunks, and `abort`.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Map, Value};
+
+use crate::runtime::DataChunk;
+
+/// The run a hook is called for.
+#[derive(Debug, Clone, Default)]
+pub struct RunInfo {
+    /// The run's id.
+    pub run_id: String,
+    /// The agent that runs.
+    pub agent_id: String,
+    /// The run's thread, empty when it has none.
+    pub thread_id: String,
+    /// The run's resource, empty when it has none.
+    pub resource_id: String,
+    /// The request's free key/value context.
+    pub request_context: BTreeMap<String, String>,
+}
+
+/// The context of one hook call.
+#[derive(Debug)]
+pub struct HookContext<'a> {
+    /// The run.
+    pub run: &'a RunInfo,
+    /// This processor's state for this run, shared by all its hooks and steps. Starts empty.
+    pub state: &'a mut Map<String, Value>,
+    /// How many consecutive retries processors have triggered in this run (from 0).
+    pub retry_count: u32,
+    emitted: &'a mut Vec<DataChunk>,
+}
+
+impl<'a> HookContext<'a> {
+    /// A context for one call. The runtime makes these; tests of processors may too.
+    pub fn new(
+        run: &'a RunInfo,
+        state: &'a mut Map<String, Value>,
+        retry_count: u32,
+        emitted: &'a mut Vec<DataChunk>,
+    ) -> HookContext<'a> {
+        HookContext { run, state, retry_count, emitted }
+    }
+
+    /// Streams a custom `data-*` chunk to the client (after the hook returns). Non-transient
+    /// chunks emitted from output hooks are kept as parts of the step's assistant message.
+    pub fn emit(&mut self, chunk: DataChunk) {
+        self.emitted.push(chunk);
+    }
+
+    /// An abort with this reason: `return Err(ctx.abort("blocked"))`. Add `.retry()` or
+    /// `.metadata(..)` through [`Abort`] for more.
+    pub fn abort(&self, reason: impl Into<String>) -> HookError {
+        HookError::Abort(Abort::new(reason))
+    }
+}
+
+/// A processor's decision to stop the run (a *tripwire*).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Abort {
+    /// Human-readable reason; fed back to the model when the step is retried.
+    pub reason: String,
+    /// Ask for the step to be retried with the reason as feedback (only `processOutputStep`,
+    /// within `max_processor_retries`).
+    pub retry: bool,
+    /// Structured data attached to the tripwire.
+    pub metadata: Value,
+}
+
+impl Abort {
+    /// An abort without retry or metadata.
+    pub fn new(reason: impl Into<String>) -> Abort {
+        Abort { reason: reason.into(), retry: false, metadata: Value::Null }
+    }
+
+    /// Asks for a retry.
+    pub fn retry(mut self) -> Abort {
+        self.retry = true;
+        self
+    }
+
+    /// Attaches metadata.
+    pub fn metadata(mut self, metadata: Value) -> Abort {
+        self.metadata = metadata;
+        self
+    }
+}
+
+/// How a hook call can fail.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum HookError {
+    /// The processor aborted the run on purpose: a tripwire.
+    #[error("aborted: {}", .0.reason)]
+    Abort(Abort),
+    /// The processor broke: it returned malformed data or could not do its work. The run ends
+    /// with an error chunk naming the processor and the hook.
+    #[error("{0}")]
+    Failed(String),
+}
+
+impl From<Abort> for HookError {
+    fn from(abort: Abort) -> HookError {
+        HookError::Abort(abort)
+    }
+}
+
+/// What a hook returns.
+pub type HookResult<T> = Result<T, HookError>;

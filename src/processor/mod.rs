@@ -1,0 +1,93 @@
+//! Processors: the [`Processor`] trait with its nine hooks, the arguments and results of each
+//! hook, the registry that builds processors from config by kind, and the built-in processors.
+//!
+//! A processor implements any subset of the hooks (each defaults to "unchanged") and declares
+//! that subset in [`Processor::hooks`], so the runtime never calls a hook it does not implement.
+//! Aborting is returning [`HookError::Abort`]; the runtime turns it into a tripwire.
+
+mod args;
+pub mod builtin;
+mod context;
+mod hook;
+mod registry;
+
+use std::fmt;
+
+pub use self::args::{
+    ApiErrorArgs, ApiErrorOutcome, InputArgs, InputOutcome, InputStepArgs, LlmRequestArgs, LlmRequestOutcome,
+    LlmResponseArgs, OutputResultArgs, OutputStepArgs, OutputStreamArgs, OutputSummary, StepOverrides,
+    ToolResultArgs, ToolResultOutcome,
+};
+pub use self::context::{Abort, HookContext, HookError, HookResult, RunInfo};
+pub use self::hook::{Hook, HookSet};
+pub use self::registry::{ProcessorFactory, ProcessorRegistry, parse_options};
+use crate::runtime::{Chunk, Message};
+
+/// Something that takes part in runs at one or more hooks.
+///
+/// `state` (in each hook's context) is per processor id and per run, shared by all hooks of the
+/// processor. Two processors with the same id share it.
+#[async_trait::async_trait]
+pub trait Processor: Send + Sync {
+    /// The processor's id: the key of its state and the `processor_id` of its tripwires.
+    fn id(&self) -> &str;
+
+    /// The hooks this processor implements; the others are never called.
+    fn hooks(&self) -> HookSet;
+
+    /// When true, `processOutputStream` also receives custom `data-*` chunks.
+    fn process_data_parts(&self) -> bool {
+        false
+    }
+
+    /// Once per run, before the loop.
+    async fn process_input(&self, _args: InputArgs<'_>) -> HookResult<InputOutcome> {
+        Ok(InputOutcome::Unchanged)
+    }
+
+    /// At each step, before the prompt is built.
+    async fn process_input_step(&self, _args: InputStepArgs<'_>) -> HookResult<StepOverrides> {
+        Ok(StepOverrides::default())
+    }
+
+    /// At each step, on the outgoing prompt.
+    async fn process_llm_request(&self, _args: LlmRequestArgs<'_>) -> HookResult<LlmRequestOutcome> {
+        Ok(LlmRequestOutcome::default())
+    }
+
+    /// At each step, after the model's stream completed.
+    async fn process_llm_response(&self, _args: LlmResponseArgs<'_>) -> HookResult<()> {
+        Ok(())
+    }
+
+    /// When the model rejects a call (error processors only).
+    async fn process_api_error(&self, _args: ApiErrorArgs<'_>) -> HookResult<ApiErrorOutcome> {
+        Ok(ApiErrorOutcome::default())
+    }
+
+    /// On every chunk: return it (maybe rewritten) to pass it on, `None` to drop it.
+    async fn process_output_stream(&self, args: OutputStreamArgs<'_>) -> HookResult<Option<Chunk>> {
+        Ok(Some(args.part))
+    }
+
+    /// After each model step, before tools. `Some(messages)` replaces all messages.
+    async fn process_output_step(&self, _args: OutputStepArgs<'_>) -> HookResult<Option<Vec<Message>>> {
+        Ok(None)
+    }
+
+    /// After each tool call, before its result is used.
+    async fn process_tool_result(&self, _args: ToolResultArgs<'_>) -> HookResult<ToolResultOutcome> {
+        Ok(ToolResultOutcome::default())
+    }
+
+    /// Once, after the run. `Some(messages)` replaces the response messages.
+    async fn process_output_result(&self, _args: OutputResultArgs<'_>) -> HookResult<Option<Vec<Message>>> {
+        Ok(None)
+    }
+}
+
+impl fmt::Debug for dyn Processor {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter.debug_struct("Processor").field("id", &self.id()).finish()
+    }
+}

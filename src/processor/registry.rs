@@ -1,0 +1,73 @@
+//! Building processors from config: each *kind* (`content-filter`, `lowercase`, ...) has a
+//! factory that turns an id and a table of options into a processor.
+//!
+//! Embedders register their own kinds next to the built-ins, so their processors can be named in
+//! `agentwire.toml` like any other.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::Arc;
+
+use super::{Processor, builtin};
+
+/// Makes a processor of one kind from its id and options. The error names the bad option.
+pub type ProcessorFactory =
+    Arc<dyn Fn(&str, toml::Table) -> Result<Arc<dyn Processor>, String> + Send + Sync>;
+
+/// Processor kinds by name.
+#[derive(Clone, Default)]
+pub struct ProcessorRegistry {
+    factories: BTreeMap<String, ProcessorFactory>,
+}
+
+impl fmt::Debug for ProcessorRegistry {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter.debug_list().entries(self.factories.keys()).finish()
+    }
+}
+
+impl ProcessorRegistry {
+    /// A registry with the built-in kinds.
+    pub fn with_builtins() -> ProcessorRegistry {
+        let mut registry = ProcessorRegistry::default();
+        builtin::register(&mut registry);
+        registry
+    }
+
+    /// Adds a kind, replacing any kind of the same name.
+    pub fn register(&mut self, kind: &str, factory: ProcessorFactory) {
+        self.factories.insert(kind.to_owned(), factory);
+    }
+
+    /// Adds a kind from a function.
+    pub fn register_fn<F>(&mut self, kind: &str, factory: F)
+    where
+        F: Fn(&str, toml::Table) -> Result<Arc<dyn Processor>, String> + Send + Sync + 'static,
+    {
+        self.register(kind, Arc::new(factory));
+    }
+
+    /// Builds a processor of `kind`. `Err` names the unknown kind or the bad option.
+    pub fn build(&self, kind: &str, id: &str, options: toml::Table) -> Result<Arc<dyn Processor>, String> {
+        let Some(factory) = self.factories.get(kind) else {
+            let known: Vec<&str> = self.kinds().collect();
+            return Err(format!("unknown processor kind `{kind}` (known kinds: {})", known.join(", ")));
+        };
+        factory(id, options)
+    }
+
+    /// True when `kind` is registered.
+    pub fn has_kind(&self, kind: &str) -> bool {
+        self.factories.contains_key(kind)
+    }
+
+    /// The registered kinds, sorted.
+    pub fn kinds(&self) -> impl Iterator<Item = &str> {
+        self.factories.keys().map(String::as_str)
+    }
+}
+
+/// Deserializes a kind's options, naming unknown or malformed keys in the error. For factories.
+pub fn parse_options<T: serde::de::DeserializeOwned>(options: toml::Table) -> Result<T, String> {
+    toml::Value::Table(options).try_into().map_err(|error: toml::de::Error| error.message().to_owned())
+}

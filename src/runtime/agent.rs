@@ -1,0 +1,44 @@
+//! An agent as the runtime holds it: its config resolved into models, tools and processors.
+
+use std::sync::Arc;
+
+use crate::model::{MockScript, ModelSettings, ToolDefinition};
+use crate::processor::Processor;
+
+/// A processor with the name the config gave it.
+#[derive(Debug, Clone)]
+pub struct NamedProcessor {
+    /// The definition name or built-in kind it was configured by.
+    pub name: String,
+    /// The processor.
+    pub processor: Arc<dyn Processor>,
+}
+
+/// A configured, validated agent.
+#[derive(Debug, Clone)]
+pub struct Agent {
+    /// Unique id.
+    pub id: String,
+    /// Display name.
+    pub name: String,
+    /// The system prompt (an untagged system message of every run).
+    pub instructions: String,
+    /// The default `provider/model`.
+    pub model: String,
+    /// The tools on offer.
+    pub tools: Vec<ToolDefinition>,
+    /// Input processors, in order.
+    pub input_processors: Vec<NamedProcessor>,
+    /// Output processors, in order.
+    pub output_processors: Vec<NamedProcessor>,
+    /// Error processors, in order.
+    pub error_processors: Vec<NamedProcessor>,
+    /// Retries processors may ask for; `None` turns retry requests into aborts.
+    pub max_processor_retries: Option<u32>,
+    /// Model steps per run.
+    pub max_steps: u32,
+    /// Default sampling settings.
+    pub settings: ModelSettings,
+    /// Replies of `mock/script`.
+    pub script: Option<Arc<MockScript>>,
+}

@@ -1,0 +1,54 @@
+//! What a client asks for ([`RunRequest`]) and why a request can be refused before its run
+//! starts ([`RunError`]).
+
+use std::collections::BTreeMap;
+
+use super::message::Message;
+
+/// One run of one agent.
+#[derive(Debug, Clone, Default)]
+pub struct RunRequest {
+    /// The agent to run.
+    pub agent_id: String,
+    /// The input messages (system messages join the run's system prompt).
+    pub messages: Vec<Message>,
+    /// The conversation, if any.
+    pub thread_id: String,
+    /// The owner of the conversation, if any.
+    pub resource_id: String,
+    /// Free context for processors.
+    pub request_context: BTreeMap<String, String>,
+    /// Replaces the agent's input processors (by name).
+    pub input_processors: Option<Vec<String>>,
+    /// Replaces the agent's output processors (by name).
+    pub output_processors: Option<Vec<String>>,
+    /// Replaces the agent's error processors (by name).
+    pub error_processors: Option<Vec<String>>,
+    /// Replaces the agent's `max_processor_retries`.
+    pub max_processor_retries: Option<u32>,
+    /// Replaces the agent's `max_steps`.
+    pub max_steps: Option<u32>,
+}
+
+/// Why a run request was refused. Nothing ran.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum RunError {
+    /// No agent has this id. The caller is at fault.
+    #[error("agent `{0}` not found")]
+    AgentNotFound(String),
+    /// A field of the request is missing or wrong. The caller is at fault.
+    #[error("{field}: {reason}")]
+    InvalidArgument {
+        /// The request field, e.g. `messages[1].role`.
+        field: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+}
+
+impl RunError {
+    /// An [`RunError::InvalidArgument`].
+    pub fn invalid(field: impl Into<String>, reason: impl Into<String>) -> RunError {
+        RunError::InvalidArgument { field: field.into(), reason: reason.into() }
+    }
+}

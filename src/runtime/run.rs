@@ -1,0 +1,957 @@
+//! One run: the loop that takes a request through every hook of every processor, the model and
+//! the tools, and streams the chunks to the sink.
+//!
+//! Every inner step returns `Result<_, RunStop>`: a tripwire, a failure or a departed client
+//! ends the run at once, from wherever it happens, and [`PreparedRun::execute`] turns the stop
+//! into the terminal chunk and the result.
+
+use std::collections::{HashMap, VecDeque};
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+
+use futures::{FutureExt, StreamExt};
+use serde_json::{Map, Value};
+
+use super::Runtime;
+use super::agent::Agent;
+use super::chunk::{Chunk, DataChunk, ErrorSource, FinishReason, RunFailure, Tripwire, Usage};
+use super::message::{Message, Part, Role, new_id};
+use super::message_list::{MessageList, MessageSource, ReconcileScope};
+use super::request::RunRequest;
+use super::result::RunResult;
+use super::sink::ChunkSink;
+use super::step::{StepInput, StepResult, ToolCallInfo, ToolResultInfo};
+use crate::model::{ModelError, ModelRequest, ModelStream, PromptMessage};
+use crate::processor::{
+    Abort, ApiErrorArgs, Hook, HookContext, HookError, HookResult, InputArgs, InputOutcome, InputStepArgs,
+    LlmRequestArgs, LlmResponseArgs, OutputResultArgs, OutputStepArgs, OutputStreamArgs, OutputSummary,
+    Processor, RunInfo, ToolResultArgs,
+};
+use crate::tool::ToolError;
+
+/// The tag of the system message that carries a rejected step's reason to the retry.
+pub const RETRY_FEEDBACK_TAG: &str = "processor-retry-feedback";
+
+/// Error processors may ask for this many consecutive retries when the agent sets no
+/// `max_processor_retries` (Mastra's cap since PR #24503).
+const DEFAULT_API_ERROR_RETRIES: u32 = 3;
+
+/// Custom chunks emitted while processing custom chunks are bounded, so that a processor that
+/// answers every data chunk with another cannot loop forever.
+const MAX_DATA_CHUNKS_PER_EMIT: usize = 1000;
+
+/// Why a run stopped before its end.
+#[derive(Debug)]
+enum RunStop {
+    /// A processor aborted.
+    Tripwire(Tripwire),
+    /// Something broke.
+    Failed(RunFailure),
+    /// The client went away.
+    Cancelled,
+}
+
+/// What a model step asks the loop to do next.
+enum StepOutcome {
+    /// Run the next step (the model called tools), unless `max_steps` is reached.
+    Continue,
+    /// Retry with this feedback for the model (a `processOutputStep` abort with `retry`).
+    Retry(String),
+    /// The run is complete.
+    Complete(FinishReason),
+}
+
+/// Where a step's answer comes from.
+enum StepSource {
+    Model(ModelStream),
+    Replay(Vec<Chunk>),
+}
+
+/// A checked request, ready to run.
+pub struct PreparedRun {
+    run: Run,
+}
+
+impl std::fmt::Debug for PreparedRun {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.debug_struct("PreparedRun").field("run_id", &self.run.info.run_id).finish()
+    }
+}
+
+/// The per-run state of the processors: `state` by processor id, and the chunks each stream
+/// processor has seen.
+#[derive(Default)]
+struct ProcessorStates {
+    states: HashMap<String, Map<String, Value>>,
+    stream_parts: HashMap<String, Vec<Chunk>>,
+    retry_count: u32,
+    /// Custom chunks emitted by the hook being called, streamed after it returns.
+    emitted: Vec<DataChunk>,
+}
+
+impl ProcessorStates {
+    fn context<'a>(&'a mut self, run: &'a RunInfo, processor_id: &str) -> HookContext<'a> {
+        if !self.states.contains_key(processor_id) {
+            self.states.insert(processor_id.to_owned(), Map::new());
+        }
+        let state = self.states.get_mut(processor_id).expect("inserted above");
+        HookContext::new(run, state, self.retry_count, &mut self.emitted)
+    }
+}
+
+struct Run {
+    runtime: Arc<Runtime>,
+    agent: Arc<Agent>,
+    info: RunInfo,
+    input_processors: Vec<Arc<dyn Processor>>,
+    output_processors: Vec<Arc<dyn Processor>>,
+    error_processors: Vec<Arc<dyn Processor>>,
+    max_processor_retries: Option<u32>,
+    max_steps: u32,
+    list: MessageList,
+    processors: ProcessorStates,
+    sink: ChunkSink,
+    steps: Vec<StepResult>,
+    usage: Usage,
+    model_calls: u32,
+    /// Custom chunks that reached the client.
+    data: Vec<DataChunk>,
+    /// Non-transient custom chunks of output hooks, kept as parts of the next assistant message.
+    pending_data_parts: Vec<Part>,
+}
+
+impl PreparedRun {
+    pub(super) fn new(
+        runtime: Arc<Runtime>,
+        agent: Arc<Agent>,
+        request: RunRequest,
+        [input, output, error]: [Vec<Arc<dyn Processor>>; 3],
+    ) -> PreparedRun {
+        let info = RunInfo {
+            run_id: new_id(),
+            agent_id: agent.id.clone(),
+            thread_id: request.thread_id,
+            resource_id: request.resource_id,
+            request_context: request.request_context,
+        };
+        let mut list = MessageList::new();
+        if !agent.instructions.is_empty() {
+            list.add_system(agent.instructions.clone());
+        }
+        for mut message in request.messages {
+            message.thread_id.clone_from(&info.thread_id);
+            message.resource_id.clone_from(&info.resource_id);
+            list.add(message, MessageSource::Input);
+        }
+        let run = Run {
+            max_processor_retries: request.max_processor_retries.or(agent.max_processor_retries),
+            max_steps: request.max_steps.unwrap_or(agent.max_steps),
+            runtime,
+            agent,
+            info,
+            input_processors: input,
+            output_processors: output,
+            error_processors: error,
+            list,
+            processors: ProcessorStates::default(),
+            sink: ChunkSink::discard(),
+            steps: Vec::new(),
+            usage: Usage::default(),
+            model_calls: 0,
+            data: Vec::new(),
+            pending_data_parts: Vec::new(),
+        };
+        PreparedRun { run }
+    }
+
+    /// The run's id.
+    pub fn run_id(&self) -> &str {
+        &self.run.info.run_id
+    }
+
+    /// Drives the run to its end, streaming chunks into `sink`. When the sink's client goes
+    /// away the run stops at once: no more model calls, tools or hooks.
+    pub async fn execute(self, sink: ChunkSink) -> RunResult {
+        let mut run = self.run;
+        run.sink = sink.clone();
+        let outcome = tokio::select! {
+            outcome = run.drive() => outcome,
+            () = sink.closed() => Err(RunStop::Cancelled),
+        };
+        run.conclude(outcome).await
+    }
+}
+
+impl Run {
+    async fn drive(&mut self) -> Result<(FinishReason, String), RunStop> {
+        let start = Chunk::Start {
+            agent_id: self.info.agent_id.clone(),
+            thread_id: self.info.thread_id.clone(),
+            resource_id: self.info.resource_id.clone(),
+        };
+        self.emit(start, false).await?;
+        self.process_input().await?;
+
+        let initial_system_messages = self.list.system_messages().to_vec();
+        let mut feedback: Option<String> = None;
+        let mut step_number = 0;
+        let mut finish_reason = FinishReason::Stop;
+        while step_number < self.max_steps {
+            self.list.replace_system_messages(initial_system_messages.clone());
+            self.list.clear_tagged_system(RETRY_FEEDBACK_TAG);
+            if let Some(feedback) = feedback.take() {
+                self.list.add_tagged_system(RETRY_FEEDBACK_TAG, feedback);
+            }
+            let step_input = self.process_input_step(step_number).await?;
+            match self.model_step(step_number, &step_input).await? {
+                StepOutcome::Continue => finish_reason = FinishReason::ToolCalls,
+                StepOutcome::Retry(reason) => {
+                    feedback = Some(format!(
+                        "[Processor Feedback] Your previous response was not accepted: {reason}. \
+                         Please try again with the feedback in mind."
+                    ));
+                    finish_reason = FinishReason::Other;
+                }
+                StepOutcome::Complete(reason) => {
+                    finish_reason = reason;
+                    break;
+                }
+            }
+            step_number += 1;
+        }
+        self.process_output_result(finish_reason).await?;
+        let text = self.final_text();
+        let finish = Chunk::Finish { finish_reason, usage: self.usage, text: text.clone() };
+        self.emit(finish, true).await?;
+        Ok((finish_reason, text))
+    }
+
+    /// Sends the terminal chunk of a stopped run and assembles the result.
+    async fn conclude(mut self, outcome: Result<(FinishReason, String), RunStop>) -> RunResult {
+        let mut result = RunResult {
+            run_id: self.info.run_id.clone(),
+            text: String::new(),
+            finish_reason: FinishReason::Other,
+            usage: self.usage,
+            steps: std::mem::take(&mut self.steps),
+            tripwire: None,
+            error: None,
+            messages: Vec::new(),
+            data: std::mem::take(&mut self.data),
+            cancelled: false,
+        };
+        match outcome {
+            Ok((finish_reason, text)) => {
+                result.finish_reason = finish_reason;
+                result.text = text;
+                result.messages = self.list.snapshot(ReconcileScope::Input);
+                result.messages.extend(self.list.snapshot(ReconcileScope::Response));
+            }
+            Err(RunStop::Tripwire(tripwire)) => {
+                result.tripwire = Some(tripwire.clone());
+                // The client may be gone already; the result still says what happened.
+                let _ = self.sink.send(Chunk::Tripwire(tripwire)).await;
+            }
+            Err(RunStop::Failed(failure)) => {
+                result.finish_reason = FinishReason::Error;
+                result.error = Some(failure.clone());
+                let _ = self.sink.send(Chunk::Error(failure)).await;
+            }
+            Err(RunStop::Cancelled) => result.cancelled = true,
+        }
+        result
+    }
+
+    // ---- the hooks, in run order -------------------------------------------------------------
+
+    async fn process_input(&mut self) -> Result<(), RunStop> {
+        for processor in with_hook(&self.input_processors, Hook::ProcessInput) {
+            let args = InputArgs {
+                ctx: self.processors.context(&self.info, processor.id()),
+                messages: self.list.snapshot(ReconcileScope::Input),
+                system_messages: self.list.system_messages().to_vec(),
+                message_list: &mut self.list,
+            };
+            let outcome = guarded(processor.process_input(args))
+                .await
+                .map_err(|error| stop(processor.as_ref(), Hook::ProcessInput, error))?;
+            match outcome {
+                InputOutcome::Unchanged => {}
+                InputOutcome::Messages(messages) => {
+                    self.list.reconcile(ReconcileScope::Input, messages, MessageSource::Input);
+                }
+                InputOutcome::MessagesAndSystem { messages, system_messages } => {
+                    self.list.replace_system_messages(system_messages);
+                    self.list.reconcile(ReconcileScope::Input, messages, MessageSource::Input);
+                }
+            }
+            self.flush_emitted(false).await?;
+        }
+        Ok(())
+    }
+
+    async fn process_input_step(&mut self, step_number: u32) -> Result<StepInput, RunStop> {
+        let mut step = StepInput {
+            model: self.agent.model.clone(),
+            tools: self.agent.tools.clone(),
+            tool_choice: Default::default(),
+            active_tools: None,
+            settings: self.agent.settings.clone(),
+            provider_options: Value::Null,
+            structured_output: None,
+        };
+        for processor in with_hook(&self.input_processors, Hook::ProcessInputStep) {
+            let args = InputStepArgs {
+                ctx: self.processors.context(&self.info, processor.id()),
+                messages: self.list.snapshot(ReconcileScope::All),
+                system_messages: self.list.system_messages().to_vec(),
+                message_list: &mut self.list,
+                step_number,
+                steps: &self.steps,
+                step: &step,
+            };
+            let overrides = guarded(processor.process_input_step(args))
+                .await
+                .map_err(|error| stop(processor.as_ref(), Hook::ProcessInputStep, error))?;
+            if let Some(model) = overrides.model {
+                step.model = model;
+            }
+            if let Some(tools) = overrides.tools {
+                step.tools = tools;
+            }
+            if let Some(tool_choice) = overrides.tool_choice {
+                step.tool_choice = tool_choice;
+            }
+            if let Some(active_tools) = overrides.active_tools {
+                step.active_tools = Some(active_tools);
+            }
+            if let Some(settings) = overrides.model_settings {
+                step.settings = settings;
+            }
+            if let Some(provider_options) = overrides.provider_options {
+                step.provider_options = provider_options;
+            }
+            if let Some(structured_output) = overrides.structured_output {
+                step.structured_output = Some(structured_output);
+            }
+            if let Some(system_messages) = overrides.system_messages {
+                self.list.replace_system_messages(system_messages);
+            }
+            if let Some(messages) = overrides.messages {
+                self.list.reconcile(ReconcileScope::All, messages, MessageSource::Input);
+            }
+            self.flush_emitted(false).await?;
+        }
+        Ok(step)
+    }
+
+    /// `processLLMRequest` over the input processors: the prompt each returns replaces the
+    /// prompt for the next and for the model; the first cached response wins.
+    async fn process_llm_request(
+        &mut self,
+        step_number: u32,
+        model_id: &str,
+        mut prompt: Vec<PromptMessage>,
+    ) -> Result<(Vec<PromptMessage>, Option<Vec<Chunk>>), RunStop> {
+        let mut response = None;
+        for processor in with_hook(&self.input_processors, Hook::ProcessLlmRequest) {
+            let args = LlmRequestArgs {
+                ctx: self.processors.context(&self.info, processor.id()),
+                prompt: &prompt,
+                model: model_id,
+                step_number,
+                steps: &self.steps,
+                message_list: &self.list,
+            };
+            let outcome = guarded(processor.process_llm_request(args))
+                .await
+                .map_err(|error| stop(processor.as_ref(), Hook::ProcessLlmRequest, error))?;
+            if let Some(rewritten) = outcome.prompt {
+                prompt = rewritten;
+            }
+            if response.is_none() {
+                response = outcome.response;
+            }
+            self.flush_emitted(false).await?;
+        }
+        Ok((prompt, response))
+    }
+
+    /// `processAPIError` over the error processors. True when one asked for a retry and the
+    /// retry budget allows it.
+    async fn process_api_error(&mut self, step_number: u32, error: &ModelError) -> Result<bool, RunStop> {
+        let mut retry = false;
+        for processor in with_hook(&self.error_processors, Hook::ProcessApiError) {
+            let args = ApiErrorArgs {
+                ctx: self.processors.context(&self.info, processor.id()),
+                error,
+                messages: self.list.snapshot(ReconcileScope::All),
+                message_list: &mut self.list,
+                step_number,
+                steps: &self.steps,
+            };
+            let outcome = guarded(processor.process_api_error(args))
+                .await
+                .map_err(|error| stop(processor.as_ref(), Hook::ProcessApiError, error))?;
+            self.flush_emitted(false).await?;
+            if outcome.retry {
+                retry = true;
+                break;
+            }
+        }
+        let budget = self.max_processor_retries.unwrap_or(DEFAULT_API_ERROR_RETRIES);
+        if retry && self.processors.retry_count < budget {
+            self.processors.retry_count += 1;
+            return Ok(true);
+        }
+        Ok(false)
+    }
+
+    /// One model step: the call (with error-processor retries), the stream, and everything
+    /// after it up to the tools' results.
+    async fn model_step(&mut self, step_number: u32, step: &StepInput) -> Result<StepOutcome, RunStop> {
+        let model = self
+            .runtime
+            .models
+            .resolve(&step.model, self.agent.script.as_ref())
+            .map_err(|error| RunStop::Failed(model_failure(&step.model, &error)))?;
+        let offered_tools = step.offered_tools();
+        let source = loop {
+            let prompt = build_prompt(&self.list);
+            let (prompt, replay) = self.process_llm_request(step_number, &step.model, prompt).await?;
+            if let Some(chunks) = replay {
+                break StepSource::Replay(chunks);
+            }
+            let request = ModelRequest {
+                prompt,
+                tools: offered_tools.clone(),
+                tool_choice: step.tool_choice.clone(),
+                settings: step.settings.clone(),
+                provider_options: step.provider_options.clone(),
+                structured_output: step.structured_output.clone(),
+                call_index: self.model_calls,
+            };
+            self.model_calls += 1;
+            match model.stream(request).await {
+                Ok(stream) => break StepSource::Model(stream),
+                Err(error) => {
+                    if !self.process_api_error(step_number, &error).await? {
+                        return Err(RunStop::Failed(model_failure(&step.model, &error)));
+                    }
+                }
+            }
+        };
+
+        let message_id = new_id();
+        let step_start =
+            Chunk::StepStart { step: step_number, message_id: message_id.clone(), model: step.model.clone() };
+        self.emit(step_start, true).await?;
+        let mut answer = StepAnswer::new(step_number, &step.model);
+        let from_cache = matches!(source, StepSource::Replay(_));
+        let mut raw_chunks = Vec::new();
+        match source {
+            StepSource::Replay(chunks) => {
+                for chunk in chunks {
+                    self.stream_chunk(chunk, &mut answer, &mut raw_chunks).await?;
+                }
+            }
+            StepSource::Model(mut stream) => {
+                while let Some(event) = stream.next().await {
+                    let event = event.map_err(|error| RunStop::Failed(model_failure(&step.model, &error)))?;
+                    let chunk = answer.chunk_of(event, &message_id);
+                    if let Some(chunk) = chunk {
+                        self.stream_chunk(chunk, &mut answer, &mut raw_chunks).await?;
+                    }
+                }
+            }
+        }
+        raw_chunks.push(Chunk::StepFinish {
+            step: step_number,
+            finish_reason: answer.result.finish_reason,
+            usage: answer.result.usage,
+        });
+
+        self.steps.push(answer.result.clone());
+        self.process_llm_response(step_number, &step.model, &raw_chunks, from_cache).await?;
+        let mut parts = answer.parts;
+        parts.append(&mut self.pending_data_parts);
+        if !parts.is_empty() {
+            let mut message = Message::new(Role::Assistant, parts);
+            message.id = message_id.clone();
+            message.thread_id.clone_from(&self.info.thread_id);
+            message.resource_id.clone_from(&self.info.resource_id);
+            self.list.add(message, MessageSource::Response);
+        }
+        if let Some(reason) = self.process_output_step(step_number, &message_id).await? {
+            return Ok(StepOutcome::Retry(reason));
+        }
+        self.processors.retry_count = 0;
+        let step_result = self.steps.last().cloned().expect("pushed above");
+        self.usage.add(step_result.usage);
+        let step_finish = Chunk::StepFinish {
+            step: step_number,
+            finish_reason: step_result.finish_reason,
+            usage: step_result.usage,
+        };
+        self.emit(step_finish, true).await?;
+        if step_result.tool_calls.is_empty() {
+            return Ok(StepOutcome::Complete(step_result.finish_reason));
+        }
+        for call in &step_result.tool_calls {
+            self.run_tool(step_number, call, &offered_tools).await?;
+        }
+        Ok(StepOutcome::Continue)
+    }
+
+    /// Sends one chunk of the model's answer through the stream processors to the client, and
+    /// adds what survives to the step's answer.
+    async fn stream_chunk(
+        &mut self,
+        chunk: Chunk,
+        answer: &mut StepAnswer,
+        raw_chunks: &mut Vec<Chunk>,
+    ) -> Result<(), RunStop> {
+        if let Chunk::StepFinish { finish_reason, usage, .. } = chunk {
+            // A replayed step's end: it carries the step's outcome; the loop emits its own.
+            answer.result.finish_reason = finish_reason;
+            answer.result.usage = usage;
+            return Ok(());
+        }
+        raw_chunks.push(chunk.clone());
+        if let Some(processed) = self.emit(chunk, true).await? {
+            answer.absorb(processed);
+        }
+        Ok(())
+    }
+
+    async fn process_llm_response(
+        &mut self,
+        step_number: u32,
+        model_id: &str,
+        chunks: &[Chunk],
+        from_cache: bool,
+    ) -> Result<(), RunStop> {
+        for processor in with_hook(&self.input_processors, Hook::ProcessLlmResponse) {
+            let args = LlmResponseArgs {
+                ctx: self.processors.context(&self.info, processor.id()),
+                chunks,
+                model: model_id,
+                step_number,
+                steps: &self.steps,
+                from_cache,
+            };
+            guarded(processor.process_llm_response(args))
+                .await
+                .map_err(|error| stop(processor.as_ref(), Hook::ProcessLlmResponse, error))?;
+            self.flush_emitted(false).await?;
+        }
+        Ok(())
+    }
+
+    /// `processOutputStep` over the output processors. `Some(reason)` when a processor rejected
+    /// the step with `retry` and the budget allows it: the step is rolled back.
+    async fn process_output_step(
+        &mut self,
+        step_number: u32,
+        message_id: &str,
+    ) -> Result<Option<String>, RunStop> {
+        let current = self.steps.last().cloned().expect("the step was recorded");
+        for processor in with_hook(&self.output_processors, Hook::ProcessOutputStep) {
+            let args = OutputStepArgs {
+                ctx: self.processors.context(&self.info, processor.id()),
+                messages: self.list.snapshot(ReconcileScope::All),
+                system_messages: self.list.all_system_messages(),
+                message_list: &mut self.list,
+                step_number,
+                finish_reason: current.finish_reason,
+                tool_calls: &current.tool_calls,
+                text: &current.text,
+                usage: current.usage,
+                steps: &self.steps,
+            };
+            match guarded(processor.process_output_step(args)).await {
+                Ok(Some(messages)) => {
+                    self.list.reconcile(ReconcileScope::All, messages, MessageSource::Response);
+                }
+                Ok(None) => {}
+                Err(HookError::Abort(abort)) if abort.retry && self.can_retry() => {
+                    let tripwire = tripwire_of(processor.id(), Hook::ProcessOutputStep, abort);
+                    self.list.remove_by_ids(&[message_id.to_owned()]);
+                    let rejected = self.steps.last_mut().expect("the step was recorded");
+                    rejected.text.clear();
+                    rejected.tool_calls.clear();
+                    rejected.tripwire = Some(tripwire.clone());
+                    self.usage.add(rejected.usage);
+                    self.processors.retry_count += 1;
+                    return Ok(Some(tripwire.reason));
+                }
+                Err(error) => return Err(stop(processor.as_ref(), Hook::ProcessOutputStep, error)),
+            }
+            self.flush_emitted(true).await?;
+        }
+        Ok(None)
+    }
+
+    fn can_retry(&self) -> bool {
+        self.max_processor_retries.is_some_and(|max| self.processors.retry_count < max)
+    }
+
+    /// Runs one tool call, then `processToolResult`, then streams the (rewritten) result.
+    async fn run_tool(
+        &mut self,
+        step_number: u32,
+        call: &ToolCallInfo,
+        offered_tools: &[crate::model::ToolDefinition],
+    ) -> Result<(), RunStop> {
+        let offered = offered_tools.iter().any(|tool| tool.name == call.tool_name);
+        let outcome = match self.runtime.tools.get(&call.tool_name) {
+            Some(tool) if offered => tool.execute(call.args.clone()).await,
+            _ => Err(ToolError::UnknownTool(call.tool_name.clone())),
+        };
+        let (result, is_error) = match outcome {
+            Ok(result) => (result, false),
+            Err(error) => (Value::String(error.to_string()), true),
+        };
+        let mut message = Message::new(
+            Role::Tool,
+            vec![Part::ToolResult {
+                tool_call_id: call.tool_call_id.clone(),
+                tool_name: call.tool_name.clone(),
+                result,
+                is_error,
+            }],
+        );
+        message.thread_id.clone_from(&self.info.thread_id);
+        message.resource_id.clone_from(&self.info.resource_id);
+        self.list.add(message, MessageSource::Response);
+
+        for processor in with_hook(&self.output_processors, Hook::ProcessToolResult) {
+            let args = ToolResultArgs {
+                ctx: self.processors.context(&self.info, processor.id()),
+                tool_name: &call.tool_name,
+                tool_call_id: &call.tool_call_id,
+                args: &call.args,
+                result: stored_tool_result(&self.list, &call.tool_call_id),
+                messages: self.list.snapshot(ReconcileScope::All),
+                system_messages: self.list.all_system_messages(),
+                message_list: &mut self.list,
+                step_number,
+                steps: &self.steps,
+            };
+            let outcome = guarded(processor.process_tool_result(args))
+                .await
+                .map_err(|error| stop(processor.as_ref(), Hook::ProcessToolResult, error))?;
+            if let Some(messages) = outcome.messages {
+                self.list.reconcile(ReconcileScope::All, messages, MessageSource::Response);
+            }
+            if let Some(result) = outcome.result {
+                self.list.update_tool_result(&call.tool_call_id, result);
+            }
+            self.flush_emitted(true).await?;
+        }
+
+        let result = stored_tool_result(&self.list, &call.tool_call_id);
+        let info = ToolResultInfo {
+            tool_call_id: call.tool_call_id.clone(),
+            tool_name: call.tool_name.clone(),
+            result: result.clone(),
+            is_error,
+        };
+        self.steps.last_mut().expect("the step was recorded").tool_results.push(info);
+        let chunk = Chunk::ToolResult {
+            tool_call_id: call.tool_call_id.clone(),
+            tool_name: call.tool_name.clone(),
+            result,
+            is_error,
+        };
+        self.emit(chunk, true).await?;
+        Ok(())
+    }
+
+    async fn process_output_result(&mut self, finish_reason: FinishReason) -> Result<(), RunStop> {
+        let summary = OutputSummary {
+            text: self.final_text(),
+            usage: self.usage,
+            finish_reason,
+            steps: self.steps.clone(),
+        };
+        for processor in with_hook(&self.output_processors, Hook::ProcessOutputResult) {
+            let args = OutputResultArgs {
+                ctx: self.processors.context(&self.info, processor.id()),
+                messages: self.list.snapshot(ReconcileScope::Response),
+                message_list: &mut self.list,
+                result: &summary,
+            };
+            let outcome = guarded(processor.process_output_result(args))
+                .await
+                .map_err(|error| stop(processor.as_ref(), Hook::ProcessOutputResult, error))?;
+            if let Some(messages) = outcome {
+                self.list.reconcile(ReconcileScope::Response, messages, MessageSource::Response);
+            }
+            self.flush_emitted(true).await?;
+        }
+        self.attach_pending_data_parts();
+        Ok(())
+    }
+
+    /// Keeps the non-transient custom chunks of the last output hooks on the last assistant
+    /// message of the response (a new one if the response has none).
+    fn attach_pending_data_parts(&mut self) {
+        if self.pending_data_parts.is_empty() {
+            return;
+        }
+        let parts = std::mem::take(&mut self.pending_data_parts);
+        let last_assistant = self
+            .list
+            .from_source(MessageSource::Response)
+            .filter(|message| message.role == Role::Assistant)
+            .last()
+            .map(|message| message.id.clone());
+        match last_assistant.and_then(|id| self.list.get_mut(&id)) {
+            Some(message) => message.parts.extend(parts),
+            None => {
+                let mut message = Message::new(Role::Assistant, parts);
+                message.thread_id.clone_from(&self.info.thread_id);
+                message.resource_id.clone_from(&self.info.resource_id);
+                self.list.add(message, MessageSource::Response);
+            }
+        }
+    }
+
+    /// The run's text: the text of its response's assistant messages, as processors left them.
+    fn final_text(&self) -> String {
+        self.list
+            .from_source(MessageSource::Response)
+            .filter(|message| message.role == Role::Assistant)
+            .map(Message::text)
+            .collect()
+    }
+
+    // ---- emitting ----------------------------------------------------------------------------
+
+    /// Sends a chunk through the output processors' `processOutputStream` to the client, then
+    /// the custom chunks those processors emitted. Returns the chunk as it reached the client,
+    /// or `None` when a processor dropped it. `keep_data` keeps non-transient custom chunks as
+    /// message parts (true for output hooks).
+    async fn emit(&mut self, chunk: Chunk, keep_data: bool) -> Result<Option<Chunk>, RunStop> {
+        let delivered = self.process_and_deliver(chunk, keep_data).await?;
+        self.flush_emitted(true).await?;
+        Ok(delivered)
+    }
+
+    /// Streams the custom chunks the last hook emitted.
+    async fn flush_emitted(&mut self, keep_data: bool) -> Result<(), RunStop> {
+        let mut queue: VecDeque<DataChunk> = std::mem::take(&mut self.processors.emitted).into();
+        let mut budget = MAX_DATA_CHUNKS_PER_EMIT;
+        while let Some(data) = queue.pop_front() {
+            if budget == 0 {
+                return Err(RunStop::Failed(RunFailure {
+                    message: format!(
+                        "processors emitted more than {MAX_DATA_CHUNKS_PER_EMIT} custom chunks in answer to one chunk"
+                    ),
+                    source: ErrorSource::Runtime,
+                    origin: String::new(),
+                }));
+            }
+            budget -= 1;
+            self.process_and_deliver(Chunk::Data(data), keep_data).await?;
+            queue.extend(std::mem::take(&mut self.processors.emitted));
+        }
+        Ok(())
+    }
+
+    async fn process_and_deliver(&mut self, chunk: Chunk, keep_data: bool) -> Result<Option<Chunk>, RunStop> {
+        let Some(chunk) = self.process_output_stream(chunk).await? else {
+            return Ok(None);
+        };
+        if let Chunk::Data(data) = &chunk {
+            self.data.push(data.clone());
+            if keep_data && !data.transient {
+                self.pending_data_parts.push(Part::Data {
+                    name: data.name.clone(),
+                    data: data.data.clone(),
+                    id: data.id.clone(),
+                });
+            }
+        }
+        self.sink.send(chunk.clone()).await.map_err(|_| RunStop::Cancelled)?;
+        Ok(Some(chunk))
+    }
+
+    /// `processOutputStream` over the output processors, in order. A processor that drops the
+    /// chunk ends the chain for it; `data-*` chunks reach only processors that opt in.
+    async fn process_output_stream(&mut self, chunk: Chunk) -> Result<Option<Chunk>, RunStop> {
+        let mut current = chunk;
+        for processor in with_hook(&self.output_processors, Hook::ProcessOutputStream) {
+            if current.is_data() && !processor.process_data_parts() {
+                continue;
+            }
+            let seen = self.processors.stream_parts.entry(processor.id().to_owned()).or_default();
+            seen.push(current.clone());
+            let seen = std::mem::take(seen);
+            let args = OutputStreamArgs {
+                ctx: self.processors.context(&self.info, processor.id()),
+                part: current,
+                stream_parts: &seen,
+                message_list: &self.list,
+            };
+            let outcome = guarded(processor.process_output_stream(args)).await;
+            self.processors.stream_parts.insert(processor.id().to_owned(), seen);
+            match outcome.map_err(|error| stop(processor.as_ref(), Hook::ProcessOutputStream, error))? {
+                Some(next) => current = next,
+                None => return Ok(None),
+            }
+        }
+        Ok(Some(current))
+    }
+}
+
+/// What a step's answer is made of so far: the result, and the assistant message's parts, both
+/// built from the chunks that reached the client.
+struct StepAnswer {
+    result: StepResult,
+    parts: Vec<Part>,
+}
+
+impl StepAnswer {
+    fn new(step_number: u32, model: &str) -> StepAnswer {
+        StepAnswer {
+            result: StepResult {
+                step: step_number,
+                model: model.to_owned(),
+                text: String::new(),
+                reasoning: String::new(),
+                finish_reason: FinishReason::Stop,
+                usage: Usage::default(),
+                tool_calls: Vec::new(),
+                tool_results: Vec::new(),
+                tripwire: None,
+            },
+            parts: Vec::new(),
+        }
+    }
+
+    /// The chunk for a model event; the final event only records the step's outcome.
+    fn chunk_of(&mut self, event: crate::model::ModelEvent, message_id: &str) -> Option<Chunk> {
+        use crate::model::ModelEvent;
+        match event {
+            ModelEvent::TextDelta(text) => Some(Chunk::TextDelta { id: message_id.to_owned(), text }),
+            ModelEvent::ReasoningDelta(text) => {
+                Some(Chunk::ReasoningDelta { id: message_id.to_owned(), text })
+            }
+            ModelEvent::ToolCall { tool_call_id, tool_name, args } => {
+                Some(Chunk::ToolCall { tool_call_id, tool_name, args })
+            }
+            ModelEvent::Finish { finish_reason, usage } => {
+                self.result.finish_reason = finish_reason;
+                self.result.usage = usage;
+                None
+            }
+        }
+    }
+
+    fn absorb(&mut self, chunk: Chunk) {
+        match chunk {
+            Chunk::TextDelta { text, .. } => {
+                self.result.text.push_str(&text);
+                match self.parts.last_mut() {
+                    Some(Part::Text { text: last }) => last.push_str(&text),
+                    _ => self.parts.push(Part::Text { text }),
+                }
+            }
+            Chunk::ReasoningDelta { text, .. } => {
+                self.result.reasoning.push_str(&text);
+                match self.parts.last_mut() {
+                    Some(Part::Reasoning { text: last }) => last.push_str(&text),
+                    _ => self.parts.push(Part::Reasoning { text }),
+                }
+            }
+            Chunk::ToolCall { tool_call_id, tool_name, args } => {
+                self.result.tool_calls.push(ToolCallInfo {
+                    tool_call_id: tool_call_id.clone(),
+                    tool_name: tool_name.clone(),
+                    args: args.clone(),
+                });
+                self.parts.push(Part::ToolCall { tool_call_id, tool_name, args });
+            }
+            _ => {}
+        }
+    }
+}
+
+/// The processors of a chain that implement `hook`, cloned so the run can be borrowed mutably
+/// while they are called.
+fn with_hook(processors: &[Arc<dyn Processor>], hook: Hook) -> Vec<Arc<dyn Processor>> {
+    processors.iter().filter(|processor| processor.hooks().contains(hook)).cloned().collect()
+}
+
+/// Runs a hook, turning a panic into a failure of that processor.
+async fn guarded<T>(hook_call: impl Future<Output = HookResult<T>>) -> HookResult<T> {
+    match AssertUnwindSafe(hook_call).catch_unwind().await {
+        Ok(outcome) => outcome,
+        Err(panic) => {
+            let message = panic
+                .downcast_ref::<&str>()
+                .map(|message| (*message).to_owned())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic".to_owned());
+            Err(HookError::Failed(format!("panicked: {message}")))
+        }
+    }
+}
+
+fn tripwire_of(processor_id: &str, hook: Hook, abort: Abort) -> Tripwire {
+    let reason = if abort.reason.is_empty() {
+        match hook {
+            Hook::ProcessOutputStream => format!("Stream part blocked by {processor_id}"),
+            _ => format!("Tripwire triggered by {processor_id}"),
+        }
+    } else {
+        abort.reason
+    };
+    Tripwire { reason, retry: abort.retry, metadata: abort.metadata, processor_id: processor_id.to_owned() }
+}
+
+fn stop(processor: &dyn Processor, hook: Hook, error: HookError) -> RunStop {
+    match error {
+        HookError::Abort(abort) => RunStop::Tripwire(tripwire_of(processor.id(), hook, abort)),
+        HookError::Failed(message) => RunStop::Failed(RunFailure {
+            message: format!("processor `{}` failed in {hook}: {message}", processor.id()),
+            source: ErrorSource::Processor,
+            origin: processor.id().to_owned(),
+        }),
+    }
+}
+
+fn model_failure(model_id: &str, error: &ModelError) -> RunFailure {
+    RunFailure { message: error.to_string(), source: ErrorSource::Model, origin: model_id.to_owned() }
+}
+
+/// The result of a tool call as the message list holds it (`null` if a processor removed it).
+fn stored_tool_result(list: &MessageList, tool_call_id: &str) -> Value {
+    for message in list.all() {
+        for part in &message.parts {
+            if let Part::ToolResult { tool_call_id: id, result, .. } = part
+                && id == tool_call_id
+            {
+                return result.clone();
+            }
+        }
+    }
+    Value::Null
+}
+
+/// The prompt for the model: every system message (untagged, then tagged), then the messages.
+/// Custom data parts are for clients and memory, not for the model.
+fn build_prompt(list: &MessageList) -> Vec<PromptMessage> {
+    let system = list
+        .all_system_messages()
+        .into_iter()
+        .map(|text| PromptMessage { role: Role::System, parts: vec![Part::Text { text }] });
+    let messages = list.all().map(|message| PromptMessage {
+        role: message.role,
+        parts: message.parts.iter().filter(|part| !matches!(part, Part::Data { .. })).cloned().collect(),
+    });
+    system.chain(messages).collect()
+}

@@ -1,0 +1,77 @@
+//! `agentwire.v1.AgentService`: convert, call the runtime, convert back.
+
+use std::pin::Pin;
+use std::sync::Arc;
+
+use futures::Stream;
+use tokio::sync::mpsc;
+use tokio_stream::StreamExt;
+use tokio_stream::wrappers::ReceiverStream;
+use tonic::{Request, Response, Status};
+
+use super::convert::chunk_to_pb;
+use super::pb;
+use crate::runtime::{ChunkSink, RunError, RunRequest, Runtime};
+
+/// Chunks buffered between a run and a slow client before the run waits.
+const CHUNK_BUFFER: usize = 64;
+
+/// The agent service over a runtime.
+#[derive(Debug)]
+pub(super) struct AgentServiceImpl {
+    runtime: Arc<Runtime>,
+}
+
+impl AgentServiceImpl {
+    pub(super) fn new(runtime: Arc<Runtime>) -> AgentServiceImpl {
+        AgentServiceImpl { runtime }
+    }
+}
+
+type ChunkStream = Pin<Box<dyn Stream<Item = Result<pb::Chunk, Status>> + Send>>;
+
+#[tonic::async_trait]
+impl pb::agent_service_server::AgentService for AgentServiceImpl {
+    type StreamStream = ChunkStream;
+
+    async fn stream(&self, request: Request<pb::RunRequest>) -> Result<Response<ChunkStream>, Status> {
+        let run_request = RunRequest::try_from(request.into_inner())?;
+        let run = self.runtime.prepare(run_request)?;
+        let run_id: Arc<str> = Arc::from(run.run_id());
+        let (sender, receiver) = mpsc::channel(CHUNK_BUFFER);
+        // The run stops by itself when the client drops the stream (the sink closes).
+        tokio::spawn(run.execute(ChunkSink::channel(sender)));
+        let chunks = ReceiverStream::new(receiver).map(move |chunk| Ok(chunk_to_pb(&run_id, chunk)));
+        Ok(Response::new(Box::pin(chunks)))
+    }
+
+    async fn generate(
+        &self,
+        request: Request<pb::RunRequest>,
+    ) -> Result<Response<pb::GenerateResponse>, Status> {
+        let run_request = RunRequest::try_from(request.into_inner())?;
+        let run = self.runtime.prepare(run_request)?;
+        // Dropping this future (the client cancelled) drops the run with it.
+        let result = run.execute(ChunkSink::discard()).await;
+        Ok(Response::new(result.into()))
+    }
+
+    async fn list_agents(
+        &self,
+        _request: Request<pb::ListAgentsRequest>,
+    ) -> Result<Response<pb::ListAgentsResponse>, Status> {
+        let agents = self.runtime.agents().map(|agent| pb::Agent::from(agent.as_ref())).collect();
+        Ok(Response::new(pb::ListAgentsResponse { agents }))
+    }
+
+    async fn get_agent(&self, request: Request<pb::GetAgentRequest>) -> Result<Response<pb::Agent>, Status> {
+        let agent_id = request.into_inner().agent_id;
+        if agent_id.is_empty() {
+            return Err(RunError::invalid("agent_id", "is required").into());
+        }
+        match self.runtime.agent(&agent_id) {
+            Some(agent) => Ok(Response::new(pb::Agent::from(agent.as_ref()))),
+            None => Err(RunError::AgentNotFound(agent_id).into()),
+        }
+    }
+}

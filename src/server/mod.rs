@@ -1,0 +1,86 @@
+//! The gRPC adapters: the only module that knows tonic and the protobuf types.
+//!
+//! Each handler converts the request ([`convert`]), calls the runtime, and converts back; errors
+//! become a `Status` in one place ([`status`]). Health (`grpc.health.v1`) and reflection (v1 and
+//! v1alpha) are served next to the agentwire services so `grpcurl` works with no proto files.
+
+mod agent_service;
+mod convert;
+mod status;
+pub(crate) mod value;
+
+use std::future::Future;
+use std::sync::Arc;
+
+use tokio::net::TcpListener;
+use tokio_stream::StreamExt;
+use tokio_stream::wrappers::TcpListenerStream;
+
+use self::agent_service::AgentServiceImpl;
+use crate::runtime::Runtime;
+
+/// Generated protobuf types, clients and servers for `agentwire.v1`.
+///
+/// Public so that tests and Rust callers get a client; inside the crate only `server` uses them.
+#[allow(missing_docs, unreachable_pub, clippy::all)]
+pub mod pb {
+    tonic::include_proto!("agentwire.v1");
+
+    /// Encoded descriptors of the agentwire protos, served by reflection.
+    pub const FILE_DESCRIPTOR_SET: &[u8] = tonic::include_file_descriptor_set!("agentwire_descriptor");
+}
+
+/// Options of [`serve`] beyond the runtime.
+#[derive(Debug, Clone, Default)]
+pub struct ServeOptions {}
+
+/// Why the server could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// The descriptors for reflection could not be loaded (a build problem).
+    #[error("cannot set up server reflection: {0}")]
+    Reflection(String),
+    /// The transport failed.
+    #[error("grpc transport failed: {0}")]
+    Transport(String),
+}
+
+/// Serves the runtime on `listener` until `shutdown` resolves, then stops gracefully.
+pub async fn serve(
+    listener: TcpListener,
+    runtime: Arc<Runtime>,
+    _options: ServeOptions,
+    shutdown: impl Future<Output = ()> + Send,
+) -> Result<(), ServeError> {
+    let agent_service = pb::agent_service_server::AgentServiceServer::new(AgentServiceImpl::new(runtime));
+
+    let (health_reporter, health_service) = tonic_health::server::health_reporter();
+    health_reporter.set_serving::<pb::agent_service_server::AgentServiceServer<AgentServiceImpl>>().await;
+
+    let reflection_v1 = tonic_reflection::server::Builder::configure()
+        .register_encoded_file_descriptor_set(pb::FILE_DESCRIPTOR_SET)
+        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+        .build_v1()
+        .map_err(|error| ServeError::Reflection(error.to_string()))?;
+    let reflection_v1alpha = tonic_reflection::server::Builder::configure()
+        .register_encoded_file_descriptor_set(pb::FILE_DESCRIPTOR_SET)
+        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+        .build_v1alpha()
+        .map_err(|error| ServeError::Reflection(error.to_string()))?;
+
+    // Nagle's algorithm would hold small chunks back for tens of milliseconds.
+    let incoming = TcpListenerStream::new(listener).map(|connection| {
+        connection.inspect(|stream| {
+            let _ = stream.set_nodelay(true);
+        })
+    });
+
+    tonic::transport::Server::builder()
+        .add_service(health_service)
+        .add_service(reflection_v1)
+        .add_service(reflection_v1alpha)
+        .add_service(agent_service)
+        .serve_with_incoming_shutdown(incoming, shutdown)
+        .await
+        .map_err(|error| ServeError::Transport(error.to_string()))
+}
