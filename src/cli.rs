@@ -1,6 +1,7 @@
 //! The command line: `agentwire serve` starts the server; `agentwire run` and `agentwire agents`
 //! are a small client for newcomers.
 
+use std::future::Future;
 use std::io::Write;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -111,37 +112,32 @@ async fn run_server(
     let listener =
         TcpListener::bind(listen).await.map_err(|error| format!("cannot listen on {listen}: {error}"))?;
     let address = listener.local_addr().map_err(|error| error.to_string())?;
+    let shutdown = shutdown_signal()?;
     // Test runners in every language read this line to learn the port.
     println!("agentwire listening on {address}");
     std::io::stdout().flush().map_err(|error| error.to_string())?;
-    serve(listener, Arc::new(runtime), ServeOptions::default(), shutdown_signal())
+    serve(listener, Arc::new(runtime), ServeOptions::default(), shutdown)
         .await
         .map_err(|error| error.to_string())?;
     tracing::info!("agentwire stopped");
     Ok(ExitCode::SUCCESS)
 }
 
-/// Resolves on SIGINT or SIGTERM.
-async fn shutdown_signal() {
-    let interrupt = tokio::signal::ctrl_c();
-    #[cfg(unix)]
-    {
-        let mut terminate = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(signal) => signal,
-            Err(error) => {
-                tracing::warn!(%error, "cannot listen for SIGTERM");
-                let _ = interrupt.await;
-                return;
-            }
-        };
+/// Installs the SIGINT and SIGTERM handlers now, and resolves when either signal arrives.
+/// Installed before the ready line is printed, so a signal sent right after it is never lost.
+fn shutdown_signal() -> Result<impl Future<Output = ()>, String> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut interrupt =
+        signal(SignalKind::interrupt()).map_err(|error| format!("cannot handle SIGINT: {error}"))?;
+    let mut terminate =
+        signal(SignalKind::terminate()).map_err(|error| format!("cannot handle SIGTERM: {error}"))?;
+    Ok(async move {
         tokio::select! {
-            _ = interrupt => {}
+            _ = interrupt.recv() => {}
             _ = terminate.recv() => {}
         }
-    }
-    #[cfg(not(unix))]
-    let _ = interrupt.await;
-    tracing::info!("shutting down");
+        tracing::info!("shutting down");
+    })
 }
 
 async fn connect(addr: &str) -> Result<AgentServiceClient<tonic::transport::Channel>, String> {

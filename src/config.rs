@@ -58,35 +58,40 @@ pub struct AgentConfig {
     #[serde(default)]
     pub instructions: String,
     /// `provider/model`, e.g. `mock/echo`.
-    pub model: String,
+    pub model: Spanned<String>,
     /// Tools by name.
-    #[serde(default)]
-    pub tools: Vec<String>,
+    #[serde(default = "no_names")]
+    pub tools: Spanned<Vec<String>>,
     /// Input processors, in order: definition names or built-in kinds.
-    #[serde(default)]
-    pub input_processors: Vec<String>,
+    #[serde(default = "no_names")]
+    pub input_processors: Spanned<Vec<String>>,
     /// Output processors, in order.
-    #[serde(default)]
-    pub output_processors: Vec<String>,
+    #[serde(default = "no_names")]
+    pub output_processors: Spanned<Vec<String>>,
     /// Error processors (`processAPIError`), in order.
-    #[serde(default)]
-    pub error_processors: Vec<String>,
+    #[serde(default = "no_names")]
+    pub error_processors: Spanned<Vec<String>>,
     /// Retries processors may ask for; unset means a processor's retry request aborts.
     #[serde(default)]
     pub max_processor_retries: Option<u32>,
     /// Model steps per run, at least 1. Default 5.
     #[serde(default = "default_max_steps")]
-    pub max_steps: u32,
+    pub max_steps: Spanned<u32>,
     /// Sampling settings passed to the model.
     #[serde(default)]
     pub settings: ModelSettings,
     /// Replies of `mock/script`, one per model call.
     #[serde(default)]
-    pub script: Option<MockScript>,
+    pub script: Option<Spanned<MockScript>>,
 }
 
-fn default_max_steps() -> u32 {
-    5
+/// A default has no place in the file: its span is empty.
+fn no_names() -> Spanned<Vec<String>> {
+    Spanned::new(0..0, Vec::new())
+}
+
+fn default_max_steps() -> Spanned<u32> {
+    Spanned::new(0..0, 5)
 }
 
 /// Why a config could not be used.

@@ -14,7 +14,7 @@
 //!   registry of processor kinds, and the built-in processors.
 //! - [`model`]: the [`model::LanguageModel`] trait and the mock provider.
 //! - [`tool`]: the [`tool::Tool`] trait and the built-in tools.
-//! - [`config`]: `agentwire.toml`.
+//! - [`config`]: the `agentwire.toml` file.
 //! - [`cli`]: the command line (`serve`, `run`, `agents`).
 
 pub mod cli;

@@ -54,6 +54,11 @@ impl Hook {
         }
     }
 
+    /// The hook with this contract name (`processInput`, ...).
+    pub fn from_name(name: &str) -> Option<Hook> {
+        Hook::ALL.into_iter().find(|hook| hook.name() == name)
+    }
+
     fn bit(self) -> u16 {
         1 << (self as u16)
     }

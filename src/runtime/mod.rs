@@ -36,6 +36,8 @@ pub use self::result::RunResult;
 pub use self::run::{PreparedRun, RETRY_FEEDBACK_TAG};
 pub use self::sink::{ChunkSink, ClientGone};
 pub use self::step::{StepInput, StepResult, ToolCallInfo, ToolResultInfo};
+use toml::Spanned;
+
 use crate::config::{AgentConfig, Config, ConfigError};
 use crate::model::ModelRegistry;
 use crate::processor::{Processor, ProcessorRegistry};
@@ -87,9 +89,9 @@ impl Runtime {
         }
         for (index, agent) in config.agents.iter().enumerate() {
             let offset = agent.span().start;
-            let resolved = runtime
-                .resolve_agent(agent.get_ref())
-                .map_err(|reason| config.invalid_at(offset, format!("agents[{index}].{reason}")))?;
+            let resolved = runtime.resolve_agent(agent.get_ref()).map_err(|(key_offset, reason)| {
+                config.invalid_at(key_offset.unwrap_or(offset), format!("agents[{index}].{reason}"))
+            })?;
             if runtime.agents.contains_key(&resolved.id) {
                 let message = format!("agents[{index}].id: duplicate agent id `{}`", resolved.id);
                 return Err(config.invalid_at(offset, message));
@@ -183,48 +185,55 @@ impl Runtime {
         Ok(processors.into_iter().map(|named| named.processor).collect())
     }
 
-    fn resolve_agent(&self, config: &AgentConfig) -> Result<Agent, String> {
+    /// Resolves an agent's names. The error holds the offending key's offset (when it has one)
+    /// and a message that starts with the key.
+    fn resolve_agent(&self, config: &AgentConfig) -> Result<Agent, (Option<usize>, String)> {
+        // Defaulted values have an empty span: they are reported at the agent's table.
+        let at = |span: std::ops::Range<usize>, message: String| {
+            ((!span.is_empty()).then_some(span.start), message)
+        };
         if config.id.is_empty() {
-            return Err("id: must not be empty".to_owned());
+            return Err((None, "id: must not be empty".to_owned()));
         }
-        if !(1..=MAX_STEPS_LIMIT).contains(&config.max_steps) {
-            return Err(format!(
-                "max_steps: must be between 1 and {MAX_STEPS_LIMIT}, got {}",
-                config.max_steps
-            ));
+        let max_steps = *config.max_steps.get_ref();
+        if !(1..=MAX_STEPS_LIMIT).contains(&max_steps) {
+            let message = format!("max_steps: must be between 1 and {MAX_STEPS_LIMIT}, got {max_steps}");
+            return Err(at(config.max_steps.span(), message));
         }
-        let script = config.script.clone().map(Arc::new);
-        if let Some(script) = &script
+        let script = config.script.as_ref().map(|script| Arc::new(script.get_ref().clone()));
+        if let (Some(spanned), Some(script)) = (&config.script, &script)
             && script.replies.is_empty()
         {
-            return Err("script: must hold at least one reply".to_owned());
+            return Err(at(spanned.span(), "script: must hold at least one reply".to_owned()));
         }
-        self.models.resolve(&config.model, script.as_ref()).map_err(|error| format!("model: {error}"))?;
-        let mut tools = Vec::with_capacity(config.tools.len());
-        for (index, name) in config.tools.iter().enumerate() {
+        self.models
+            .resolve(config.model.get_ref(), script.as_ref())
+            .map_err(|error| at(config.model.span(), format!("model: {error}")))?;
+        let mut tools = Vec::with_capacity(config.tools.get_ref().len());
+        for (index, name) in config.tools.get_ref().iter().enumerate() {
             let Some(tool) = self.tools.get(name) else {
                 let known: Vec<&str> = self.tools.names().collect();
-                return Err(format!(
-                    "tools[{index}]: unknown tool `{name}` (known tools: {})",
-                    known.join(", ")
-                ));
+                let message =
+                    format!("tools[{index}]: unknown tool `{name}` (known tools: {})", known.join(", "));
+                return Err(at(config.tools.span(), message));
             };
             tools.push(tool.definition());
         }
-        let processors = |names: &[String], field: &str| {
-            self.named_processors(names, field).map_err(|(field, reason)| format!("{field}: {reason}"))
+        let processors = |names: &Spanned<Vec<String>>, field: &str| {
+            self.named_processors(names.get_ref(), field)
+                .map_err(|(field, reason)| at(names.span(), format!("{field}: {reason}")))
         };
         Ok(Agent {
             id: config.id.clone(),
             name: config.name.clone().unwrap_or_else(|| config.id.clone()),
             instructions: config.instructions.clone(),
-            model: config.model.clone(),
+            model: config.model.get_ref().clone(),
             tools,
             input_processors: processors(&config.input_processors, "input_processors")?,
             output_processors: processors(&config.output_processors, "output_processors")?,
             error_processors: processors(&config.error_processors, "error_processors")?,
             max_processor_retries: config.max_processor_retries,
-            max_steps: config.max_steps,
+            max_steps,
             settings: config.settings.clone(),
             script,
         })

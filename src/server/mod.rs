@@ -7,7 +7,7 @@
 mod agent_service;
 mod convert;
 mod status;
-pub(crate) mod value;
+pub mod value;
 
 use std::future::Future;
 use std::sync::Arc;

@@ -5,7 +5,7 @@ use prost_types::value::Kind;
 use serde_json::{Map, Number, Value};
 
 /// A JSON value as a protobuf value.
-pub(crate) fn to_proto(value: &Value) -> prost_types::Value {
+pub fn to_proto(value: &Value) -> prost_types::Value {
     let kind = match value {
         Value::Null => Kind::NullValue(0),
         Value::Bool(flag) => Kind::BoolValue(*flag),
@@ -20,12 +20,12 @@ pub(crate) fn to_proto(value: &Value) -> prost_types::Value {
 }
 
 /// A JSON object as a protobuf struct.
-pub(crate) fn to_struct(fields: &Map<String, Value>) -> prost_types::Struct {
+pub fn to_struct(fields: &Map<String, Value>) -> prost_types::Struct {
     prost_types::Struct { fields: fields.iter().map(|(key, value)| (key.clone(), to_proto(value))).collect() }
 }
 
 /// A protobuf value as JSON. Whole numbers become JSON integers.
-pub(crate) fn from_proto(value: prost_types::Value) -> Value {
+pub fn from_proto(value: prost_types::Value) -> Value {
     match value.kind {
         None | Some(Kind::NullValue(_)) => Value::Null,
         Some(Kind::BoolValue(flag)) => Value::Bool(flag),
@@ -37,7 +37,7 @@ pub(crate) fn from_proto(value: prost_types::Value) -> Value {
 }
 
 /// A protobuf struct as a JSON object.
-pub(crate) fn from_struct(fields: prost_types::Struct) -> Map<String, Value> {
+pub fn from_struct(fields: prost_types::Struct) -> Map<String, Value> {
     fields.fields.into_iter().map(|(key, value)| (key, from_proto(value))).collect()
 }
 

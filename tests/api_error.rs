@@ -1,0 +1,118 @@
+//! `processAPIError`: error processors see a rejected model call, may repair the messages and ask
+//! for a retry, within a bounded budget; without them the run ends with an error chunk.
+
+mod common;
+
+use std::sync::Arc;
+
+use agentwire::model::ModelError;
+use agentwire::processor::{ApiErrorArgs, ApiErrorOutcome, Hook, HookResult, HookSet, Processor};
+use common::{Log, TestServer, TestServerBuilder, error, names, request};
+
+const CONFIG: &str = r#"
+[processors.recover]
+kind = "recover"
+
+[processors.watcher]
+kind = "probe"
+
+[[agents]]
+id = "flaky"
+model = "mock/script"
+error_processors = ["recover"]
+script = [
+  { error = { status = 400, message = "context length exceeded" } },
+  { text = "recovered" },
+]
+
+[[agents]]
+id = "broken"
+model = "mock/script"
+error_processors = ["recover"]
+script = [{ error = { status = 400, message = "always rejected" } }]
+"#;
+
+fn builder() -> TestServerBuilder {
+    TestServer::builder(CONFIG).kind("recover", |id, _, log| Arc::new(Recover { id: id.to_owned(), log }))
+}
+
+/// An error processor that asks for a retry after a scripted 400 gets the model called again.
+#[tokio::test]
+async fn process_api_error_retry_recovers_from_a_rejection() {
+    let server = builder().start().await;
+    let result = server.generate(request("flaky", "a very long question")).await;
+    assert_eq!(result.text, "recovered");
+    assert_eq!(result.finish_reason, "stop");
+    assert_eq!(
+        server.log.with_prefix("recover:"),
+        ["recover:status 400: context length exceeded (retry 0, 1 messages)"]
+    );
+}
+
+/// Without an error processor the rejection ends the run with an error chunk that names the
+/// model and the status; `processAPIError` of input processors is never called.
+#[tokio::test]
+async fn unrecovered_rejection_ends_the_run_with_an_error() {
+    let server = builder().start().await;
+    let mut run = request("flaky", "hi");
+    run.error_processors = names(&[]);
+    run.input_processors = names(&["watcher"]);
+    let chunks = server.stream(run.clone()).await;
+    let failure = error(&chunks).expect("an error chunk ends the stream");
+    assert_eq!(failure.source, "model");
+    assert!(
+        failure.message.contains("mock/script") && failure.message.contains("400"),
+        "{}",
+        failure.message
+    );
+    assert!(failure.message.contains("context length exceeded"));
+    assert!(server.log.with_prefix("watcher:processAPIError").is_empty());
+
+    let result = server.generate(run).await;
+    assert_eq!(result.finish_reason, "error");
+    assert!(result.error.unwrap().message.contains("400"));
+    assert!(result.messages.is_empty());
+}
+
+/// Error-processor retries default to 3 and follow `max_processor_retries` when set.
+#[tokio::test]
+async fn process_api_error_retries_are_bounded() {
+    let server = builder().start().await;
+    let result = server.generate(request("broken", "hi")).await;
+    assert_eq!(result.finish_reason, "error");
+    assert_eq!(server.log.with_prefix("recover:").len(), 4, "3 retries, then the error stands");
+
+    let bounded_server = builder().start().await;
+    let mut run = request("broken", "hi");
+    run.max_processor_retries = Some(1);
+    bounded_server.generate(run).await;
+    assert_eq!(bounded_server.log.with_prefix("recover:").len(), 2);
+}
+
+/// Asks for a retry every time, logging what it saw.
+struct Recover {
+    id: String,
+    log: Log,
+}
+
+#[async_trait::async_trait]
+impl Processor for Recover {
+    fn id(&self) -> &str {
+        &self.id
+    }
+
+    fn hooks(&self) -> HookSet {
+        HookSet::of(&[Hook::ProcessApiError])
+    }
+
+    async fn process_api_error(&self, args: ApiErrorArgs<'_>) -> HookResult<ApiErrorOutcome> {
+        let ModelError::Rejected { status, message, .. } = args.error else { panic!("a rejection") };
+        self.log.push(format!(
+            "{}:status {status}: {message} (retry {}, {} messages)",
+            self.id,
+            args.ctx.retry_count,
+            args.messages.len()
+        ));
+        Ok(ApiErrorOutcome { retry: true })
+    }
+}

@@ -1,0 +1,189 @@
+//! The test harness: a real agentwire gRPC server on an ephemeral port, with test processor
+//! kinds registered next to the built-ins, and helpers to read runs.
+#![allow(dead_code, unreachable_pub, missing_docs)]
+
+pub mod processors;
+
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use agentwire::config::Config;
+use agentwire::model::ModelRegistry;
+use agentwire::processor::{Processor, ProcessorRegistry};
+use agentwire::runtime::Runtime;
+use agentwire::server::pb::agent_service_client::AgentServiceClient;
+use agentwire::server::{ServeOptions, pb, serve};
+use agentwire::tool::ToolRegistry;
+use tokio::net::TcpListener;
+use tokio::sync::oneshot;
+use tonic::transport::Channel;
+
+/// A shared, ordered record of what test processors saw.
+#[derive(Debug, Clone, Default)]
+pub struct Log(Arc<Mutex<Vec<String>>>);
+
+impl Log {
+    pub fn push(&self, entry: impl Into<String>) {
+        self.0.lock().unwrap().push(entry.into());
+    }
+
+    pub fn entries(&self) -> Vec<String> {
+        self.0.lock().unwrap().clone()
+    }
+
+    /// The entries that start with `prefix`.
+    pub fn with_prefix(&self, prefix: &str) -> Vec<String> {
+        self.entries().into_iter().filter(|entry| entry.starts_with(prefix)).collect()
+    }
+}
+
+/// A server running in this test.
+pub struct TestServer {
+    pub addr: SocketAddr,
+    pub log: Log,
+    shutdown: Option<oneshot::Sender<()>>,
+}
+
+pub struct TestServerBuilder {
+    config: String,
+    kinds: ProcessorRegistry,
+    log: Log,
+}
+
+impl TestServerBuilder {
+    /// Registers a test processor kind; the factory gets the shared log.
+    pub fn kind<F>(mut self, kind: &str, factory: F) -> Self
+    where
+        F: Fn(&str, toml::Table, Log) -> Arc<dyn Processor> + Send + Sync + 'static,
+    {
+        let log = self.log.clone();
+        self.kinds.register_fn(kind, move |id, options| Ok(factory(id, options, log.clone())));
+        self
+    }
+
+    pub async fn start(self) -> TestServer {
+        let config = Config::parse(&self.config).expect("test config parses");
+        let runtime = Runtime::new(&config, self.kinds, ToolRegistry::with_builtins(), ModelRegistry::new())
+            .expect("test config is valid");
+        // Bind first: the socket accepts connections before the server polls, so no sleep is needed.
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let addr = listener.local_addr().expect("local addr");
+        let (shutdown_tx, shutdown_rx) = oneshot::channel::<()>();
+        tokio::spawn(async move {
+            let shutdown = async {
+                let _ = shutdown_rx.await;
+            };
+            serve(listener, Arc::new(runtime), ServeOptions::default(), shutdown).await.expect("server runs");
+        });
+        TestServer { addr, log: self.log, shutdown: Some(shutdown_tx) }
+    }
+}
+
+impl TestServer {
+    /// A server for `config`, with the built-in kinds and the test kinds of [`processors`].
+    pub fn builder(config: &str) -> TestServerBuilder {
+        let builder = TestServerBuilder {
+            config: config.to_owned(),
+            kinds: ProcessorRegistry::with_builtins(),
+            log: Log::default(),
+        };
+        processors::register(builder)
+    }
+
+    pub async fn start(config: &str) -> TestServer {
+        TestServer::builder(config).start().await
+    }
+
+    pub async fn client(&self) -> AgentServiceClient<Channel> {
+        AgentServiceClient::connect(format!("http://{}", self.addr)).await.expect("connect")
+    }
+
+    pub async fn channel(&self) -> Channel {
+        Channel::from_shared(format!("http://{}", self.addr)).unwrap().connect().await.expect("connect")
+    }
+
+    /// Streams a run and collects every chunk.
+    pub async fn stream(&self, request: pb::RunRequest) -> Vec<pb::Chunk> {
+        let mut stream = self.client().await.stream(request).await.expect("stream starts").into_inner();
+        let mut chunks = Vec::new();
+        while let Some(chunk) = stream.message().await.expect("stream continues") {
+            chunks.push(chunk);
+        }
+        chunks
+    }
+
+    /// Runs unary.
+    pub async fn generate(&self, request: pb::RunRequest) -> pb::GenerateResponse {
+        self.client().await.generate(request).await.expect("generate succeeds").into_inner()
+    }
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        if let Some(shutdown) = self.shutdown.take() {
+            let _ = shutdown.send(());
+        }
+    }
+}
+
+/// A request for `agent_id` with one user text.
+pub fn request(agent_id: &str, text: &str) -> pb::RunRequest {
+    pb::RunRequest { agent_id: agent_id.to_owned(), text: text.to_owned(), ..Default::default() }
+}
+
+/// A processor list override.
+pub fn names(names: &[&str]) -> Option<pb::ProcessorList> {
+    Some(pb::ProcessorList { names: names.iter().map(|name| (*name).to_owned()).collect() })
+}
+
+/// The chunk types, in order.
+pub fn types(chunks: &[pb::Chunk]) -> Vec<String> {
+    chunks.iter().map(|chunk| chunk.r#type.clone()).collect()
+}
+
+/// The concatenated text deltas.
+pub fn text(chunks: &[pb::Chunk]) -> String {
+    chunks
+        .iter()
+        .filter_map(|chunk| match &chunk.payload {
+            Some(pb::chunk::Payload::TextDelta(delta)) => Some(delta.text.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The tripwire of the last chunk, if it is one.
+pub fn tripwire(chunks: &[pb::Chunk]) -> Option<pb::Tripwire> {
+    match chunks.last().and_then(|chunk| chunk.payload.clone()) {
+        Some(pb::chunk::Payload::Tripwire(tripwire)) => Some(tripwire),
+        _ => None,
+    }
+}
+
+/// The error of the last chunk, if it is one.
+pub fn error(chunks: &[pb::Chunk]) -> Option<pb::ErrorPayload> {
+    match chunks.last().and_then(|chunk| chunk.payload.clone()) {
+        Some(pb::chunk::Payload::Error(error)) => Some(error),
+        _ => None,
+    }
+}
+
+/// A protobuf value as JSON.
+pub fn json(value: &Option<prost_types::Value>) -> serde_json::Value {
+    value.clone().map(agentwire::server::value::from_proto).unwrap_or_default()
+}
+
+/// What `mock/inspect` saw, parsed from the answer text.
+pub fn inspected(text: &str) -> serde_json::Value {
+    serde_json::from_str(text).unwrap_or_else(|error| panic!("inspect answer is JSON ({error}): {text}"))
+}
+
+/// Waits until `condition` holds, failing after a generous deadline (never a fixed sleep).
+pub async fn eventually(what: &str, mut condition: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !condition() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}

@@ -1,0 +1,189 @@
+//! Processor kinds for tests: a probe that records every hook call, and processors that abort or
+//! break in a chosen hook.
+
+use std::sync::Arc;
+
+use agentwire::processor::{
+    Abort, ApiErrorArgs, ApiErrorOutcome, Hook, HookError, HookResult, HookSet, InputArgs, InputOutcome,
+    InputStepArgs, LlmRequestArgs, LlmRequestOutcome, LlmResponseArgs, OutputResultArgs, OutputStepArgs,
+    OutputStreamArgs, Processor, StepOverrides, ToolResultArgs, ToolResultOutcome,
+};
+use agentwire::runtime::{Chunk, Message};
+use serde_json::json;
+
+use super::{Log, TestServerBuilder};
+
+/// Registers `probe`, `abort-in` and `fail-in`.
+pub fn register(builder: TestServerBuilder) -> TestServerBuilder {
+    builder
+        .kind("probe", |id, options, log| {
+            let data_parts = options.get("data_parts").and_then(toml::Value::as_bool).unwrap_or(false);
+            Arc::new(Probe { id: id.to_owned(), log, data_parts })
+        })
+        .kind("abort-in", |id, options, _log| Arc::new(Trap::from_options(id, &options, false)))
+        .kind("fail-in", |id, options, _log| Arc::new(Trap::from_options(id, &options, true)))
+}
+
+/// Records `<id>:<hook>` for every call (with the step or chunk type where there is one) and
+/// changes nothing.
+pub struct Probe {
+    id: String,
+    log: Log,
+    data_parts: bool,
+}
+
+impl Probe {
+    fn record(&self, hook: Hook, detail: impl std::fmt::Display) {
+        self.log.push(format!("{}:{hook}{detail}", self.id));
+    }
+}
+
+#[async_trait::async_trait]
+impl Processor for Probe {
+    fn id(&self) -> &str {
+        &self.id
+    }
+
+    fn hooks(&self) -> HookSet {
+        HookSet::all()
+    }
+
+    fn process_data_parts(&self) -> bool {
+        self.data_parts
+    }
+
+    async fn process_input(&self, _args: InputArgs<'_>) -> HookResult<InputOutcome> {
+        self.record(Hook::ProcessInput, "");
+        Ok(InputOutcome::Unchanged)
+    }
+
+    async fn process_input_step(&self, args: InputStepArgs<'_>) -> HookResult<StepOverrides> {
+        self.record(Hook::ProcessInputStep, format!(":{}", args.step_number));
+        Ok(StepOverrides::default())
+    }
+
+    async fn process_llm_request(&self, args: LlmRequestArgs<'_>) -> HookResult<LlmRequestOutcome> {
+        self.record(Hook::ProcessLlmRequest, format!(":{}", args.step_number));
+        Ok(LlmRequestOutcome::default())
+    }
+
+    async fn process_llm_response(&self, args: LlmResponseArgs<'_>) -> HookResult<()> {
+        self.record(Hook::ProcessLlmResponse, format!(":{}", args.step_number));
+        Ok(())
+    }
+
+    async fn process_api_error(&self, args: ApiErrorArgs<'_>) -> HookResult<ApiErrorOutcome> {
+        self.record(Hook::ProcessApiError, format!(":{}", args.step_number));
+        Ok(ApiErrorOutcome::default())
+    }
+
+    async fn process_output_stream(&self, args: OutputStreamArgs<'_>) -> HookResult<Option<Chunk>> {
+        self.record(Hook::ProcessOutputStream, format!(":{}", args.part.type_name()));
+        Ok(Some(args.part))
+    }
+
+    async fn process_output_step(&self, args: OutputStepArgs<'_>) -> HookResult<Option<Vec<Message>>> {
+        self.record(Hook::ProcessOutputStep, format!(":{}", args.step_number));
+        Ok(None)
+    }
+
+    async fn process_tool_result(&self, args: ToolResultArgs<'_>) -> HookResult<ToolResultOutcome> {
+        self.record(Hook::ProcessToolResult, format!(":{}", args.tool_name));
+        Ok(ToolResultOutcome::default())
+    }
+
+    async fn process_output_result(&self, _args: OutputResultArgs<'_>) -> HookResult<Option<Vec<Message>>> {
+        self.record(Hook::ProcessOutputResult, "");
+        Ok(None)
+    }
+}
+
+/// Aborts (`abort-in`) or breaks (`fail-in`; with `panic = true` it panics) in one hook, named by
+/// the `hook` option; `retry = true` asks for a retry. The stream hook fires on the first text
+/// delta.
+pub struct Trap {
+    id: String,
+    hook: Hook,
+    retry: bool,
+    fail: bool,
+    panic: bool,
+}
+
+impl Trap {
+    fn from_options(id: &str, options: &toml::Table, fail: bool) -> Trap {
+        let hook_name = options.get("hook").and_then(toml::Value::as_str).expect("`hook` option");
+        let flag = |name: &str| options.get(name).and_then(toml::Value::as_bool).unwrap_or(false);
+        Trap {
+            id: id.to_owned(),
+            hook: Hook::from_name(hook_name).unwrap_or_else(|| panic!("unknown hook {hook_name}")),
+            retry: flag("retry"),
+            fail,
+            panic: flag("panic"),
+        }
+    }
+
+    fn spring<T>(&self) -> HookResult<T> {
+        if self.panic {
+            panic!("trap {} in {}", self.id, self.hook);
+        }
+        if self.fail {
+            return Err(HookError::Failed("returned malformed data".to_owned()));
+        }
+        let mut abort =
+            Abort::new(format!("aborted in {}", self.hook)).metadata(json!({ "hook": self.hook.name() }));
+        if self.retry {
+            abort = abort.retry();
+        }
+        Err(abort.into())
+    }
+}
+
+#[async_trait::async_trait]
+impl Processor for Trap {
+    fn id(&self) -> &str {
+        &self.id
+    }
+
+    fn hooks(&self) -> HookSet {
+        HookSet::of(&[self.hook])
+    }
+
+    async fn process_input(&self, _args: InputArgs<'_>) -> HookResult<InputOutcome> {
+        self.spring()
+    }
+
+    async fn process_input_step(&self, _args: InputStepArgs<'_>) -> HookResult<StepOverrides> {
+        self.spring()
+    }
+
+    async fn process_llm_request(&self, _args: LlmRequestArgs<'_>) -> HookResult<LlmRequestOutcome> {
+        self.spring()
+    }
+
+    async fn process_llm_response(&self, _args: LlmResponseArgs<'_>) -> HookResult<()> {
+        self.spring()
+    }
+
+    async fn process_api_error(&self, _args: ApiErrorArgs<'_>) -> HookResult<ApiErrorOutcome> {
+        self.spring()
+    }
+
+    async fn process_output_stream(&self, args: OutputStreamArgs<'_>) -> HookResult<Option<Chunk>> {
+        match args.part {
+            Chunk::TextDelta { .. } => self.spring(),
+            part => Ok(Some(part)),
+        }
+    }
+
+    async fn process_output_step(&self, _args: OutputStepArgs<'_>) -> HookResult<Option<Vec<Message>>> {
+        self.spring()
+    }
+
+    async fn process_tool_result(&self, _args: ToolResultArgs<'_>) -> HookResult<ToolResultOutcome> {
+        self.spring()
+    }
+
+    async fn process_output_result(&self, _args: OutputResultArgs<'_>) -> HookResult<Option<Vec<Message>>> {
+        self.spring()
+    }
+}

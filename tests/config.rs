@@ -1,0 +1,66 @@
+//! The config: unknown keys and bad values stop start-up with a message naming the key and its
+//! line; the shipped example config is valid.
+
+use agentwire::config::{Config, ConfigError};
+use agentwire::model::ModelRegistry;
+use agentwire::processor::ProcessorRegistry;
+use agentwire::runtime::Runtime;
+use agentwire::tool::ToolRegistry;
+
+fn build(source: &str) -> Result<Runtime, ConfigError> {
+    let config = Config::parse(source)?;
+    Runtime::new(
+        &config,
+        ProcessorRegistry::with_builtins(),
+        ToolRegistry::with_builtins(),
+        ModelRegistry::new(),
+    )
+}
+
+fn error_of(source: &str) -> String {
+    build(source).expect_err("the config is refused").to_string()
+}
+
+/// The example config and the built-in default both load.
+#[test]
+fn shipped_configs_are_valid() {
+    let example =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/agentwire.toml")).unwrap();
+    let runtime = build(&example).expect("examples/agentwire.toml is valid");
+    let ids: Vec<&str> = runtime.agents().map(|agent| agent.id.as_str()).collect();
+    assert_eq!(ids, ["calculator", "echo", "guarded", "inspect", "picky"]);
+    build(agentwire::config::DEFAULT_CONFIG).expect("the default config is valid");
+}
+
+/// Each kind of mistake is named with its key and line.
+#[test]
+fn mistakes_name_the_key_and_the_line() {
+    let cases = [
+        ("[[agents]]\nid = \"a\"\nmodel = \"mock/echo\"\ncolour = \"red\"\n", ["colour", "line 4"]),
+        ("[[agents]]\nid = \"a\"\nmodel = \"mock/echo\"\nmax_steps = \"many\"\n", ["max_steps", "line 4"]),
+        ("\n\n[[agents]]\nid = \"a\"\nmodel = \"gpt/none\"\n", ["agents[0].model", "line 5"]),
+        ("[[agents]]\nid = \"a\"\nmodel = \"mock/script\"\n", ["agents[0].model", "script"]),
+        (
+            "[[agents]]\nid = \"a\"\nmodel = \"mock/echo\"\ntools = [\"hammer\"]\n",
+            ["agents[0].tools[0]", "hammer"],
+        ),
+        (
+            "[[agents]]\nid = \"a\"\nmodel = \"mock/echo\"\ninput_processors = [\"ghost\"]\n",
+            ["agents[0].input_processors[0]", "ghost"],
+        ),
+        ("[processors.p]\nblocked_words = [\"x\"]\n", ["processors.p.kind", "line 1"]),
+        ("[processors.p]\nkind = \"teleporter\"\n", ["processors.p", "teleporter"]),
+        ("[processors.p]\nkind = \"content-filter\"\nblocked = [\"x\"]\n", ["processors.p", "blocked"]),
+        (
+            "[[agents]]\nid = \"a\"\nmodel = \"mock/echo\"\n[[agents]]\nid = \"a\"\nmodel = \"mock/echo\"\n",
+            ["duplicate agent id `a`", "line 4"],
+        ),
+        ("[[agents]]\nid = \"a\"\nmodel = \"mock/echo\"\nmax_steps = 0\n", ["max_steps", "between 1"]),
+    ];
+    for (source, needles) in cases {
+        let message = error_of(source);
+        for needle in needles {
+            assert!(message.contains(needle), "`{message}` should mention `{needle}`");
+        }
+    }
+}
