@@ -11,12 +11,12 @@ pub enum Hook {
     ProcessInputStep,
     /// At every step, on the outgoing prompt only; nothing it changes is kept.
     ProcessLlmRequest,
-    /// At every step, after the model's stream completed, with its chunks.
-    ProcessLlmResponse,
     /// When the model rejects a call; only error processors get it.
     ProcessApiError,
     /// On every chunk streamed to the client.
     ProcessOutputStream,
+    /// At every step, after the model's stream completed, with its chunks.
+    ProcessLlmResponse,
     /// After every model step, before its tools run.
     ProcessOutputStep,
     /// After every tool call, before its result reaches the messages and the stream.
@@ -26,7 +26,7 @@ pub enum Hook {
 }
 
 impl Hook {
-    /// Every hook, in the order of a run.
+    /// Every hook, in the order of a run (and of the enum: `ALL[hook.index()] == hook`).
     pub const ALL: [Hook; 9] = [
         Hook::ProcessInput,
         Hook::ProcessInputStep,
@@ -57,6 +57,11 @@ impl Hook {
     /// The hook with this contract name (`processInput`, ...).
     pub fn from_name(name: &str) -> Option<Hook> {
         Hook::ALL.into_iter().find(|hook| hook.name() == name)
+    }
+
+    /// The hook's position in [`Hook::ALL`].
+    pub fn index(self) -> usize {
+        self as usize
     }
 
     fn bit(self) -> u16 {
@@ -99,5 +104,21 @@ impl HookSet {
     /// The hooks of the set, in run order.
     pub fn iter(self) -> impl Iterator<Item = Hook> {
         Hook::ALL.into_iter().filter(move |hook| self.contains(*hook))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `index` is the position in `ALL`, and names round-trip.
+    #[test]
+    fn index_and_names_are_consistent() {
+        for (position, hook) in Hook::ALL.into_iter().enumerate() {
+            assert_eq!(hook.index(), position);
+            assert_eq!(Hook::from_name(hook.name()), Some(hook));
+        }
+        let set = HookSet::of(&[Hook::ProcessInput, Hook::ProcessOutputResult]);
+        assert_eq!(set.iter().collect::<Vec<_>>(), [Hook::ProcessInput, Hook::ProcessOutputResult]);
     }
 }

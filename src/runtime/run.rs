@@ -100,13 +100,47 @@ impl ProcessorStates {
     }
 }
 
+/// The processors of each hook, in order: input hooks from the input list, output hooks from the
+/// output list, `processAPIError` from the error list. Only processors implementing a hook are in
+/// its chain, so a hook nobody implements costs nothing.
+struct Chains {
+    by_hook: [Vec<Arc<dyn Processor>>; Hook::ALL.len()],
+}
+
+impl Chains {
+    fn new(
+        input: &[Arc<dyn Processor>],
+        output: &[Arc<dyn Processor>],
+        error: &[Arc<dyn Processor>],
+    ) -> Chains {
+        let by_hook = Hook::ALL.map(|hook| {
+            let list = match hook {
+                Hook::ProcessInput
+                | Hook::ProcessInputStep
+                | Hook::ProcessLlmRequest
+                | Hook::ProcessLlmResponse => input,
+                Hook::ProcessOutputStream
+                | Hook::ProcessOutputStep
+                | Hook::ProcessToolResult
+                | Hook::ProcessOutputResult => output,
+                Hook::ProcessApiError => error,
+            };
+            list.iter().filter(|processor| processor.hooks().contains(hook)).cloned().collect()
+        });
+        Chains { by_hook }
+    }
+
+    fn of(&self, hook: Hook) -> &[Arc<dyn Processor>] {
+        &self.by_hook[hook.index()]
+    }
+}
+
 struct Run {
     runtime: Arc<Runtime>,
     agent: Arc<Agent>,
     info: RunInfo,
-    input_processors: Vec<Arc<dyn Processor>>,
-    output_processors: Vec<Arc<dyn Processor>>,
-    error_processors: Vec<Arc<dyn Processor>>,
+    /// Shared so the loop can walk a chain while it mutates the run.
+    chains: Arc<Chains>,
     max_processor_retries: Option<u32>,
     max_steps: u32,
     list: MessageList,
@@ -150,9 +184,7 @@ impl PreparedRun {
             runtime,
             agent,
             info,
-            input_processors: input,
-            output_processors: output,
-            error_processors: error,
+            chains: Arc::new(Chains::new(&input, &output, &error)),
             list,
             processors: ProcessorStates::default(),
             sink: ChunkSink::discard(),
@@ -266,7 +298,8 @@ impl Run {
     // ---- the hooks, in run order -------------------------------------------------------------
 
     async fn process_input(&mut self) -> Result<(), RunStop> {
-        for processor in with_hook(&self.input_processors, Hook::ProcessInput) {
+        let chains = Arc::clone(&self.chains);
+        for processor in chains.of(Hook::ProcessInput) {
             let args = InputArgs {
                 ctx: self.processors.context(&self.info, processor.id()),
                 messages: self.list.snapshot(ReconcileScope::Input),
@@ -301,7 +334,8 @@ impl Run {
             provider_options: Value::Null,
             structured_output: None,
         };
-        for processor in with_hook(&self.input_processors, Hook::ProcessInputStep) {
+        let chains = Arc::clone(&self.chains);
+        for processor in chains.of(Hook::ProcessInputStep) {
             let args = InputStepArgs {
                 ctx: self.processors.context(&self.info, processor.id()),
                 messages: self.list.snapshot(ReconcileScope::All),
@@ -355,7 +389,8 @@ impl Run {
         mut prompt: Vec<PromptMessage>,
     ) -> Result<(Vec<PromptMessage>, Option<Vec<Chunk>>), RunStop> {
         let mut response = None;
-        for processor in with_hook(&self.input_processors, Hook::ProcessLlmRequest) {
+        let chains = Arc::clone(&self.chains);
+        for processor in chains.of(Hook::ProcessLlmRequest) {
             let args = LlmRequestArgs {
                 ctx: self.processors.context(&self.info, processor.id()),
                 prompt: &prompt,
@@ -382,7 +417,8 @@ impl Run {
     /// retry budget allows it.
     async fn process_api_error(&mut self, step_number: u32, error: &ModelError) -> Result<bool, RunStop> {
         let mut retry = false;
-        for processor in with_hook(&self.error_processors, Hook::ProcessApiError) {
+        let chains = Arc::clone(&self.chains);
+        for processor in chains.of(Hook::ProcessApiError) {
             let args = ApiErrorArgs {
                 ctx: self.processors.context(&self.info, processor.id()),
                 error,
@@ -519,10 +555,11 @@ impl Run {
             return Ok(());
         }
         raw_chunks.push(chunk.clone());
-        if let Some(processed) = self.emit(chunk, true).await? {
-            answer.absorb(processed);
+        if let Some(processed) = self.process_output_stream(chunk).await? {
+            answer.absorb(&processed);
+            self.deliver(processed, true).await?;
         }
-        Ok(())
+        self.flush_emitted(true).await
     }
 
     async fn process_llm_response(
@@ -532,7 +569,8 @@ impl Run {
         chunks: &[Chunk],
         from_cache: bool,
     ) -> Result<(), RunStop> {
-        for processor in with_hook(&self.input_processors, Hook::ProcessLlmResponse) {
+        let chains = Arc::clone(&self.chains);
+        for processor in chains.of(Hook::ProcessLlmResponse) {
             let args = LlmResponseArgs {
                 ctx: self.processors.context(&self.info, processor.id()),
                 chunks,
@@ -557,7 +595,8 @@ impl Run {
         message_id: &str,
     ) -> Result<Option<String>, RunStop> {
         let current = self.steps.last().cloned().expect("the step was recorded");
-        for processor in with_hook(&self.output_processors, Hook::ProcessOutputStep) {
+        let chains = Arc::clone(&self.chains);
+        for processor in chains.of(Hook::ProcessOutputStep) {
             let args = OutputStepArgs {
                 ctx: self.processors.context(&self.info, processor.id()),
                 messages: self.list.snapshot(ReconcileScope::All),
@@ -626,7 +665,8 @@ impl Run {
         message.resource_id.clone_from(&self.info.resource_id);
         self.list.add(message, MessageSource::Response);
 
-        for processor in with_hook(&self.output_processors, Hook::ProcessToolResult) {
+        let chains = Arc::clone(&self.chains);
+        for processor in chains.of(Hook::ProcessToolResult) {
             let args = ToolResultArgs {
                 ctx: self.processors.context(&self.info, processor.id()),
                 tool_name: &call.tool_name,
@@ -676,7 +716,8 @@ impl Run {
             finish_reason,
             steps: self.steps.clone(),
         };
-        for processor in with_hook(&self.output_processors, Hook::ProcessOutputResult) {
+        let chains = Arc::clone(&self.chains);
+        for processor in chains.of(Hook::ProcessOutputResult) {
             let args = OutputResultArgs {
                 ctx: self.processors.context(&self.info, processor.id()),
                 messages: self.list.snapshot(ReconcileScope::Response),
@@ -731,16 +772,16 @@ impl Run {
     // ---- emitting ----------------------------------------------------------------------------
 
     /// Sends a chunk through the output processors' `processOutputStream` to the client, then
-    /// the custom chunks those processors emitted. Returns the chunk as it reached the client,
-    /// or `None` when a processor dropped it. `keep_data` keeps non-transient custom chunks as
-    /// message parts (true for output hooks).
-    async fn emit(&mut self, chunk: Chunk, keep_data: bool) -> Result<Option<Chunk>, RunStop> {
-        let delivered = self.process_and_deliver(chunk, keep_data).await?;
-        self.flush_emitted(true).await?;
-        Ok(delivered)
+    /// the custom chunks those processors emitted. `keep_data` keeps non-transient custom chunks
+    /// as message parts (true for output hooks).
+    async fn emit(&mut self, chunk: Chunk, keep_data: bool) -> Result<(), RunStop> {
+        if let Some(processed) = self.process_output_stream(chunk).await? {
+            self.deliver(processed, keep_data).await?;
+        }
+        self.flush_emitted(true).await
     }
 
-    /// Streams the custom chunks the last hook emitted.
+    /// Streams the custom chunks the last hook emitted, through the stream processors.
     async fn flush_emitted(&mut self, keep_data: bool) -> Result<(), RunStop> {
         let mut queue: VecDeque<DataChunk> = std::mem::take(&mut self.processors.emitted).into();
         let mut budget = MAX_DATA_CHUNKS_PER_EMIT;
@@ -755,16 +796,16 @@ impl Run {
                 }));
             }
             budget -= 1;
-            self.process_and_deliver(Chunk::Data(data), keep_data).await?;
+            if let Some(processed) = self.process_output_stream(Chunk::Data(data)).await? {
+                self.deliver(processed, keep_data).await?;
+            }
             queue.extend(std::mem::take(&mut self.processors.emitted));
         }
         Ok(())
     }
 
-    async fn process_and_deliver(&mut self, chunk: Chunk, keep_data: bool) -> Result<Option<Chunk>, RunStop> {
-        let Some(chunk) = self.process_output_stream(chunk).await? else {
-            return Ok(None);
-        };
+    /// Hands a processed chunk to the client, keeping custom chunks for the result.
+    async fn deliver(&mut self, chunk: Chunk, keep_data: bool) -> Result<(), RunStop> {
         if let Chunk::Data(data) = &chunk {
             self.data.push(data.clone());
             if keep_data && !data.transient {
@@ -775,21 +816,20 @@ impl Run {
                 });
             }
         }
-        self.sink.send(chunk.clone()).await.map_err(|_| RunStop::Cancelled)?;
-        Ok(Some(chunk))
+        self.sink.send(chunk).await.map_err(|_| RunStop::Cancelled)
     }
 
     /// `processOutputStream` over the output processors, in order. A processor that drops the
     /// chunk ends the chain for it; `data-*` chunks reach only processors that opt in.
     async fn process_output_stream(&mut self, chunk: Chunk) -> Result<Option<Chunk>, RunStop> {
         let mut current = chunk;
-        for processor in with_hook(&self.output_processors, Hook::ProcessOutputStream) {
+        let chains = Arc::clone(&self.chains);
+        for processor in chains.of(Hook::ProcessOutputStream) {
             if current.is_data() && !processor.process_data_parts() {
                 continue;
             }
-            let seen = self.processors.stream_parts.entry(processor.id().to_owned()).or_default();
+            let mut seen = self.processors.stream_parts.remove(processor.id()).unwrap_or_default();
             seen.push(current.clone());
-            let seen = std::mem::take(seen);
             let args = OutputStreamArgs {
                 ctx: self.processors.context(&self.info, processor.id()),
                 part: current,
@@ -851,39 +891,38 @@ impl StepAnswer {
         }
     }
 
-    fn absorb(&mut self, chunk: Chunk) {
+    fn absorb(&mut self, chunk: &Chunk) {
         match chunk {
             Chunk::TextDelta { text, .. } => {
-                self.result.text.push_str(&text);
+                self.result.text.push_str(text);
                 match self.parts.last_mut() {
-                    Some(Part::Text { text: last }) => last.push_str(&text),
-                    _ => self.parts.push(Part::Text { text }),
+                    Some(Part::Text { text: last }) => last.push_str(text),
+                    _ => self.parts.push(Part::Text { text: text.clone() }),
                 }
             }
             Chunk::ReasoningDelta { text, .. } => {
-                self.result.reasoning.push_str(&text);
+                self.result.reasoning.push_str(text);
                 match self.parts.last_mut() {
-                    Some(Part::Reasoning { text: last }) => last.push_str(&text),
-                    _ => self.parts.push(Part::Reasoning { text }),
+                    Some(Part::Reasoning { text: last }) => last.push_str(text),
+                    _ => self.parts.push(Part::Reasoning { text: text.clone() }),
                 }
             }
             Chunk::ToolCall { tool_call_id, tool_name, args } => {
-                self.result.tool_calls.push(ToolCallInfo {
+                let call = ToolCallInfo {
                     tool_call_id: tool_call_id.clone(),
                     tool_name: tool_name.clone(),
                     args: args.clone(),
+                };
+                self.parts.push(Part::ToolCall {
+                    tool_call_id: call.tool_call_id.clone(),
+                    tool_name: call.tool_name.clone(),
+                    args: call.args.clone(),
                 });
-                self.parts.push(Part::ToolCall { tool_call_id, tool_name, args });
+                self.result.tool_calls.push(call);
             }
             _ => {}
         }
     }
-}
-
-/// The processors of a chain that implement `hook`, cloned so the run can be borrowed mutably
-/// while they are called.
-fn with_hook(processors: &[Arc<dyn Processor>], hook: Hook) -> Vec<Arc<dyn Processor>> {
-    processors.iter().filter(|processor| processor.hooks().contains(hook)).cloned().collect()
 }
 
 /// Runs a hook, turning a panic into a failure of that processor.
