@@ -14,7 +14,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::{LanguageModel, ModelError, ModelEvent, ModelRequest, ModelStream, PromptMessage};
-use crate::runtime::{FinishReason, Part, Role, Usage};
+use crate::runtime::{FinishReason, Part, Role, ToolCall, Usage};
 
 /// Id of the echo model.
 pub const ECHO: &str = "mock/echo";
@@ -178,11 +178,11 @@ fn reply_events(reply: &MockReply, input_tokens: u64) -> Vec<ModelEvent> {
     }
     events.extend(reply.deltas.iter().cloned().map(ModelEvent::TextDelta));
     for (index, call) in reply.tool_calls.iter().enumerate() {
-        events.push(ModelEvent::ToolCall {
+        events.push(ModelEvent::ToolCall(ToolCall {
             tool_call_id: format!("call_{index}_{}", crate::runtime::new_id()),
             tool_name: call.name.clone(),
             args: call.args.clone(),
-        });
+        }));
     }
     let default_reason =
         if reply.tool_calls.is_empty() { FinishReason::Stop } else { FinishReason::ToolCalls };

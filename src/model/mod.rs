@@ -14,7 +14,7 @@ use futures::Stream;
 
 pub use self::mock::{MockReply, MockScript, MockToolCall};
 pub use self::request::{ModelRequest, ModelSettings, PromptMessage, ToolChoice, ToolDefinition};
-use crate::runtime::{FinishReason, Usage};
+use crate::runtime::{FinishReason, ToolCall, Usage};
 
 /// What a model streams during one call.
 #[derive(Debug, Clone, PartialEq)]
@@ -24,14 +24,7 @@ pub enum ModelEvent {
     /// A piece of reasoning.
     ReasoningDelta(String),
     /// A complete tool call.
-    ToolCall {
-        /// Correlates the call with its result.
-        tool_call_id: String,
-        /// The tool to call.
-        tool_name: String,
-        /// The arguments.
-        args: serde_json::Value,
-    },
+    ToolCall(ToolCall),
     /// The call is over.
     Finish {
         /// Why the model stopped.

@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use super::context::HookContext;
 use crate::model::{ModelError, ModelSettings, PromptMessage, ToolChoice, ToolDefinition};
-use crate::runtime::{Chunk, FinishReason, Message, MessageList, StepInput, StepResult, ToolCallInfo, Usage};
+use crate::runtime::{Chunk, FinishReason, Message, MessageList, StepInput, StepResult, ToolCall, Usage};
 
 /// `processInput`: the run's input, once, before the loop.
 #[derive(Debug)]
@@ -177,7 +177,7 @@ pub struct OutputStepArgs<'a> {
     /// Why the model stopped.
     pub finish_reason: FinishReason,
     /// The tool calls the model made in this step.
-    pub tool_calls: &'a [ToolCallInfo],
+    pub tool_calls: &'a [ToolCall],
     /// The text of this step.
     pub text: &'a str,
     /// The step's usage.

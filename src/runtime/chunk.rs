@@ -3,6 +3,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::message::{ToolCall, ToolResult};
+
 /// Token usage of a step or a run.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Usage {
@@ -172,25 +174,9 @@ pub enum Chunk {
         text: String,
     },
     /// The model called a tool.
-    ToolCall {
-        /// Correlates the call with its result.
-        tool_call_id: String,
-        /// The tool.
-        tool_name: String,
-        /// The arguments.
-        args: Value,
-    },
-    /// A tool returned.
-    ToolResult {
-        /// The call this answers.
-        tool_call_id: String,
-        /// The tool.
-        tool_name: String,
-        /// What it returned.
-        result: Value,
-        /// True when the tool failed.
-        is_error: bool,
-    },
+    ToolCall(ToolCall),
+    /// A tool returned (after `processToolResult`).
+    ToolResult(ToolResult),
     /// A model step ended.
     StepFinish {
         /// The step number.
@@ -225,8 +211,8 @@ impl Chunk {
             Chunk::StepStart { .. } => "step-start",
             Chunk::TextDelta { .. } => "text-delta",
             Chunk::ReasoningDelta { .. } => "reasoning-delta",
-            Chunk::ToolCall { .. } => "tool-call",
-            Chunk::ToolResult { .. } => "tool-result",
+            Chunk::ToolCall(_) => "tool-call",
+            Chunk::ToolResult(_) => "tool-result",
             Chunk::StepFinish { .. } => "step-finish",
             Chunk::Data(data) => &data.name,
             Chunk::Tripwire(_) => "tripwire",

@@ -58,25 +58,9 @@ pub enum Part {
         text: String,
     },
     /// A tool call made by the model.
-    ToolCall {
-        /// Correlates the call with its result.
-        tool_call_id: String,
-        /// The tool's name.
-        tool_name: String,
-        /// The arguments, as the model wrote them.
-        args: Value,
-    },
+    ToolCall(ToolCall),
     /// The result of a tool call.
-    ToolResult {
-        /// The call this answers.
-        tool_call_id: String,
-        /// The tool's name.
-        tool_name: String,
-        /// What the tool returned (or the error, when `is_error`).
-        result: Value,
-        /// True when the tool failed.
-        is_error: bool,
-    },
+    ToolResult(ToolResult),
     /// A file, inline or by URL.
     File {
         /// The media type, e.g. `image/png`.
@@ -101,6 +85,30 @@ pub enum Part {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         id: Option<String>,
     },
+}
+
+/// A tool call made by the model: in a message part, a chunk and a step's result alike.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCall {
+    /// Correlates the call with its result.
+    pub tool_call_id: String,
+    /// The tool's name.
+    pub tool_name: String,
+    /// The arguments, as the model wrote them.
+    pub args: Value,
+}
+
+/// The result of a tool call: in a message part, a chunk and a step's result alike.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolResult {
+    /// The call this answers.
+    pub tool_call_id: String,
+    /// The tool's name.
+    pub tool_name: String,
+    /// What the tool returned (or the error, when `is_error`).
+    pub result: Value,
+    /// True when the tool failed.
+    pub is_error: bool,
 }
 
 impl Part {

@@ -160,10 +160,10 @@ impl MessageList {
     pub fn update_tool_result(&mut self, tool_call_id: &str, result: Value) -> bool {
         for entry in &mut self.entries {
             for part in &mut entry.message.parts {
-                if let Part::ToolResult { tool_call_id: id, result: stored, .. } = part
-                    && id == tool_call_id
+                if let Part::ToolResult(stored) = part
+                    && stored.tool_call_id == tool_call_id
                 {
-                    *stored = result;
+                    stored.result = result;
                     return true;
                 }
             }

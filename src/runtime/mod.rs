@@ -29,13 +29,13 @@ pub use self::agent::{Agent, NamedProcessor};
 pub use self::chunk::{
     Chunk, DATA_PREFIX, DataChunk, ErrorSource, FinishReason, RunFailure, Tripwire, Usage,
 };
-pub use self::message::{Message, Part, Role, new_id, now_millis};
+pub use self::message::{Message, Part, Role, ToolCall, ToolResult, new_id, now_millis};
 pub use self::message_list::{MessageList, MessageSource, ReconcileScope};
 pub use self::request::{RunError, RunRequest};
 pub use self::result::RunResult;
 pub use self::run::{PreparedRun, RETRY_FEEDBACK_TAG};
 pub use self::sink::{ChunkSink, ClientGone};
-pub use self::step::{StepInput, StepResult, ToolCallInfo, ToolResultInfo};
+pub use self::step::{StepInput, StepResult};
 use toml::Spanned;
 
 use crate::config::{AgentConfig, Config, ConfigError};

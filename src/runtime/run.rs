@@ -16,17 +16,17 @@ use serde_json::{Map, Value};
 use super::Runtime;
 use super::agent::Agent;
 use super::chunk::{Chunk, DataChunk, ErrorSource, FinishReason, RunFailure, Tripwire, Usage};
-use super::message::{Message, Part, Role, new_id};
+use super::message::{Message, Part, Role, ToolCall, ToolResult, new_id};
 use super::message_list::{MessageList, MessageSource, ReconcileScope};
 use super::request::RunRequest;
 use super::result::RunResult;
 use super::sink::ChunkSink;
-use super::step::{StepInput, StepResult, ToolCallInfo, ToolResultInfo};
+use super::step::{StepInput, StepResult};
 use crate::model::{ModelError, ModelRequest, ModelStream, PromptMessage};
 use crate::processor::{
     Abort, ApiErrorArgs, Hook, HookContext, HookError, HookResult, InputArgs, InputOutcome, InputStepArgs,
     LlmRequestArgs, LlmResponseArgs, OutputResultArgs, OutputStepArgs, OutputStreamArgs, OutputSummary,
-    Processor, RunInfo, ToolResultArgs,
+    Processor, RunInfo, StepOverrides, ToolResultArgs,
 };
 use crate::tool::ToolError;
 
@@ -348,31 +348,11 @@ impl Run {
             let overrides = guarded(processor.process_input_step(args))
                 .await
                 .map_err(|error| stop(processor.as_ref(), Hook::ProcessInputStep, error))?;
-            if let Some(model) = overrides.model {
-                step.model = model;
-            }
-            if let Some(tools) = overrides.tools {
-                step.tools = tools;
-            }
-            if let Some(tool_choice) = overrides.tool_choice {
-                step.tool_choice = tool_choice;
-            }
-            if let Some(active_tools) = overrides.active_tools {
-                step.active_tools = Some(active_tools);
-            }
-            if let Some(settings) = overrides.model_settings {
-                step.settings = settings;
-            }
-            if let Some(provider_options) = overrides.provider_options {
-                step.provider_options = provider_options;
-            }
-            if let Some(structured_output) = overrides.structured_output {
-                step.structured_output = Some(structured_output);
-            }
-            if let Some(system_messages) = overrides.system_messages {
+            let StepOverrides { messages, system_messages, .. } = step.apply(overrides);
+            if let Some(system_messages) = system_messages {
                 self.list.replace_system_messages(system_messages);
             }
-            if let Some(messages) = overrides.messages {
+            if let Some(messages) = messages {
                 self.list.reconcile(ReconcileScope::All, messages, MessageSource::Input);
             }
             self.flush_emitted(false).await?;
@@ -640,7 +620,7 @@ impl Run {
     async fn run_tool(
         &mut self,
         step_number: u32,
-        call: &ToolCallInfo,
+        call: &ToolCall,
         offered_tools: &[crate::model::ToolDefinition],
     ) -> Result<(), RunStop> {
         let offered = offered_tools.iter().any(|tool| tool.name == call.tool_name);
@@ -654,12 +634,12 @@ impl Run {
         };
         let mut message = Message::new(
             Role::Tool,
-            vec![Part::ToolResult {
+            vec![Part::ToolResult(ToolResult {
                 tool_call_id: call.tool_call_id.clone(),
                 tool_name: call.tool_name.clone(),
                 result,
                 is_error,
-            }],
+            })],
         );
         message.thread_id.clone_from(&self.info.thread_id);
         message.resource_id.clone_from(&self.info.resource_id);
@@ -691,22 +671,14 @@ impl Run {
             self.flush_emitted(true).await?;
         }
 
-        let result = stored_tool_result(&self.list, &call.tool_call_id);
-        let info = ToolResultInfo {
+        let processed = ToolResult {
             tool_call_id: call.tool_call_id.clone(),
             tool_name: call.tool_name.clone(),
-            result: result.clone(),
+            result: stored_tool_result(&self.list, &call.tool_call_id),
             is_error,
         };
-        self.steps.last_mut().expect("the step was recorded").tool_results.push(info);
-        let chunk = Chunk::ToolResult {
-            tool_call_id: call.tool_call_id.clone(),
-            tool_name: call.tool_name.clone(),
-            result,
-            is_error,
-        };
-        self.emit(chunk, true).await?;
-        Ok(())
+        self.steps.last_mut().expect("the step was recorded").tool_results.push(processed.clone());
+        self.emit(Chunk::ToolResult(processed), true).await
     }
 
     async fn process_output_result(&mut self, finish_reason: FinishReason) -> Result<(), RunStop> {
@@ -880,9 +852,7 @@ impl StepAnswer {
             ModelEvent::ReasoningDelta(text) => {
                 Some(Chunk::ReasoningDelta { id: message_id.to_owned(), text })
             }
-            ModelEvent::ToolCall { tool_call_id, tool_name, args } => {
-                Some(Chunk::ToolCall { tool_call_id, tool_name, args })
-            }
+            ModelEvent::ToolCall(call) => Some(Chunk::ToolCall(call)),
             ModelEvent::Finish { finish_reason, usage } => {
                 self.result.finish_reason = finish_reason;
                 self.result.usage = usage;
@@ -907,18 +877,9 @@ impl StepAnswer {
                     _ => self.parts.push(Part::Reasoning { text: text.clone() }),
                 }
             }
-            Chunk::ToolCall { tool_call_id, tool_name, args } => {
-                let call = ToolCallInfo {
-                    tool_call_id: tool_call_id.clone(),
-                    tool_name: tool_name.clone(),
-                    args: args.clone(),
-                };
-                self.parts.push(Part::ToolCall {
-                    tool_call_id: call.tool_call_id.clone(),
-                    tool_name: call.tool_name.clone(),
-                    args: call.args.clone(),
-                });
-                self.result.tool_calls.push(call);
+            Chunk::ToolCall(call) => {
+                self.parts.push(Part::ToolCall(call.clone()));
+                self.result.tool_calls.push(call.clone());
             }
             _ => {}
         }
@@ -971,10 +932,10 @@ fn model_failure(model_id: &str, error: &ModelError) -> RunFailure {
 fn stored_tool_result(list: &MessageList, tool_call_id: &str) -> Value {
     for message in list.all() {
         for part in &message.parts {
-            if let Part::ToolResult { tool_call_id: id, result, .. } = part
-                && id == tool_call_id
+            if let Part::ToolResult(stored) = part
+                && stored.tool_call_id == tool_call_id
             {
-                return result.clone();
+                return stored.result.clone();
             }
         }
     }

@@ -5,7 +5,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::chunk::{FinishReason, Tripwire, Usage};
+use super::message::{ToolCall, ToolResult};
 use crate::model::{ModelSettings, ToolChoice, ToolDefinition};
+use crate::processor::StepOverrides;
 
 /// The step's model and options, as `processInputStep` sees and overrides them.
 #[derive(Debug, Clone, PartialEq)]
@@ -27,6 +29,44 @@ pub struct StepInput {
 }
 
 impl StepInput {
+    /// Applies the step fields a `processInputStep` returned, and gives back the rest (the
+    /// messages and system messages, which belong to the message list).
+    pub fn apply(&mut self, overrides: StepOverrides) -> StepOverrides {
+        let StepOverrides {
+            model,
+            tools,
+            tool_choice,
+            active_tools,
+            messages,
+            system_messages,
+            model_settings,
+            provider_options,
+            structured_output,
+        } = overrides;
+        if let Some(model) = model {
+            self.model = model;
+        }
+        if let Some(tools) = tools {
+            self.tools = tools;
+        }
+        if let Some(tool_choice) = tool_choice {
+            self.tool_choice = tool_choice;
+        }
+        if active_tools.is_some() {
+            self.active_tools = active_tools;
+        }
+        if let Some(settings) = model_settings {
+            self.settings = settings;
+        }
+        if let Some(provider_options) = provider_options {
+            self.provider_options = provider_options;
+        }
+        if structured_output.is_some() {
+            self.structured_output = structured_output;
+        }
+        StepOverrides { messages, system_messages, ..StepOverrides::default() }
+    }
+
     /// The tools the model is offered: `tools`, narrowed by `active_tools`.
     pub fn offered_tools(&self) -> Vec<ToolDefinition> {
         match &self.active_tools {
@@ -34,30 +74,6 @@ impl StepInput {
             Some(active) => self.tools.iter().filter(|tool| active.contains(&tool.name)).cloned().collect(),
         }
     }
-}
-
-/// A tool call made in a step.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ToolCallInfo {
-    /// Correlates the call with its result.
-    pub tool_call_id: String,
-    /// The tool.
-    pub tool_name: String,
-    /// The arguments.
-    pub args: Value,
-}
-
-/// A tool result of a step.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ToolResultInfo {
-    /// The call it answers.
-    pub tool_call_id: String,
-    /// The tool.
-    pub tool_name: String,
-    /// The result, after `processToolResult`.
-    pub result: Value,
-    /// True when the tool failed.
-    pub is_error: bool,
 }
 
 /// What one model step produced.
@@ -76,9 +92,9 @@ pub struct StepResult {
     /// The step's usage.
     pub usage: Usage,
     /// The tool calls the model made.
-    pub tool_calls: Vec<ToolCallInfo>,
-    /// The results of those calls.
-    pub tool_results: Vec<ToolResultInfo>,
+    pub tool_calls: Vec<ToolCall>,
+    /// The results of those calls, after `processToolResult`.
+    pub tool_results: Vec<ToolResult>,
     /// Set when `processOutputStep` rejected the step.
     pub tripwire: Option<Tripwire>,
 }

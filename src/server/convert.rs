@@ -4,7 +4,7 @@ use super::pb;
 use super::value::{from_proto, from_struct, to_proto, to_struct};
 use crate::runtime::{
     Agent, Chunk, DataChunk, Message, Part, Role, RunError, RunFailure, RunRequest, RunResult, StepResult,
-    Tripwire, Usage, now_millis,
+    ToolCall, ToolResult, Tripwire, Usage, now_millis,
 };
 
 impl TryFrom<pb::RunRequest> for RunRequest {
@@ -83,22 +83,22 @@ fn part_from_pb(part: pb::Part, field: &str) -> Result<Part, RunError> {
                     "needs tool_call_id and tool_name",
                 ));
             }
-            Part::ToolCall {
+            Part::ToolCall(ToolCall {
                 tool_call_id: call.tool_call_id,
                 tool_name: call.tool_name,
                 args: call.args.map(from_proto).unwrap_or_default(),
-            }
+            })
         }
         Kind::ToolResult(result) => {
             if result.tool_call_id.is_empty() {
                 return Err(RunError::invalid(format!("{field}.tool_result.tool_call_id"), "is required"));
             }
-            Part::ToolResult {
+            Part::ToolResult(ToolResult {
                 tool_call_id: result.tool_call_id,
                 tool_name: result.tool_name,
                 result: result.result.map(from_proto).unwrap_or_default(),
                 is_error: result.is_error,
-            }
+            })
         }
         Kind::File(file) => {
             if file.data.is_empty() == file.url.is_empty() {
@@ -145,17 +145,8 @@ impl From<Part> for pb::Part {
         let kind = match part {
             Part::Text { text } => Kind::Text(pb::TextPart { text }),
             Part::Reasoning { text } => Kind::Reasoning(pb::ReasoningPart { text }),
-            Part::ToolCall { tool_call_id, tool_name, args } => {
-                Kind::ToolCall(pb::ToolCallPart { tool_call_id, tool_name, args: Some(to_proto(&args)) })
-            }
-            Part::ToolResult { tool_call_id, tool_name, result, is_error } => {
-                Kind::ToolResult(pb::ToolResultPart {
-                    tool_call_id,
-                    tool_name,
-                    result: Some(to_proto(&result)),
-                    is_error,
-                })
-            }
+            Part::ToolCall(call) => Kind::ToolCall(call.into()),
+            Part::ToolResult(result) => Kind::ToolResult(result.into()),
             Part::File { media_type, data, url, filename } => {
                 Kind::File(pb::FilePart { media_type, data, url, filename })
             }
@@ -166,6 +157,27 @@ impl From<Part> for pb::Part {
             }),
         };
         pb::Part { part: Some(kind) }
+    }
+}
+
+impl From<ToolCall> for pb::ToolCallPart {
+    fn from(call: ToolCall) -> pb::ToolCallPart {
+        pb::ToolCallPart {
+            tool_call_id: call.tool_call_id,
+            tool_name: call.tool_name,
+            args: Some(to_proto(&call.args)),
+        }
+    }
+}
+
+impl From<ToolResult> for pb::ToolResultPart {
+    fn from(result: ToolResult) -> pb::ToolResultPart {
+        pb::ToolResultPart {
+            tool_call_id: result.tool_call_id,
+            tool_name: result.tool_name,
+            result: Some(to_proto(&result.result)),
+            is_error: result.is_error,
+        }
     }
 }
 
@@ -213,17 +225,8 @@ pub(super) fn chunk_to_pb(run_id: &str, chunk: Chunk) -> pb::Chunk {
         }
         Chunk::TextDelta { id, text } => Payload::TextDelta(pb::DeltaPayload { id, text }),
         Chunk::ReasoningDelta { id, text } => Payload::ReasoningDelta(pb::DeltaPayload { id, text }),
-        Chunk::ToolCall { tool_call_id, tool_name, args } => {
-            Payload::ToolCall(pb::ToolCallPart { tool_call_id, tool_name, args: Some(to_proto(&args)) })
-        }
-        Chunk::ToolResult { tool_call_id, tool_name, result, is_error } => {
-            Payload::ToolResult(pb::ToolResultPart {
-                tool_call_id,
-                tool_name,
-                result: Some(to_proto(&result)),
-                is_error,
-            })
-        }
+        Chunk::ToolCall(call) => Payload::ToolCall(call.into()),
+        Chunk::ToolResult(result) => Payload::ToolResult(result.into()),
         Chunk::StepFinish { step, finish_reason, usage } => Payload::StepFinish(pb::StepFinishPayload {
             step,
             finish_reason: finish_reason.as_str().to_owned(),
@@ -257,25 +260,8 @@ impl From<StepResult> for pb::StepResult {
             reasoning: step.reasoning,
             finish_reason: step.finish_reason.as_str().to_owned(),
             usage: Some(step.usage.into()),
-            tool_calls: step
-                .tool_calls
-                .into_iter()
-                .map(|call| pb::ToolCallPart {
-                    tool_call_id: call.tool_call_id,
-                    tool_name: call.tool_name,
-                    args: Some(to_proto(&call.args)),
-                })
-                .collect(),
-            tool_results: step
-                .tool_results
-                .into_iter()
-                .map(|result| pb::ToolResultPart {
-                    tool_call_id: result.tool_call_id,
-                    tool_name: result.tool_name,
-                    result: Some(to_proto(&result.result)),
-                    is_error: result.is_error,
-                })
-                .collect(),
+            tool_calls: step.tool_calls.into_iter().map(pb::ToolCallPart::from).collect(),
+            tool_results: step.tool_results.into_iter().map(pb::ToolResultPart::from).collect(),
             tripwire: step.tripwire.map(pb::Tripwire::from),
             model: step.model,
         }
