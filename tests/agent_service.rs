@@ -28,6 +28,19 @@ script = [
   { tool_calls = [{ name = "calculator", args = { expression = "2 + 2" } }] },
   { text = "The answer is 4" },
 ]
+
+[[agents]]
+id = "clumsy"
+model = "mock/script"
+tools = ["calculator"]
+script = [
+  { tool_calls = [
+      { name = "calculator", args = { expr = "1 + 1" } },
+      { name = "calculator", args = { expression = "1 +" } },
+      { name = "hammer" },
+  ] },
+  { text = "sorry" },
+]
 "#;
 
 /// A streamed run starts with `start`, frames each step, and ends with exactly one `finish`.
@@ -114,7 +127,7 @@ async fn agents_are_listed_and_described() {
     let mut client = server.client().await;
     let agents = client.list_agents(pb::ListAgentsRequest {}).await.unwrap().into_inner().agents;
     let ids: Vec<&str> = agents.iter().map(|agent| agent.id.as_str()).collect();
-    assert_eq!(ids, ["calc", "echo"]);
+    assert_eq!(ids, ["calc", "clumsy", "echo"]);
     let echo = client.get_agent(pb::GetAgentRequest { agent_id: "echo".into() }).await.unwrap().into_inner();
     assert_eq!(echo.name, "Echo");
     assert_eq!(echo.model, "mock/echo");
@@ -184,4 +197,26 @@ async fn messages_input_is_accepted() {
     ];
     let result = server.generate(run).await;
     assert_eq!(result.text, "echo: second");
+}
+
+/// A failing tool call becomes an error result the model sees on the next step; the run goes on.
+#[tokio::test]
+async fn failing_tools_become_error_results() {
+    let server = TestServer::start(CONFIG).await;
+    let result = server.generate(request("clumsy", "break things")).await;
+    assert_eq!(result.text, "sorry");
+    assert_eq!(result.finish_reason, "stop");
+    let errors: Vec<(bool, serde_json::Value)> = result.steps[0]
+        .tool_results
+        .iter()
+        .map(|tool_result| (tool_result.is_error, common::json(&tool_result.result)))
+        .collect();
+    assert_eq!(
+        errors,
+        [
+            (true, "invalid arguments for tool `calculator`: `expression` must be a string".into()),
+            (true, "tool `calculator` failed: unexpected end of expression".into()),
+            (true, "unknown tool `hammer`".into()),
+        ]
+    );
 }

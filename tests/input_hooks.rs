@@ -423,6 +423,7 @@ impl Processor for CacheHit {
                 step: 0,
                 finish_reason: FinishReason::Stop,
                 usage: Usage { input_tokens: 3, output_tokens: 7 },
+                rejected: None,
             },
         ];
         Ok(LlmRequestOutcome { prompt: None, response: Some(chunks) })

@@ -206,6 +206,21 @@ async fn process_output_step_retry_feeds_the_reason_back() {
         result.messages.iter().filter(|message| message.role == "assistant").map(message_text).collect();
     assert_eq!(answers, ["a long enough answer"], "the rejected answer was rolled back");
 
+    let chunks = server.stream(request("short-then-long", "tell me")).await;
+    let step_finishes: Vec<Option<pb::Tripwire>> = chunks
+        .iter()
+        .filter_map(|chunk| match &chunk.payload {
+            Some(pb::chunk::Payload::StepFinish(finish)) => Some(finish.rejected.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(step_finishes.len(), 2);
+    assert_eq!(
+        step_finishes[0].as_ref().expect("the stream says the step was rejected").processor_id,
+        "quality"
+    );
+    assert!(step_finishes[1].is_none());
+
     let mut watched = request("short-then-long", "tell me");
     watched.input_processors = names(&["inspect-on-retry"]);
     let prompt = inspected(&server.generate(watched).await.text);

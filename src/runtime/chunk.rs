@@ -185,6 +185,9 @@ pub enum Chunk {
         finish_reason: FinishReason,
         /// The step's usage.
         usage: Usage,
+        /// Set when `processOutputStep` rejected the step and it is retried: the step's text is
+        /// withdrawn and the next step replaces it.
+        rejected: Option<Tripwire>,
     },
     /// A custom chunk.
     Data(DataChunk),

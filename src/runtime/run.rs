@@ -486,6 +486,7 @@ impl Run {
             step: step_number,
             finish_reason: answer.result.finish_reason,
             usage: answer.result.usage,
+            rejected: None,
         });
 
         self.steps.push(answer.result.clone());
@@ -499,17 +500,20 @@ impl Run {
             message.resource_id.clone_from(&self.info.resource_id);
             self.list.add(message, MessageSource::Response);
         }
-        if let Some(reason) = self.process_output_step(step_number, &message_id).await? {
-            return Ok(StepOutcome::Retry(reason));
-        }
-        self.processors.retry_count = 0;
+        let rejection = self.process_output_step(step_number, &message_id).await?;
         let step_result = self.steps.last().cloned().expect("pushed above");
         self.usage.add(step_result.usage);
         let step_finish = Chunk::StepFinish {
             step: step_number,
             finish_reason: step_result.finish_reason,
             usage: step_result.usage,
+            rejected: rejection.clone(),
         };
+        if let Some(tripwire) = rejection {
+            self.emit(step_finish, true).await?;
+            return Ok(StepOutcome::Retry(tripwire.reason));
+        }
+        self.processors.retry_count = 0;
         self.emit(step_finish, true).await?;
         if step_result.tool_calls.is_empty() {
             return Ok(StepOutcome::Complete(step_result.finish_reason));
@@ -567,13 +571,13 @@ impl Run {
         Ok(())
     }
 
-    /// `processOutputStep` over the output processors. `Some(reason)` when a processor rejected
+    /// `processOutputStep` over the output processors. `Some(tripwire)` when a processor rejected
     /// the step with `retry` and the budget allows it: the step is rolled back.
     async fn process_output_step(
         &mut self,
         step_number: u32,
         message_id: &str,
-    ) -> Result<Option<String>, RunStop> {
+    ) -> Result<Option<Tripwire>, RunStop> {
         let current = self.steps.last().cloned().expect("the step was recorded");
         let chains = Arc::clone(&self.chains);
         for processor in chains.of(Hook::ProcessOutputStep) {
@@ -601,9 +605,8 @@ impl Run {
                     rejected.text.clear();
                     rejected.tool_calls.clear();
                     rejected.tripwire = Some(tripwire.clone());
-                    self.usage.add(rejected.usage);
                     self.processors.retry_count += 1;
-                    return Ok(Some(tripwire.reason));
+                    return Ok(Some(tripwire));
                 }
                 Err(error) => return Err(stop(processor.as_ref(), Hook::ProcessOutputStep, error)),
             }

@@ -227,11 +227,14 @@ pub(super) fn chunk_to_pb(run_id: &str, chunk: Chunk) -> pb::Chunk {
         Chunk::ReasoningDelta { id, text } => Payload::ReasoningDelta(pb::DeltaPayload { id, text }),
         Chunk::ToolCall(call) => Payload::ToolCall(call.into()),
         Chunk::ToolResult(result) => Payload::ToolResult(result.into()),
-        Chunk::StepFinish { step, finish_reason, usage } => Payload::StepFinish(pb::StepFinishPayload {
-            step,
-            finish_reason: finish_reason.as_str().to_owned(),
-            usage: Some(usage.into()),
-        }),
+        Chunk::StepFinish { step, finish_reason, usage, rejected } => {
+            Payload::StepFinish(pb::StepFinishPayload {
+                step,
+                finish_reason: finish_reason.as_str().to_owned(),
+                usage: Some(usage.into()),
+                rejected: rejected.map(pb::Tripwire::from),
+            })
+        }
         Chunk::Data(data) => Payload::Data(data_payload(data)),
         Chunk::Tripwire(tripwire) => Payload::Tripwire(tripwire.into()),
         Chunk::Error(failure) => Payload::Error(failure.into()),
