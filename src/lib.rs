@@ -14,6 +14,7 @@
 //!   registry of processor kinds, and the built-in processors.
 //! - [`model`]: the [`model::LanguageModel`] trait and the mock provider.
 //! - [`tool`]: the [`tool::Tool`] trait and the built-in tools.
+//! - [`storage`]: the [`storage::Store`] trait and its sled implementation.
 //! - [`config`]: the `agentwire.toml` file.
 //! - [`cli`]: the command line (`serve`, `run`, `agents`).
 
@@ -23,6 +24,7 @@ pub mod model;
 pub mod processor;
 pub mod runtime;
 pub mod server;
+pub mod storage;
 pub mod tool;
 
 pub use self::server::{ServeOptions, serve};

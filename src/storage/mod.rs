@@ -1,0 +1,150 @@
+//! Storage: the [`Store`] trait — threads, messages, embeddings and working memory — and its
+//! embedded implementation on sled ([`SledStore`]).
+//!
+//! Each trait method is a unit of atomicity and durability: when it returns `Ok`, what it wrote
+//! is on disk, all of it or nothing. Search is pushed down (scope, top-k and threshold in, scored
+//! hits out) so that a PostgreSQL + pgvector backend can implement the same trait.
+
+mod group_commit;
+mod keys;
+mod sled_store;
+mod types;
+mod vectors;
+
+pub use self::sled_store::SledStore;
+pub use self::types::{
+    DeleteReport, Direction, EmbeddingRecord, Hit, MessagePage, NewThread, RecallScope, RunSave,
+    StoredMessage, Thread, ThreadPage, ThreadUpdate, VectorQuery, WorkingMemoryRecord, WorkingMemoryScope,
+};
+pub use self::vectors::dot;
+
+/// Why a storage operation failed.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum StoreError {
+    /// The thread does not exist.
+    #[error("thread `{0}` not found")]
+    ThreadNotFound(String),
+    /// The thread exists and belongs to another resource. The caller is at fault.
+    #[error("thread `{thread_id}` belongs to resource `{owner}`, not to `{requested}`")]
+    ThreadOwnedElsewhere {
+        /// The thread.
+        thread_id: String,
+        /// The resource that owns it.
+        owner: String,
+        /// The resource the caller named.
+        requested: String,
+    },
+    /// A thread with this id already exists.
+    #[error("thread `{0}` already exists")]
+    ThreadExists(String),
+    /// Working memory changed since it was read (a concurrent update); read again and retry.
+    #[error("working memory of {scope} changed concurrently (expected version {expected}, found {found})")]
+    VersionConflict {
+        /// The working memory's scope, e.g. `resource user-1`.
+        scope: String,
+        /// The version the writer read.
+        expected: u64,
+        /// The version now stored.
+        found: u64,
+    },
+    /// The vectors of a scope were made by another embedder; searching them with this one would
+    /// return garbage.
+    #[error("embedder mismatch: the store holds `{stored}` vectors, the query comes from `{requested}`")]
+    EmbedderMismatch {
+        /// The embedder id and dimension stored, e.g. `lexical-v1/384`.
+        stored: String,
+        /// The embedder id and dimension of the query.
+        requested: String,
+    },
+    /// The data directory was written by an incompatible version of agentwire.
+    #[error("the data directory has storage format {found}, this agentwire reads format {supported}")]
+    UnsupportedFormat {
+        /// The format found on disk.
+        found: u32,
+        /// The format this build reads and writes.
+        supported: u32,
+    },
+    /// A record on disk could not be decoded.
+    #[error("corrupt record in `{tree}`: {reason}")]
+    Corrupt {
+        /// The sled tree.
+        tree: &'static str,
+        /// What could not be decoded.
+        reason: String,
+    },
+    /// The storage engine failed (IO, disk full...).
+    #[error("storage failed: {0}")]
+    Engine(String),
+}
+
+/// Where agents keep their memory.
+#[async_trait::async_trait]
+pub trait Store: Send + Sync + std::fmt::Debug {
+    /// Saves what a run added to a thread — its messages, their embeddings and a working memory
+    /// update — creating the thread if needed. Messages already stored (same id) are skipped.
+    /// Durable and atomic.
+    async fn save_run(&self, save: RunSave) -> Result<(), StoreError>;
+
+    /// Creates a thread; `ThreadExists` if the id is taken.
+    async fn create_thread(&self, thread: NewThread) -> Result<Thread, StoreError>;
+
+    /// The thread with this id.
+    async fn get_thread(&self, thread_id: &str) -> Result<Option<Thread>, StoreError>;
+
+    /// The threads of a resource, newest first, `limit` at a time after `cursor`.
+    async fn list_threads(
+        &self,
+        resource_id: &str,
+        cursor: &str,
+        limit: usize,
+    ) -> Result<ThreadPage, StoreError>;
+
+    /// Changes a thread's title and metadata.
+    async fn update_thread(&self, thread_id: &str, update: ThreadUpdate) -> Result<Thread, StoreError>;
+
+    /// Deletes a thread with its messages, embeddings and thread working memory.
+    async fn delete_thread(&self, thread_id: &str) -> Result<DeleteReport, StoreError>;
+
+    /// Deletes every thread, message, embedding and working memory of a resource.
+    async fn delete_resource(&self, resource_id: &str) -> Result<DeleteReport, StoreError>;
+
+    /// The last `limit` messages of a thread, oldest first.
+    async fn last_messages(&self, thread_id: &str, limit: usize) -> Result<Vec<StoredMessage>, StoreError>;
+
+    /// A page of a thread's messages in either direction, `limit` at a time after `cursor`.
+    async fn list_messages(
+        &self,
+        thread_id: &str,
+        direction: Direction,
+        cursor: &str,
+        limit: usize,
+    ) -> Result<MessagePage, StoreError>;
+
+    /// The messages at `seqs` of a thread with `before` and `after` neighbours each, oldest
+    /// first, without duplicates.
+    async fn messages_around(
+        &self,
+        thread_id: &str,
+        seqs: &[u64],
+        before: usize,
+        after: usize,
+    ) -> Result<Vec<StoredMessage>, StoreError>;
+
+    /// The stored messages most similar to a query vector, best first.
+    async fn search(&self, query: VectorQuery) -> Result<Vec<Hit>, StoreError>;
+
+    /// The working memory of a scope.
+    async fn get_working_memory(
+        &self,
+        scope: &WorkingMemoryScope,
+    ) -> Result<Option<WorkingMemoryRecord>, StoreError>;
+
+    /// Writes working memory if its version is still `expected_version` (0: never written).
+    /// Returns the new version; `VersionConflict` when someone wrote in between.
+    async fn put_working_memory(
+        &self,
+        scope: &WorkingMemoryScope,
+        content: String,
+        expected_version: u64,
+    ) -> Result<u64, StoreError>;
+}

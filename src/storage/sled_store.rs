@@ -1,0 +1,643 @@
+//! [`SledStore`]: the store in an embedded sled database in the server's data directory.
+//!
+//! Trees: `threads` (id → thread), `resource_threads` (resource | created_at | thread → ()),
+//! `messages` (thread | seq → message), `message_ids` (id → message key), `vectors`
+//! (resource | thread | seq → f32 vector), `working_memory` (scope → record), `meta` (format
+//! version, embedder). Multi-tree writes are one sled transaction; sled calls run on blocking
+//! threads; writes return once group-committed to disk.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use sled::Transactional;
+use sled::transaction::{ConflictableTransactionError, TransactionError, TransactionalTree};
+
+use super::group_commit::GroupCommit;
+use super::keys;
+use super::vectors::ResourceVectors;
+use super::{
+    DeleteReport, Direction, Hit, MessagePage, NewThread, RecallScope, RunSave, Store, StoreError,
+    StoredMessage, Thread, ThreadPage, ThreadUpdate, VectorQuery, WorkingMemoryRecord, WorkingMemoryScope,
+};
+use crate::runtime::{Message, new_id, now_millis};
+
+/// `meta` key of the embedder that made the stored vectors (`id/dimension`).
+const META_EMBEDDER: &[u8] = b"embedder";
+
+/// The store, in a sled database. Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct SledStore {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    db: sled::Db,
+    threads: sled::Tree,
+    resource_threads: sled::Tree,
+    messages: sled::Tree,
+    message_ids: sled::Tree,
+    vectors: sled::Tree,
+    working_memory: sled::Tree,
+    meta: sled::Tree,
+    group_commit: GroupCommit,
+    /// Vectors of the resources searched so far, kept in step with every write.
+    index: Mutex<HashMap<String, ResourceVectors>>,
+}
+
+fn engine(error: sled::Error) -> StoreError {
+    StoreError::Engine(error.to_string())
+}
+
+fn encode<T: Serialize>(value: &T) -> Vec<u8> {
+    serde_json::to_vec(value).expect("records serialise")
+}
+
+fn decode<T: DeserializeOwned>(tree: &'static str, bytes: &[u8]) -> Result<T, StoreError> {
+    serde_json::from_slice(bytes).map_err(|error| StoreError::Corrupt { tree, reason: error.to_string() })
+}
+
+fn vector_bytes(vector: &[f32]) -> Vec<u8> {
+    vector.iter().flat_map(|value| value.to_le_bytes()).collect()
+}
+
+fn vector_of(bytes: &[u8]) -> Vec<f32> {
+    bytes.chunks_exact(4).map(|chunk| f32::from_le_bytes([chunk[0], chunk[1], chunk[2], chunk[3]])).collect()
+}
+
+/// Turns a transaction's outcome into ours: an abort carries our error.
+fn transaction<T>(outcome: Result<T, TransactionError<StoreError>>) -> Result<T, StoreError> {
+    outcome.map_err(|error| match error {
+        TransactionError::Abort(error) => error,
+        TransactionError::Storage(error) => engine(error),
+    })
+}
+
+fn abort<T>(error: StoreError) -> Result<T, ConflictableTransactionError<StoreError>> {
+    Err(ConflictableTransactionError::Abort(error))
+}
+
+fn read_thread(
+    tree: &TransactionalTree,
+    thread_id: &str,
+) -> Result<Option<Thread>, ConflictableTransactionError<StoreError>> {
+    match tree.get(keys::thread(thread_id))? {
+        Some(bytes) => match decode("threads", &bytes) {
+            Ok(thread) => Ok(Some(thread)),
+            Err(error) => abort(error),
+        },
+        None => Ok(None),
+    }
+}
+
+/// Checks a working-memory write against the stored version and returns the new record.
+fn next_working_memory(
+    tree: &TransactionalTree,
+    scope: &WorkingMemoryScope,
+    content: &str,
+    expected_version: u64,
+) -> Result<WorkingMemoryRecord, ConflictableTransactionError<StoreError>> {
+    let found = match tree.get(keys::working_memory(scope))? {
+        Some(bytes) => match decode::<WorkingMemoryRecord>("working_memory", &bytes) {
+            Ok(record) => record.version,
+            Err(error) => return abort(error),
+        },
+        None => 0,
+    };
+    if found != expected_version {
+        return abort(StoreError::VersionConflict {
+            scope: scope.to_string(),
+            expected: expected_version,
+            found,
+        });
+    }
+    Ok(WorkingMemoryRecord { content: content.to_owned(), version: found + 1, updated_at: now_millis() })
+}
+
+impl SledStore {
+    /// Opens (or creates) the store in `path`, checking its format version.
+    pub fn open(path: &Path) -> Result<SledStore, StoreError> {
+        let db = sled::Config::new().path(path).open().map_err(engine)?;
+        let meta = db.open_tree("meta").map_err(engine)?;
+        match meta.get(keys::META_FORMAT).map_err(engine)? {
+            Some(bytes) => {
+                let found = u32::from_be_bytes(bytes.as_ref().try_into().map_err(|_| {
+                    StoreError::Corrupt { tree: "meta", reason: "format version is not 4 bytes".to_owned() }
+                })?);
+                if found != keys::FORMAT_VERSION {
+                    return Err(StoreError::UnsupportedFormat { found, supported: keys::FORMAT_VERSION });
+                }
+            }
+            None => {
+                meta.insert(keys::META_FORMAT, &keys::FORMAT_VERSION.to_be_bytes()).map_err(engine)?;
+                db.flush().map_err(engine)?;
+            }
+        }
+        let tree = |name: &str| db.open_tree(name).map_err(engine);
+        let inner = Inner {
+            threads: tree("threads")?,
+            resource_threads: tree("resource_threads")?,
+            messages: tree("messages")?,
+            message_ids: tree("message_ids")?,
+            vectors: tree("vectors")?,
+            working_memory: tree("working_memory")?,
+            group_commit: GroupCommit::start(db.clone())?,
+            index: Mutex::new(HashMap::new()),
+            meta,
+            db,
+        };
+        Ok(SledStore { inner: Arc::new(inner) })
+    }
+
+    /// Runs a sled operation on a blocking thread.
+    async fn blocking<T, F>(&self, operation: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Inner) -> Result<T, StoreError> + Send + 'static,
+    {
+        let inner = Arc::clone(&self.inner);
+        tokio::task::spawn_blocking(move || operation(&inner))
+            .await
+            .map_err(|error| StoreError::Engine(format!("storage task failed: {error}")))?
+    }
+
+    /// Runs a write on a blocking thread and returns once it is on disk.
+    async fn durable_write<T, F>(&self, operation: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Inner) -> Result<T, StoreError> + Send + 'static,
+    {
+        let outcome = self.blocking(operation).await?;
+        self.inner.group_commit.durable().await?;
+        Ok(outcome)
+    }
+
+    /// Bytes on disk, for operators.
+    pub fn size_on_disk(&self) -> Result<u64, StoreError> {
+        self.inner.db.size_on_disk().map_err(engine)
+    }
+}
+
+impl Inner {
+    fn check_embedder(&self, embedder: &str, dimension: usize) -> Result<(), StoreError> {
+        let requested = format!("{embedder}/{dimension}");
+        match self.meta.get(META_EMBEDDER).map_err(engine)? {
+            Some(stored) if stored.as_ref() == requested.as_bytes() => Ok(()),
+            Some(stored) => Err(StoreError::EmbedderMismatch {
+                stored: String::from_utf8_lossy(&stored).into_owned(),
+                requested,
+            }),
+            None => {
+                // The first vectors ever written decide the store's embedder.
+                let claimed = self
+                    .meta
+                    .compare_and_swap(META_EMBEDDER, None as Option<&[u8]>, Some(requested.as_bytes()))
+                    .map_err(engine)?;
+                // Another writer claimed it first: check against theirs.
+                claimed.or_else(|_| self.check_embedder(embedder, dimension))
+            }
+        }
+    }
+
+    fn save_run(&self, save: &RunSave) -> Result<(), StoreError> {
+        if let Some(first) = save.embeddings.first() {
+            self.check_embedder(&first.embedder, first.vector.len())?;
+        }
+        let trees = (
+            &self.threads,
+            &self.resource_threads,
+            &self.messages,
+            &self.message_ids,
+            &self.vectors,
+            &self.working_memory,
+        );
+        let written_vectors = transaction(trees.transaction(
+            |(threads, resource_threads, messages, message_ids, vectors, working_memory)| {
+                let now = now_millis();
+                let mut thread = match read_thread(threads, &save.thread_id)? {
+                    Some(thread) if thread.resource_id != save.resource_id => {
+                        return abort(StoreError::ThreadOwnedElsewhere {
+                            thread_id: save.thread_id.clone(),
+                            owner: thread.resource_id,
+                            requested: save.resource_id.clone(),
+                        });
+                    }
+                    Some(thread) => thread,
+                    None => {
+                        resource_threads
+                            .insert(keys::resource_thread(&save.resource_id, now, &save.thread_id), &[])?;
+                        Thread {
+                            id: save.thread_id.clone(),
+                            resource_id: save.resource_id.clone(),
+                            title: String::new(),
+                            metadata: Default::default(),
+                            created_at: now,
+                            updated_at: now,
+                            next_seq: 0,
+                        }
+                    }
+                };
+                let mut seqs: HashMap<&str, u64> = HashMap::new();
+                for message in &save.messages {
+                    let id_key = keys::message_id(&message.id);
+                    if message_ids.get(&id_key)?.is_some() {
+                        continue; // saved before: saving is idempotent
+                    }
+                    let seq = thread.next_seq;
+                    let message_key = keys::message(&save.thread_id, seq);
+                    let mut stored = message.clone();
+                    stored.thread_id.clone_from(&save.thread_id);
+                    stored.resource_id.clone_from(&save.resource_id);
+                    messages.insert(message_key.as_slice(), encode(&stored))?;
+                    message_ids.insert(id_key, message_key)?;
+                    seqs.insert(&message.id, seq);
+                    thread.next_seq += 1;
+                }
+                let mut written = Vec::new();
+                for embedding in &save.embeddings {
+                    if let Some(&seq) = seqs.get(embedding.message_id.as_str()) {
+                        let key = keys::vector(&save.resource_id, &save.thread_id, seq);
+                        vectors.insert(key, vector_bytes(&embedding.vector))?;
+                        written.push((seq, embedding.vector.clone()));
+                    }
+                }
+                if let Some((scope, content, expected_version)) = &save.working_memory {
+                    let record = next_working_memory(working_memory, scope, content, *expected_version)?;
+                    working_memory.insert(keys::working_memory(scope), encode(&record))?;
+                }
+                thread.updated_at = now;
+                threads.insert(keys::thread(&save.thread_id), encode(&thread))?;
+                Ok(written)
+            },
+        ))?;
+        if !written_vectors.is_empty() {
+            let mut index = self.index.lock().expect("index lock");
+            if let Some(resource) = index.get_mut(&save.resource_id) {
+                for (seq, vector) in &written_vectors {
+                    resource.insert(&save.thread_id, *seq, vector);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn get_thread(&self, thread_id: &str) -> Result<Option<Thread>, StoreError> {
+        match self.threads.get(keys::thread(thread_id)).map_err(engine)? {
+            Some(bytes) => decode("threads", &bytes).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    fn thread(&self, thread_id: &str) -> Result<Thread, StoreError> {
+        self.get_thread(thread_id)?.ok_or_else(|| StoreError::ThreadNotFound(thread_id.to_owned()))
+    }
+
+    fn create_thread(&self, new: NewThread) -> Result<Thread, StoreError> {
+        let now = now_millis();
+        let thread = Thread {
+            id: if new.id.is_empty() { new_id() } else { new.id },
+            resource_id: new.resource_id,
+            title: new.title,
+            metadata: new.metadata,
+            created_at: now,
+            updated_at: now,
+            next_seq: 0,
+        };
+        transaction((&self.threads, &self.resource_threads).transaction(|(threads, resource_threads)| {
+            if threads.get(keys::thread(&thread.id))?.is_some() {
+                return abort(StoreError::ThreadExists(thread.id.clone()));
+            }
+            threads.insert(keys::thread(&thread.id), encode(&thread))?;
+            resource_threads.insert(keys::resource_thread(&thread.resource_id, now, &thread.id), &[])?;
+            Ok(())
+        }))?;
+        Ok(thread)
+    }
+
+    fn list_threads(&self, resource_id: &str, cursor: &str, limit: usize) -> Result<ThreadPage, StoreError> {
+        let prefix = keys::resource_threads_prefix(resource_id);
+        let entries = self.resource_threads.scan_prefix(&prefix).rev();
+        let after = keys::decode_cursor(cursor).unwrap_or_default();
+        let mut threads = Vec::new();
+        let mut last_key = Vec::new();
+        for entry in entries {
+            let (key, _) = entry.map_err(engine)?;
+            if !after.is_empty() && key.as_ref() >= after.as_slice() {
+                continue;
+            }
+            if threads.len() == limit {
+                return Ok(ThreadPage { threads, next_cursor: keys::encode_cursor(&last_key) });
+            }
+            let thread_id = String::from_utf8_lossy(&key[prefix.len() + 8 + 2..]).into_owned();
+            if let Some(thread) = self.get_thread(&thread_id)? {
+                threads.push(thread);
+            }
+            last_key = key.to_vec();
+        }
+        Ok(ThreadPage { threads, next_cursor: String::new() })
+    }
+
+    fn update_thread(&self, thread_id: &str, update: ThreadUpdate) -> Result<Thread, StoreError> {
+        transaction(self.threads.transaction(|threads| {
+            let Some(mut thread) = read_thread(threads, thread_id)? else {
+                return abort(StoreError::ThreadNotFound(thread_id.to_owned()));
+            };
+            if let Some(title) = &update.title {
+                thread.title.clone_from(title);
+            }
+            if let Some(metadata) = &update.metadata {
+                thread.metadata.clone_from(metadata);
+            }
+            thread.updated_at = now_millis();
+            threads.insert(keys::thread(thread_id), encode(&thread))?;
+            Ok(thread)
+        }))
+    }
+
+    fn delete_thread(&self, thread_id: &str) -> Result<DeleteReport, StoreError> {
+        let thread = self.thread(thread_id)?;
+        let mut message_keys = Vec::new();
+        let mut message_ids = Vec::new();
+        for entry in self.messages.scan_prefix(keys::messages_prefix(thread_id)) {
+            let (key, value) = entry.map_err(engine)?;
+            message_ids.push(decode::<Message>("messages", &value)?.id);
+            message_keys.push(key);
+        }
+        let vector_keys: Vec<sled::IVec> = self
+            .vectors
+            .scan_prefix(keys::thread_vectors_prefix(&thread.resource_id, thread_id))
+            .keys()
+            .collect::<Result<_, _>>()
+            .map_err(engine)?;
+        let thread_scope = WorkingMemoryScope::Thread(thread_id.to_owned());
+        let had_working_memory =
+            self.working_memory.contains_key(keys::working_memory(&thread_scope)).map_err(engine)?;
+        let trees = (
+            &self.threads,
+            &self.resource_threads,
+            &self.messages,
+            &self.message_ids,
+            &self.vectors,
+            &self.working_memory,
+        );
+        transaction(trees.transaction(
+            |(threads, resource_threads, messages, ids, vectors, working_memory)| {
+                threads.remove(keys::thread(thread_id))?;
+                resource_threads.remove(keys::resource_thread(
+                    &thread.resource_id,
+                    thread.created_at,
+                    thread_id,
+                ))?;
+                for key in &message_keys {
+                    messages.remove(key)?;
+                }
+                for id in &message_ids {
+                    ids.remove(keys::message_id(id))?;
+                }
+                for key in &vector_keys {
+                    vectors.remove(key)?;
+                }
+                working_memory.remove(keys::working_memory(&thread_scope))?;
+                Ok(())
+            },
+        ))?;
+        if let Some(resource) = self.index.lock().expect("index lock").get_mut(&thread.resource_id) {
+            resource.remove_thread(thread_id);
+        }
+        Ok(DeleteReport {
+            threads: 1,
+            messages: message_keys.len() as u64,
+            embeddings: vector_keys.len() as u64,
+            working_memories: u64::from(had_working_memory),
+        })
+    }
+
+    fn delete_resource(&self, resource_id: &str) -> Result<DeleteReport, StoreError> {
+        let mut report = DeleteReport::default();
+        loop {
+            let page = self.list_threads(resource_id, "", 100)?;
+            if page.threads.is_empty() {
+                break;
+            }
+            for thread in page.threads {
+                report.add(self.delete_thread(&thread.id)?);
+            }
+        }
+        let scope = WorkingMemoryScope::Resource(resource_id.to_owned());
+        if self.working_memory.remove(keys::working_memory(&scope)).map_err(engine)?.is_some() {
+            report.working_memories += 1;
+        }
+        self.index.lock().expect("index lock").remove(resource_id);
+        Ok(report)
+    }
+
+    fn stored_message(key: &[u8], value: &[u8]) -> Result<StoredMessage, StoreError> {
+        Ok(StoredMessage { seq: keys::seq_of_message_key(key), message: decode("messages", value)? })
+    }
+
+    fn last_messages(&self, thread_id: &str, limit: usize) -> Result<Vec<StoredMessage>, StoreError> {
+        let mut messages = Vec::with_capacity(limit);
+        for entry in self.messages.scan_prefix(keys::messages_prefix(thread_id)).rev().take(limit) {
+            let (key, value) = entry.map_err(engine)?;
+            messages.push(Inner::stored_message(&key, &value)?);
+        }
+        messages.reverse();
+        Ok(messages)
+    }
+
+    fn list_messages(
+        &self,
+        thread_id: &str,
+        direction: Direction,
+        cursor: &str,
+        limit: usize,
+    ) -> Result<MessagePage, StoreError> {
+        let prefix = keys::messages_prefix(thread_id);
+        let after = keys::decode_cursor(cursor).unwrap_or_default();
+        let entries: Box<dyn Iterator<Item = sled::Result<(sled::IVec, sled::IVec)>>> = match direction {
+            Direction::Forward => Box::new(self.messages.scan_prefix(&prefix)),
+            Direction::Backward => Box::new(self.messages.scan_prefix(&prefix).rev()),
+        };
+        let mut messages = Vec::new();
+        for entry in entries {
+            let (key, value) = entry.map_err(engine)?;
+            let passed = match direction {
+                Direction::Forward => key.as_ref() <= after.as_slice(),
+                Direction::Backward => key.as_ref() >= after.as_slice(),
+            };
+            if !after.is_empty() && passed {
+                continue;
+            }
+            if messages.len() == limit {
+                let last: &StoredMessage = messages.last().expect("limit is positive");
+                let next_cursor = keys::encode_cursor(&keys::message(thread_id, last.seq));
+                return Ok(MessagePage { messages, next_cursor });
+            }
+            messages.push(Inner::stored_message(&key, &value)?);
+        }
+        Ok(MessagePage { messages, next_cursor: String::new() })
+    }
+
+    fn messages_around(
+        &self,
+        thread_id: &str,
+        seqs: &[u64],
+        before: usize,
+        after: usize,
+    ) -> Result<Vec<StoredMessage>, StoreError> {
+        let mut found: BTreeMap<u64, StoredMessage> = BTreeMap::new();
+        for &seq in seqs {
+            let start = keys::message(thread_id, seq.saturating_sub(before as u64));
+            let end = keys::message(thread_id, seq.saturating_add(after as u64));
+            for entry in self.messages.range(start..=end) {
+                let (key, value) = entry.map_err(engine)?;
+                let stored = Inner::stored_message(&key, &value)?;
+                found.entry(stored.seq).or_insert(stored);
+            }
+        }
+        Ok(found.into_values().collect())
+    }
+
+    fn search(&self, query: &VectorQuery) -> Result<Vec<Hit>, StoreError> {
+        let (resource_id, thread) = match &query.scope {
+            RecallScope::Resource(resource_id) => (resource_id.clone(), None),
+            RecallScope::Thread(thread_id) => match self.get_thread(thread_id)? {
+                Some(thread) => (thread.resource_id, Some(thread_id.as_str())),
+                None => return Ok(Vec::new()),
+            },
+        };
+        match self.meta.get(META_EMBEDDER).map_err(engine)? {
+            None => return Ok(Vec::new()),
+            Some(_) => self.check_embedder(&query.embedder, query.vector.len())?,
+        }
+        let mut index = self.index.lock().expect("index lock");
+        if !index.contains_key(&resource_id) {
+            let mut loaded = ResourceVectors::default();
+            for entry in self.vectors.scan_prefix(keys::vectors_prefix(&resource_id)) {
+                let (key, value) = entry.map_err(engine)?;
+                let Some((thread_id, seq)) = keys::parse_vector_key(&key) else {
+                    return Err(StoreError::Corrupt { tree: "vectors", reason: "malformed key".to_owned() });
+                };
+                loaded.insert(&thread_id, seq, &vector_of(&value));
+            }
+            index.insert(resource_id.clone(), loaded);
+        }
+        Ok(index[&resource_id].search(&query.vector, query.top_k, query.threshold, thread))
+    }
+
+    fn get_working_memory(
+        &self,
+        scope: &WorkingMemoryScope,
+    ) -> Result<Option<WorkingMemoryRecord>, StoreError> {
+        match self.working_memory.get(keys::working_memory(scope)).map_err(engine)? {
+            Some(bytes) => decode("working_memory", &bytes).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    fn put_working_memory(
+        &self,
+        scope: &WorkingMemoryScope,
+        content: &str,
+        expected_version: u64,
+    ) -> Result<u64, StoreError> {
+        transaction(self.working_memory.transaction(|tree| {
+            let record = next_working_memory(tree, scope, content, expected_version)?;
+            tree.insert(keys::working_memory(scope), encode(&record))?;
+            Ok(record.version)
+        }))
+    }
+}
+
+#[async_trait::async_trait]
+impl Store for SledStore {
+    async fn save_run(&self, save: RunSave) -> Result<(), StoreError> {
+        self.durable_write(move |inner| inner.save_run(&save)).await
+    }
+
+    async fn create_thread(&self, thread: NewThread) -> Result<Thread, StoreError> {
+        self.durable_write(move |inner| inner.create_thread(thread)).await
+    }
+
+    async fn get_thread(&self, thread_id: &str) -> Result<Option<Thread>, StoreError> {
+        let thread_id = thread_id.to_owned();
+        self.blocking(move |inner| inner.get_thread(&thread_id)).await
+    }
+
+    async fn list_threads(
+        &self,
+        resource_id: &str,
+        cursor: &str,
+        limit: usize,
+    ) -> Result<ThreadPage, StoreError> {
+        let (resource_id, cursor) = (resource_id.to_owned(), cursor.to_owned());
+        self.blocking(move |inner| inner.list_threads(&resource_id, &cursor, limit)).await
+    }
+
+    async fn update_thread(&self, thread_id: &str, update: ThreadUpdate) -> Result<Thread, StoreError> {
+        let thread_id = thread_id.to_owned();
+        self.durable_write(move |inner| inner.update_thread(&thread_id, update)).await
+    }
+
+    async fn delete_thread(&self, thread_id: &str) -> Result<DeleteReport, StoreError> {
+        let thread_id = thread_id.to_owned();
+        self.durable_write(move |inner| inner.delete_thread(&thread_id)).await
+    }
+
+    async fn delete_resource(&self, resource_id: &str) -> Result<DeleteReport, StoreError> {
+        let resource_id = resource_id.to_owned();
+        self.durable_write(move |inner| inner.delete_resource(&resource_id)).await
+    }
+
+    async fn last_messages(&self, thread_id: &str, limit: usize) -> Result<Vec<StoredMessage>, StoreError> {
+        let thread_id = thread_id.to_owned();
+        self.blocking(move |inner| inner.last_messages(&thread_id, limit)).await
+    }
+
+    async fn list_messages(
+        &self,
+        thread_id: &str,
+        direction: Direction,
+        cursor: &str,
+        limit: usize,
+    ) -> Result<MessagePage, StoreError> {
+        let (thread_id, cursor) = (thread_id.to_owned(), cursor.to_owned());
+        self.blocking(move |inner| inner.list_messages(&thread_id, direction, &cursor, limit)).await
+    }
+
+    async fn messages_around(
+        &self,
+        thread_id: &str,
+        seqs: &[u64],
+        before: usize,
+        after: usize,
+    ) -> Result<Vec<StoredMessage>, StoreError> {
+        let (thread_id, seqs) = (thread_id.to_owned(), seqs.to_vec());
+        self.blocking(move |inner| inner.messages_around(&thread_id, &seqs, before, after)).await
+    }
+
+    async fn search(&self, query: VectorQuery) -> Result<Vec<Hit>, StoreError> {
+        self.blocking(move |inner| inner.search(&query)).await
+    }
+
+    async fn get_working_memory(
+        &self,
+        scope: &WorkingMemoryScope,
+    ) -> Result<Option<WorkingMemoryRecord>, StoreError> {
+        let scope = scope.clone();
+        self.blocking(move |inner| inner.get_working_memory(&scope)).await
+    }
+
+    async fn put_working_memory(
+        &self,
+        scope: &WorkingMemoryScope,
+        content: String,
+        expected_version: u64,
+    ) -> Result<u64, StoreError> {
+        let scope = scope.clone();
+        self.durable_write(move |inner| inner.put_working_memory(&scope, &content, expected_version)).await
+    }
+}

@@ -1,0 +1,196 @@
+//! The records the store keeps and the queries it answers.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::runtime::Message;
+
+/// A conversation, owned by a resource.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Thread {
+    /// Unique id.
+    pub id: String,
+    /// The owner: a user or a tenant.
+    pub resource_id: String,
+    /// A title, empty until set.
+    pub title: String,
+    /// Free metadata.
+    pub metadata: Map<String, Value>,
+    /// Milliseconds since the Unix epoch.
+    pub created_at: i64,
+    /// Milliseconds since the Unix epoch of the last change (a run saved, a title set).
+    pub updated_at: i64,
+    /// The sequence number of the thread's next message.
+    pub next_seq: u64,
+}
+
+/// A thread to create.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct NewThread {
+    /// Unique id; generated when empty.
+    pub id: String,
+    /// The owner.
+    pub resource_id: String,
+    /// A title.
+    pub title: String,
+    /// Free metadata.
+    pub metadata: Map<String, Value>,
+}
+
+/// Changes to a thread; `None` keeps a field.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ThreadUpdate {
+    /// A new title.
+    pub title: Option<String>,
+    /// New metadata, replacing the old.
+    pub metadata: Option<Map<String, Value>>,
+}
+
+/// One page of threads.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ThreadPage {
+    /// The threads, newest first.
+    pub threads: Vec<Thread>,
+    /// Pass back to get the next page; empty on the last page.
+    pub next_cursor: String,
+}
+
+/// A message with its position in its thread.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StoredMessage {
+    /// Position in the thread, from 0.
+    pub seq: u64,
+    /// The message.
+    pub message: Message,
+}
+
+/// Which way a page of messages goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Direction {
+    /// Oldest first.
+    Forward,
+    /// Newest first.
+    Backward,
+}
+
+/// One page of messages.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MessagePage {
+    /// The messages, in the page's direction.
+    pub messages: Vec<StoredMessage>,
+    /// Pass back to get the next page; empty on the last page.
+    pub next_cursor: String,
+}
+
+/// The embedding of one stored message.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EmbeddingRecord {
+    /// The message it embeds.
+    pub message_id: String,
+    /// The embedder that made it (e.g. `lexical-v1`).
+    pub embedder: String,
+    /// The vector, L2-normalised.
+    pub vector: Vec<f32>,
+}
+
+/// The scope of a recall.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RecallScope {
+    /// Only this thread.
+    Thread(String),
+    /// Every thread of this resource.
+    Resource(String),
+}
+
+/// A similarity search.
+#[derive(Debug, Clone, PartialEq)]
+pub struct VectorQuery {
+    /// Where to search. A resource scope never returns another resource's messages.
+    pub scope: RecallScope,
+    /// The query's embedder; stored vectors of another embedder are an error.
+    pub embedder: String,
+    /// The query vector, L2-normalised.
+    pub vector: Vec<f32>,
+    /// How many hits at most.
+    pub top_k: usize,
+    /// Hits scoring below this are dropped.
+    pub threshold: Option<f32>,
+}
+
+/// A search result.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Hit {
+    /// The message's thread.
+    pub thread_id: String,
+    /// The message's position in its thread.
+    pub seq: u64,
+    /// Cosine similarity.
+    pub score: f32,
+}
+
+/// Whose working memory.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum WorkingMemoryScope {
+    /// Shared by all threads of a resource.
+    Resource(String),
+    /// One thread's own.
+    Thread(String),
+}
+
+impl std::fmt::Display for WorkingMemoryScope {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            WorkingMemoryScope::Resource(id) => write!(formatter, "resource `{id}`"),
+            WorkingMemoryScope::Thread(id) => write!(formatter, "thread `{id}`"),
+        }
+    }
+}
+
+/// Stored working memory.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WorkingMemoryRecord {
+    /// Markdown, or a JSON document.
+    pub content: String,
+    /// Increases by one on every write, from 1.
+    pub version: u64,
+    /// Milliseconds since the Unix epoch.
+    pub updated_at: i64,
+}
+
+/// What a finished run adds to memory.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunSave {
+    /// The thread; created if missing.
+    pub thread_id: String,
+    /// The thread's owner; a thread of another resource is refused.
+    pub resource_id: String,
+    /// The messages, in order.
+    pub messages: Vec<Message>,
+    /// Embeddings of some of those messages.
+    pub embeddings: Vec<EmbeddingRecord>,
+    /// A working memory write: scope, content, and the version it was based on.
+    pub working_memory: Option<(WorkingMemoryScope, String, u64)>,
+}
+
+/// What a delete removed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DeleteReport {
+    /// Threads removed.
+    pub threads: u64,
+    /// Messages removed.
+    pub messages: u64,
+    /// Embeddings removed.
+    pub embeddings: u64,
+    /// Working memories removed.
+    pub working_memories: u64,
+}
+
+impl DeleteReport {
+    /// Adds another report to this one.
+    pub fn add(&mut self, other: DeleteReport) {
+        self.threads += other.threads;
+        self.messages += other.messages;
+        self.embeddings += other.embeddings;
+        self.working_memories += other.working_memories;
+    }
+}

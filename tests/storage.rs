@@ -1,0 +1,238 @@
+//! The `Store` contract, run against the sled store. Written against `&dyn Store` so that any
+//! later backend can run the same suite.
+
+use agentwire::runtime::{Message, Part, Role};
+use agentwire::storage::{
+    Direction, EmbeddingRecord, NewThread, RecallScope, RunSave, SledStore, Store, StoreError, ThreadUpdate,
+    VectorQuery, WorkingMemoryScope,
+};
+
+fn open() -> (tempfile::TempDir, SledStore) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SledStore::open(dir.path()).unwrap();
+    (dir, store)
+}
+
+fn message(text: &str) -> Message {
+    Message::new(Role::User, vec![Part::text(text)])
+}
+
+fn save(thread: &str, resource: &str, messages: Vec<Message>) -> RunSave {
+    RunSave {
+        thread_id: thread.into(),
+        resource_id: resource.into(),
+        messages,
+        embeddings: Vec::new(),
+        working_memory: None,
+    }
+}
+
+fn texts(messages: &[agentwire::storage::StoredMessage]) -> Vec<String> {
+    messages.iter().map(|stored| stored.message.text()).collect()
+}
+
+/// A run's save creates the thread, appends in order, and is idempotent per message id.
+#[tokio::test]
+async fn save_run_appends_in_order_and_is_idempotent() {
+    let (_dir, store) = open();
+    let store: &dyn Store = &store;
+    let first = message("one");
+    store.save_run(save("t", "r", vec![first.clone(), message("two")])).await.unwrap();
+    store.save_run(save("t", "r", vec![first, message("three")])).await.unwrap();
+    let thread = store.get_thread("t").await.unwrap().expect("created");
+    assert_eq!(thread.resource_id, "r");
+    assert_eq!(thread.next_seq, 3);
+    let all = store.last_messages("t", 10).await.unwrap();
+    assert_eq!(texts(&all), ["one", "two", "three"]);
+    assert_eq!(all.iter().map(|stored| stored.seq).collect::<Vec<_>>(), [0, 1, 2]);
+    assert!(all.iter().all(|stored| stored.message.thread_id == "t" && stored.message.resource_id == "r"));
+    assert_eq!(texts(&store.last_messages("t", 2).await.unwrap()), ["two", "three"]);
+}
+
+/// A thread of another resource is refused, naming both resources, and nothing is written.
+#[tokio::test]
+async fn a_thread_belongs_to_one_resource() {
+    let (_dir, store) = open();
+    store.save_run(save("t", "alice", vec![message("hi")])).await.unwrap();
+    let error = store.save_run(save("t", "mallory", vec![message("mine now")])).await.unwrap_err();
+    assert_eq!(
+        error,
+        StoreError::ThreadOwnedElsewhere {
+            thread_id: "t".into(),
+            owner: "alice".into(),
+            requested: "mallory".into()
+        }
+    );
+    assert_eq!(store.last_messages("t", 10).await.unwrap().len(), 1);
+}
+
+/// Threads list newest first, in pages; messages page both ways; neighbours come deduplicated.
+#[tokio::test]
+async fn paging_and_neighbours() {
+    let (_dir, store) = open();
+    for index in 0..5 {
+        let thread = store
+            .create_thread(NewThread {
+                id: format!("t{index}"),
+                resource_id: "r".into(),
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+        assert_eq!(thread.id, format!("t{index}"));
+        tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+    }
+    let duplicate = NewThread { id: "t0".into(), resource_id: "r".into(), ..Default::default() };
+    assert_eq!(store.create_thread(duplicate).await.unwrap_err(), StoreError::ThreadExists("t0".into()));
+    let first = store.list_threads("r", "", 2).await.unwrap();
+    assert_eq!(first.threads.iter().map(|t| t.id.as_str()).collect::<Vec<_>>(), ["t4", "t3"]);
+    let second = store.list_threads("r", &first.next_cursor, 2).await.unwrap();
+    assert_eq!(second.threads.iter().map(|t| t.id.as_str()).collect::<Vec<_>>(), ["t2", "t1"]);
+    let last = store.list_threads("r", &second.next_cursor, 2).await.unwrap();
+    assert_eq!(last.threads.len(), 1);
+    assert!(last.next_cursor.is_empty());
+    assert!(store.list_threads("other", "", 10).await.unwrap().threads.is_empty());
+
+    let messages = (0..7).map(|index| message(&format!("m{index}"))).collect();
+    store.save_run(save("t0", "r", messages)).await.unwrap();
+    let forward = store.list_messages("t0", Direction::Forward, "", 3).await.unwrap();
+    assert_eq!(texts(&forward.messages), ["m0", "m1", "m2"]);
+    let forward_next = store.list_messages("t0", Direction::Forward, &forward.next_cursor, 3).await.unwrap();
+    assert_eq!(texts(&forward_next.messages), ["m3", "m4", "m5"]);
+    let backward = store.list_messages("t0", Direction::Backward, "", 4).await.unwrap();
+    assert_eq!(texts(&backward.messages), ["m6", "m5", "m4", "m3"]);
+    let backward_next =
+        store.list_messages("t0", Direction::Backward, &backward.next_cursor, 4).await.unwrap();
+    assert_eq!(texts(&backward_next.messages), ["m2", "m1", "m0"]);
+    assert!(backward_next.next_cursor.is_empty());
+
+    let around = store.messages_around("t0", &[1, 2, 6], 1, 1).await.unwrap();
+    assert_eq!(texts(&around), ["m0", "m1", "m2", "m3", "m5", "m6"]);
+}
+
+fn unit(values: &[f32]) -> Vec<f32> {
+    let norm = values.iter().map(|v| v * v).sum::<f32>().sqrt();
+    values.iter().map(|v| v / norm).collect()
+}
+
+fn embedded(thread: &str, resource: &str, text: &str, vector: &[f32]) -> RunSave {
+    let message = message(text);
+    let embedding =
+        EmbeddingRecord { message_id: message.id.clone(), embedder: "test".into(), vector: unit(vector) };
+    RunSave { embeddings: vec![embedding], ..save(thread, resource, vec![message]) }
+}
+
+/// Search stays inside its scope, ranks by similarity, honours the threshold, and refuses
+/// vectors of another embedder.
+#[tokio::test]
+async fn search_is_scoped_ranked_and_checked() {
+    let (_dir, store) = open();
+    store.save_run(embedded("a1", "alice", "cats", &[1.0, 0.0, 0.0])).await.unwrap();
+    store.save_run(embedded("a2", "alice", "kittens", &[0.9, 0.1, 0.0])).await.unwrap();
+    store.save_run(embedded("b1", "bob", "cats too", &[1.0, 0.0, 0.0])).await.unwrap();
+    let query = |scope: RecallScope| VectorQuery {
+        scope,
+        embedder: "test".into(),
+        vector: unit(&[1.0, 0.0, 0.0]),
+        top_k: 10,
+        threshold: None,
+    };
+    let alice = store.search(query(RecallScope::Resource("alice".into()))).await.unwrap();
+    assert_eq!(alice.iter().map(|hit| hit.thread_id.as_str()).collect::<Vec<_>>(), ["a1", "a2"]);
+    assert!(alice[0].score > alice[1].score);
+    let thread_only = store.search(query(RecallScope::Thread("a2".into()))).await.unwrap();
+    assert_eq!(thread_only.len(), 1);
+    let mut strict = query(RecallScope::Resource("alice".into()));
+    strict.threshold = Some(0.999);
+    assert_eq!(store.search(strict).await.unwrap().len(), 1);
+    // Written after the resource was loaded into memory: still found.
+    store.save_run(embedded("a3", "alice", "more cats", &[1.0, 0.0, 0.01])).await.unwrap();
+    assert_eq!(store.search(query(RecallScope::Resource("alice".into()))).await.unwrap().len(), 3);
+
+    let mut foreign = query(RecallScope::Resource("alice".into()));
+    foreign.embedder = "other".into();
+    assert!(matches!(store.search(foreign).await, Err(StoreError::EmbedderMismatch { .. })));
+    let wrong_writer = RunSave {
+        embeddings: vec![EmbeddingRecord {
+            message_id: "x".into(),
+            embedder: "other".into(),
+            vector: vec![1.0],
+        }],
+        ..save("a1", "alice", vec![])
+    };
+    assert!(matches!(store.save_run(wrong_writer).await, Err(StoreError::EmbedderMismatch { .. })));
+}
+
+/// Working memory is versioned: a write based on a stale version is refused.
+#[tokio::test]
+async fn working_memory_writes_are_versioned() {
+    let (_dir, store) = open();
+    let scope = WorkingMemoryScope::Resource("r".into());
+    assert!(store.get_working_memory(&scope).await.unwrap().is_none());
+    assert_eq!(store.put_working_memory(&scope, "# v1".into(), 0).await.unwrap(), 1);
+    assert_eq!(store.put_working_memory(&scope, "# v2".into(), 1).await.unwrap(), 2);
+    let stale = store.put_working_memory(&scope, "# lost?".into(), 1).await.unwrap_err();
+    assert!(matches!(stale, StoreError::VersionConflict { expected: 1, found: 2, .. }));
+    assert_eq!(store.get_working_memory(&scope).await.unwrap().unwrap().content, "# v2");
+}
+
+/// Deleting a thread takes its messages, embeddings and working memory; deleting a resource takes
+/// all of its threads and reports the counts.
+#[tokio::test]
+async fn deletes_cascade_and_report_counts() {
+    let (_dir, store) = open();
+    store.save_run(embedded("a1", "alice", "one", &[1.0, 0.0])).await.unwrap();
+    store.save_run(embedded("a2", "alice", "two", &[0.0, 1.0])).await.unwrap();
+    store.save_run(save("a2", "alice", vec![message("three")])).await.unwrap();
+    store.save_run(embedded("b1", "bob", "bob's", &[1.0, 0.0])).await.unwrap();
+    store.put_working_memory(&WorkingMemoryScope::Thread("a1".into()), "notes".into(), 0).await.unwrap();
+    store
+        .put_working_memory(&WorkingMemoryScope::Resource("alice".into()), "profile".into(), 0)
+        .await
+        .unwrap();
+
+    let report = store.delete_thread("a1").await.unwrap();
+    assert_eq!((report.threads, report.messages, report.embeddings, report.working_memories), (1, 1, 1, 1));
+    assert!(store.get_thread("a1").await.unwrap().is_none());
+    assert!(store.last_messages("a1", 10).await.unwrap().is_empty());
+    assert_eq!(store.delete_thread("a1").await.unwrap_err(), StoreError::ThreadNotFound("a1".into()));
+
+    let report = store.delete_resource("alice").await.unwrap();
+    assert_eq!((report.threads, report.messages, report.embeddings, report.working_memories), (1, 2, 1, 1));
+    assert!(store.list_threads("alice", "", 10).await.unwrap().threads.is_empty());
+    let query = VectorQuery {
+        scope: RecallScope::Resource("alice".into()),
+        embedder: "test".into(),
+        vector: unit(&[1.0, 0.0]),
+        top_k: 5,
+        threshold: None,
+    };
+    assert!(store.search(query).await.unwrap().is_empty());
+    assert_eq!(store.last_messages("b1", 10).await.unwrap().len(), 1, "bob is untouched");
+}
+
+/// Everything survives closing and reopening the store; renames and metadata too.
+#[tokio::test]
+async fn data_survives_a_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let store = SledStore::open(dir.path()).unwrap();
+        store.save_run(embedded("t", "r", "remember me", &[1.0, 0.0])).await.unwrap();
+        let metadata = serde_json::json!({ "topic": "memory" }).as_object().unwrap().clone();
+        let update = ThreadUpdate { title: Some("Kept".into()), metadata: Some(metadata) };
+        store.update_thread("t", update).await.unwrap();
+    }
+    let store = SledStore::open(dir.path()).unwrap();
+    let thread = store.get_thread("t").await.unwrap().unwrap();
+    assert_eq!(thread.title, "Kept");
+    assert_eq!(thread.metadata["topic"], "memory");
+    assert_eq!(texts(&store.last_messages("t", 10).await.unwrap()), ["remember me"]);
+    let query = VectorQuery {
+        scope: RecallScope::Thread("t".into()),
+        embedder: "test".into(),
+        vector: unit(&[1.0, 0.0]),
+        top_k: 1,
+        threshold: None,
+    };
+    assert_eq!(store.search(query).await.unwrap().len(), 1);
+}
