@@ -9,12 +9,8 @@
 use std::sync::Arc;
 
 use agentwire::config::Config;
-use agentwire::model::ModelRegistry;
-use agentwire::processor::{
-    Abort, Hook, HookResult, HookSet, InputArgs, InputOutcome, Processor, ProcessorRegistry,
-};
-use agentwire::runtime::Runtime;
-use agentwire::tool::ToolRegistry;
+use agentwire::processor::{Abort, Hook, HookResult, HookSet, InputArgs, InputOutcome, Processor};
+use agentwire::runtime::{Components, Runtime};
 use agentwire::{ServeOptions, serve};
 
 const CONFIG: &str = r#"
@@ -53,13 +49,13 @@ impl Processor for NoShouting {
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let mut kinds = ProcessorRegistry::with_builtins();
-    kinds.register_fn("no-shouting", |id, _options| {
+    let mut components = Components::builtin();
+    components.processor_kinds.register_fn("no-shouting", |id, _options| {
         let processor: Arc<dyn Processor> = Arc::new(NoShouting { id: id.to_owned() });
         Ok(processor)
     });
     let config = Config::parse(CONFIG)?;
-    let runtime = Runtime::new(&config, kinds, ToolRegistry::with_builtins(), ModelRegistry::new())?;
+    let runtime = Runtime::new(&config, components)?;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:50051").await?;
     println!("agentwire listening on {}", listener.local_addr()?);
     let shutdown = async {

@@ -13,12 +13,10 @@ use tokio::net::TcpListener;
 use tracing_subscriber::EnvFilter;
 
 use crate::config::Config;
-use crate::model::ModelRegistry;
-use crate::processor::ProcessorRegistry;
-use crate::runtime::Runtime;
+use crate::runtime::{Components, Runtime};
 use crate::server::pb::agent_service_client::AgentServiceClient;
 use crate::server::{ServeOptions, pb, serve};
-use crate::tool::ToolRegistry;
+use crate::storage::SledStore;
 
 /// The address `serve` listens on and the clients call by default.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:50051";
@@ -100,15 +98,12 @@ async fn run_server(
         Some(path) => Config::load(&path).map_err(|error| error.to_string())?,
         None => Config::default_config(),
     };
-    let runtime = Runtime::new(
-        &config,
-        ProcessorRegistry::with_builtins(),
-        ToolRegistry::with_builtins(),
-        ModelRegistry::new(),
-    )
-    .map_err(|error| error.to_string())?;
     std::fs::create_dir_all(&data_dir)
         .map_err(|error| format!("cannot create data directory `{}`: {error}", data_dir.display()))?;
+    let store = SledStore::open(&data_dir.join("store"))
+        .map_err(|error| format!("cannot open the store in `{}`: {error}", data_dir.display()))?;
+    let runtime = Runtime::new(&config, Components::builtin().with_store(Arc::new(store)))
+        .map_err(|error| error.to_string())?;
     let listener =
         TcpListener::bind(listen).await.map_err(|error| format!("cannot listen on {listen}: {error}"))?;
     let address = listener.local_addr().map_err(|error| error.to_string())?;

@@ -19,6 +19,7 @@ use std::path::Path;
 use serde::Deserialize;
 use toml::Spanned;
 
+use crate::memory::MemoryConfig;
 use crate::model::{MockScript, ModelSettings};
 
 /// The config used when no `--config` is given: one `echo` agent on `mock/echo`.
@@ -83,6 +84,9 @@ pub struct AgentConfig {
     /// Replies of `mock/script`, one per model call.
     #[serde(default)]
     pub script: Option<Spanned<MockScript>>,
+    /// How the agent remembers (needs a thread id in the request).
+    #[serde(default)]
+    pub memory: Option<Spanned<MemoryConfig>>,
 }
 
 /// A default has no place in the file: its span is empty.

@@ -12,6 +12,7 @@
 //!   the tools, and streams chunks to a sink.
 //! - [`processor`]: the [`processor::Processor`] trait, the hook arguments and results, the
 //!   registry of processor kinds, and the built-in processors.
+//! - [`memory`]: the memory processors (message history) over the store.
 //! - [`model`]: the [`model::LanguageModel`] trait and the mock provider.
 //! - [`tool`]: the [`tool::Tool`] trait and the built-in tools.
 //! - [`storage`]: the [`storage::Store`] trait and its sled implementation.
@@ -20,6 +21,7 @@
 
 pub mod cli;
 pub mod config;
+pub mod memory;
 pub mod model;
 pub mod processor;
 pub mod runtime;

@@ -1,20 +1,21 @@
 //! The config: unknown keys and bad values stop start-up with a message naming the key and its
 //! line; the shipped example config is valid.
 
+use std::sync::{Arc, LazyLock};
+
 use agentwire::config::{Config, ConfigError};
-use agentwire::model::ModelRegistry;
-use agentwire::processor::ProcessorRegistry;
-use agentwire::runtime::Runtime;
-use agentwire::tool::ToolRegistry;
+use agentwire::runtime::{Components, Runtime};
+use agentwire::storage::SledStore;
+
+static STORE: LazyLock<(tempfile::TempDir, SledStore)> = LazyLock::new(|| {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SledStore::open(dir.path()).unwrap();
+    (dir, store)
+});
 
 fn build(source: &str) -> Result<Runtime, ConfigError> {
     let config = Config::parse(source)?;
-    Runtime::new(
-        &config,
-        ProcessorRegistry::with_builtins(),
-        ToolRegistry::with_builtins(),
-        ModelRegistry::new(),
-    )
+    Runtime::new(&config, Components::builtin().with_store(Arc::new(STORE.1.clone())))
 }
 
 fn error_of(source: &str) -> String {

@@ -2,16 +2,26 @@
 
 use std::sync::Arc;
 
+use crate::memory::{MemoryConfig, MemoryKind};
 use crate::model::{MockScript, ModelSettings, ToolDefinition};
 use crate::processor::Processor;
 
-/// A processor with the name the config gave it.
+/// What an entry of a processor list stands for.
+#[derive(Debug, Clone)]
+pub enum ProcessorRef {
+    /// A processor built from the config.
+    Fixed(Arc<dyn Processor>),
+    /// A memory processor, built per run (and left out of runs without memory).
+    Memory(MemoryKind),
+}
+
+/// An entry of a processor list, with the name the config gave it.
 #[derive(Debug, Clone)]
 pub struct NamedProcessor {
     /// The definition name or built-in kind it was configured by.
     pub name: String,
     /// The processor.
-    pub processor: Arc<dyn Processor>,
+    pub processor: ProcessorRef,
 }
 
 /// A configured, validated agent.
@@ -41,4 +51,6 @@ pub struct Agent {
     pub settings: ModelSettings,
     /// Replies of `mock/script`.
     pub script: Option<Arc<MockScript>>,
+    /// How the agent remembers; `None` for no memory.
+    pub memory: Option<Arc<MemoryConfig>>,
 }

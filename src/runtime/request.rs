@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 
 use super::message::Message;
+use crate::storage::StoreError;
 
 /// One run of one agent.
 #[derive(Debug, Clone, Default)]
@@ -44,6 +45,9 @@ pub enum RunError {
         /// What is wrong with it.
         reason: String,
     },
+    /// Memory refused or failed (e.g. the thread belongs to another resource).
+    #[error(transparent)]
+    Store(#[from] StoreError),
 }
 
 impl RunError {

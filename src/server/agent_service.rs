@@ -36,7 +36,7 @@ impl pb::agent_service_server::AgentService for AgentServiceImpl {
 
     async fn stream(&self, request: Request<pb::RunRequest>) -> Result<Response<ChunkStream>, Status> {
         let run_request = RunRequest::try_from(request.into_inner())?;
-        let run = self.runtime.prepare(run_request)?;
+        let run = self.runtime.prepare(run_request).await?;
         let run_id: Arc<str> = Arc::from(run.run_id());
         let (sender, receiver) = mpsc::channel(CHUNK_BUFFER);
         // The run stops by itself when the client drops the stream (the sink closes).
@@ -50,7 +50,7 @@ impl pb::agent_service_server::AgentService for AgentServiceImpl {
         request: Request<pb::RunRequest>,
     ) -> Result<Response<pb::GenerateResponse>, Status> {
         let run_request = RunRequest::try_from(request.into_inner())?;
-        let run = self.runtime.prepare(run_request)?;
+        let run = self.runtime.prepare(run_request).await?;
         // Dropping this future (the client cancelled) drops the run with it.
         let result = run.execute(ChunkSink::discard()).await;
         Ok(Response::new(result.into()))

@@ -4,13 +4,35 @@
 use tonic::{Code, Status};
 
 use crate::runtime::RunError;
+use crate::storage::StoreError;
 
 impl From<RunError> for Status {
     fn from(error: RunError) -> Status {
         let code = match &error {
             RunError::AgentNotFound(_) => Code::NotFound,
             RunError::InvalidArgument { .. } => Code::InvalidArgument,
+            RunError::Store(store_error) => store_code(store_error),
         };
         Status::new(code, error.to_string())
+    }
+}
+
+impl From<StoreError> for Status {
+    fn from(error: StoreError) -> Status {
+        Status::new(store_code(&error), error.to_string())
+    }
+}
+
+fn store_code(error: &StoreError) -> Code {
+    match error {
+        StoreError::ThreadNotFound(_) => Code::NotFound,
+        StoreError::ThreadOwnedElsewhere { .. } | StoreError::EmbedderMismatch { .. } => {
+            Code::FailedPrecondition
+        }
+        StoreError::ThreadExists(_) => Code::AlreadyExists,
+        StoreError::VersionConflict { .. } => Code::Aborted,
+        StoreError::UnsupportedFormat { .. } | StoreError::Corrupt { .. } | StoreError::Engine(_) => {
+            Code::Internal
+        }
     }
 }

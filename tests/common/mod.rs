@@ -5,18 +5,19 @@
 pub mod processors;
 
 use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use agentwire::config::Config;
-use agentwire::model::ModelRegistry;
 use agentwire::processor::{Processor, ProcessorRegistry};
-use agentwire::runtime::Runtime;
+use agentwire::runtime::{Components, Runtime};
 use agentwire::server::pb::agent_service_client::AgentServiceClient;
 use agentwire::server::{ServeOptions, pb, serve};
-use agentwire::tool::ToolRegistry;
+use agentwire::storage::SledStore;
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
 use tonic::transport::Channel;
 
 /// A shared, ordered record of what test processors saw.
@@ -38,17 +39,22 @@ impl Log {
     }
 }
 
-/// A server running in this test.
+/// A server running in this test, with its store in a temporary directory (or a given one).
 pub struct TestServer {
     pub addr: SocketAddr,
     pub log: Log,
+    /// Where the store lives.
+    pub data_dir: PathBuf,
     shutdown: Option<oneshot::Sender<()>>,
+    task: Option<JoinHandle<()>>,
+    _temp_dir: Option<tempfile::TempDir>,
 }
 
 pub struct TestServerBuilder {
     config: String,
     kinds: ProcessorRegistry,
     log: Log,
+    data_dir: Option<PathBuf>,
 }
 
 impl TestServerBuilder {
@@ -62,21 +68,56 @@ impl TestServerBuilder {
         self
     }
 
+    /// Keeps the store in `data_dir` (to restart a server on the same data).
+    pub fn data_dir(mut self, data_dir: &Path) -> Self {
+        self.data_dir = Some(data_dir.to_owned());
+        self
+    }
+
     pub async fn start(self) -> TestServer {
         let config = Config::parse(&self.config).expect("test config parses");
-        let runtime = Runtime::new(&config, self.kinds, ToolRegistry::with_builtins(), ModelRegistry::new())
-            .expect("test config is valid");
+        let temp_dir = match &self.data_dir {
+            Some(_) => None,
+            None => Some(tempfile::tempdir().expect("temp dir")),
+        };
+        let data_dir = self.data_dir.clone().unwrap_or_else(|| temp_dir.as_ref().unwrap().path().to_owned());
+        let store = open_store(&data_dir).await;
+        let mut components = Components::builtin().with_store(Arc::new(store));
+        components.processor_kinds = self.kinds;
+        let runtime = Runtime::new(&config, components).expect("test config is valid");
         // Bind first: the socket accepts connections before the server polls, so no sleep is needed.
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let addr = listener.local_addr().expect("local addr");
         let (shutdown_tx, shutdown_rx) = oneshot::channel::<()>();
-        tokio::spawn(async move {
+        let task = tokio::spawn(async move {
             let shutdown = async {
                 let _ = shutdown_rx.await;
             };
             serve(listener, Arc::new(runtime), ServeOptions::default(), shutdown).await.expect("server runs");
         });
-        TestServer { addr, log: self.log, shutdown: Some(shutdown_tx) }
+        TestServer {
+            addr,
+            log: self.log,
+            data_dir,
+            shutdown: Some(shutdown_tx),
+            task: Some(task),
+            _temp_dir: temp_dir,
+        }
+    }
+}
+
+/// Opens the store, waiting while a stopped server of the same directory releases it.
+async fn open_store(data_dir: &Path) -> SledStore {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        match SledStore::open(data_dir) {
+            Ok(store) => return store,
+            Err(error) if Instant::now() < deadline => {
+                let _ = error;
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            Err(error) => panic!("cannot open the store: {error}"),
+        }
     }
 }
 
@@ -87,12 +128,23 @@ impl TestServer {
             config: config.to_owned(),
             kinds: ProcessorRegistry::with_builtins(),
             log: Log::default(),
+            data_dir: None,
         };
         processors::register(builder)
     }
 
     pub async fn start(config: &str) -> TestServer {
         TestServer::builder(config).start().await
+    }
+
+    /// Stops the server and waits until it is gone (its store closed).
+    pub async fn stop(mut self) {
+        if let Some(shutdown) = self.shutdown.take() {
+            let _ = shutdown.send(());
+        }
+        if let Some(task) = self.task.take() {
+            let _ = task.await;
+        }
     }
 
     pub async fn client(&self) -> AgentServiceClient<Channel> {

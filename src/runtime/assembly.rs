@@ -1,0 +1,94 @@
+//! A run's processor chains: the listed processors, with the run's memory processors where the
+//! agent lists memory kinds, and the other memory processors first on input and last on output.
+
+use std::sync::Arc;
+
+use super::{Agent, NamedProcessor, ProcessorRef, RunError, RunRequest, Runtime};
+use crate::memory::{MemoryKind, MemoryProcessors, MemoryRun};
+use crate::processor::Processor;
+use crate::storage::StoreError;
+
+/// Which list a chain is assembled for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Placement {
+    Input,
+    Output,
+    Error,
+}
+
+impl Runtime {
+    /// The run's memory processors, when the agent remembers and the run names a thread. A
+    /// thread that belongs to another resource is refused before anything runs.
+    pub(super) async fn memory_for(
+        &self,
+        agent: &Agent,
+        request: &RunRequest,
+    ) -> Result<Option<MemoryProcessors>, RunError> {
+        let (Some(config), Some(store)) = (&agent.memory, &self.store) else {
+            return Ok(None);
+        };
+        if request.thread_id.is_empty() {
+            return Ok(None);
+        }
+        let resource_id = if request.resource_id.is_empty() {
+            request.thread_id.clone()
+        } else {
+            request.resource_id.clone()
+        };
+        if let Some(thread) = store.get_thread(&request.thread_id).await?
+            && thread.resource_id != resource_id
+        {
+            return Err(RunError::Store(StoreError::ThreadOwnedElsewhere {
+                thread_id: request.thread_id.clone(),
+                owner: thread.resource_id,
+                requested: resource_id,
+            }));
+        }
+        let run = MemoryRun {
+            store: Arc::clone(store),
+            config: Arc::clone(config),
+            thread_id: request.thread_id.clone(),
+            resource_id,
+        };
+        Ok(Some(run.processors()))
+    }
+}
+
+/// A run's chain: the listed processors, with memory slots filled by the run's memory
+/// processors (or dropped when the run has no memory), and the memory processors the list does
+/// not name added before (input) or after (output) it.
+pub(super) fn chain(
+    listed: &[NamedProcessor],
+    memory: Option<&MemoryProcessors>,
+    placement: Placement,
+) -> Vec<Arc<dyn Processor>> {
+    let listed_memory: Vec<MemoryKind> = listed
+        .iter()
+        .filter_map(|named| match named.processor {
+            ProcessorRef::Memory(kind) => Some(kind),
+            ProcessorRef::Fixed(_) => None,
+        })
+        .collect();
+    let automatic = |kinds: Vec<MemoryKind>| -> Vec<Arc<dyn Processor>> {
+        let Some(memory) = memory else { return Vec::new() };
+        kinds
+            .into_iter()
+            .filter(|kind| !listed_memory.contains(kind))
+            .map(|kind| Arc::clone(memory.get(kind)))
+            .collect()
+    };
+    let mut chain = Vec::with_capacity(listed.len() + MemoryKind::ALL.len());
+    if placement == Placement::Input {
+        chain.extend(automatic(MemoryProcessors::INPUT.to_vec()));
+    }
+    for named in listed {
+        match &named.processor {
+            ProcessorRef::Fixed(processor) => chain.push(Arc::clone(processor)),
+            ProcessorRef::Memory(kind) => chain.extend(memory.map(|memory| Arc::clone(memory.get(*kind)))),
+        }
+    }
+    if placement == Placement::Output {
+        chain.extend(automatic(MemoryProcessors::OUTPUT.to_vec()));
+    }
+    chain
+}

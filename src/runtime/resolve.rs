@@ -1,0 +1,121 @@
+//! From config names to an agent: tools, models and processor lists resolved and checked once,
+//! at start-up (and for a request's processor overrides, at each request).
+
+use std::sync::Arc;
+
+use toml::Spanned;
+
+use super::{Agent, MAX_STEPS_LIMIT, NamedProcessor, ProcessorRef, RunError, Runtime};
+use crate::config::AgentConfig;
+use crate::memory::MemoryKind;
+
+impl Runtime {
+    /// The processor a name stands for: a definition of the config, a memory kind, or a
+    /// built-in kind with its default options (the kind's name is then its id).
+    fn processor_by_name(&self, name: &str) -> Result<ProcessorRef, String> {
+        if let Some(processor) = self.definitions.get(name) {
+            return Ok(ProcessorRef::Fixed(Arc::clone(processor)));
+        }
+        if let Some(kind) = MemoryKind::from_name(name) {
+            return Ok(ProcessorRef::Memory(kind));
+        }
+        if !self.processor_kinds.has_kind(name) {
+            return Err(format!(
+                "unknown processor `{name}` (not a `[processors.*]` definition nor a built-in kind)"
+            ));
+        }
+        self.processor_kinds.build(name, name, toml::Table::new()).map(ProcessorRef::Fixed).map_err(
+            |reason| format!("processor kind `{name}` needs a `[processors.*]` definition: {reason}"),
+        )
+    }
+
+    /// The processors for a list of names. The error is the offending field and the reason.
+    fn named_processors(
+        &self,
+        names: &[String],
+        field: &str,
+    ) -> Result<Vec<NamedProcessor>, (String, String)> {
+        let mut processors = Vec::with_capacity(names.len());
+        for (index, name) in names.iter().enumerate() {
+            let processor =
+                self.processor_by_name(name).map_err(|reason| (format!("{field}[{index}]"), reason))?;
+            processors.push(NamedProcessor { name: name.clone(), processor });
+        }
+        Ok(processors)
+    }
+
+    /// A request's processor list when it overrides one, else the agent's.
+    pub(super) fn override_or(
+        &self,
+        names: &Option<Vec<String>>,
+        configured: &[NamedProcessor],
+        field: &str,
+    ) -> Result<Vec<NamedProcessor>, RunError> {
+        match names {
+            Some(names) => self
+                .named_processors(names, &format!("{field}.names"))
+                .map_err(|(field, reason)| RunError::invalid(field, reason)),
+            None => Ok(configured.to_vec()),
+        }
+    }
+
+    /// Resolves an agent's names. The error holds the offending key's offset (when it has one)
+    /// and a message that starts with the key.
+    pub(super) fn resolve_agent(&self, config: &AgentConfig) -> Result<Agent, (Option<usize>, String)> {
+        // Defaulted values have an empty span: they are reported at the agent's table.
+        let at = |span: std::ops::Range<usize>, message: String| {
+            ((!span.is_empty()).then_some(span.start), message)
+        };
+        if config.id.is_empty() {
+            return Err((None, "id: must not be empty".to_owned()));
+        }
+        let max_steps = *config.max_steps.get_ref();
+        if !(1..=MAX_STEPS_LIMIT).contains(&max_steps) {
+            let message = format!("max_steps: must be between 1 and {MAX_STEPS_LIMIT}, got {max_steps}");
+            return Err(at(config.max_steps.span(), message));
+        }
+        let script = config.script.as_ref().map(|script| Arc::new(script.get_ref().clone()));
+        if let (Some(spanned), Some(script)) = (&config.script, &script)
+            && script.replies.is_empty()
+        {
+            return Err(at(spanned.span(), "script: must hold at least one reply".to_owned()));
+        }
+        self.models
+            .resolve(config.model.get_ref(), script.as_ref())
+            .map_err(|error| at(config.model.span(), format!("model: {error}")))?;
+        let mut tools = Vec::with_capacity(config.tools.get_ref().len());
+        for (index, name) in config.tools.get_ref().iter().enumerate() {
+            let Some(tool) = self.tools.get(name) else {
+                let known: Vec<&str> = self.tools.names().collect();
+                let message =
+                    format!("tools[{index}]: unknown tool `{name}` (known tools: {})", known.join(", "));
+                return Err(at(config.tools.span(), message));
+            };
+            tools.push(tool.definition());
+        }
+        if let Some(memory) = &config.memory
+            && self.store.is_none()
+        {
+            return Err(at(memory.span(), "memory: needs a store (serve with a data directory)".to_owned()));
+        }
+        let processors = |names: &Spanned<Vec<String>>, field: &str| {
+            self.named_processors(names.get_ref(), field)
+                .map_err(|(field, reason)| at(names.span(), format!("{field}: {reason}")))
+        };
+        Ok(Agent {
+            id: config.id.clone(),
+            name: config.name.clone().unwrap_or_else(|| config.id.clone()),
+            instructions: config.instructions.clone(),
+            model: config.model.get_ref().clone(),
+            tools,
+            input_processors: processors(&config.input_processors, "input_processors")?,
+            output_processors: processors(&config.output_processors, "output_processors")?,
+            error_processors: processors(&config.error_processors, "error_processors")?,
+            max_processor_retries: config.max_processor_retries,
+            max_steps,
+            settings: config.settings.clone(),
+            script,
+            memory: config.memory.as_ref().map(|memory| Arc::new(memory.get_ref().clone())),
+        })
+    }
+}

@@ -1,0 +1,226 @@
+//! Message history through the real server: the window the model sees, what is saved and when
+//! nothing is, restarts, placement of a listed memory processor, and thread ownership.
+
+mod common;
+
+use std::sync::Arc;
+
+use agentwire::processor::{Hook, HookResult, HookSet, InputArgs, InputOutcome, Processor};
+use agentwire::runtime::MessageSource;
+use agentwire::server::pb;
+use common::{Log, TestServer, TestServerBuilder, inspected, names, request, tripwire};
+use tonic::Code;
+
+const CONFIG: &str = r#"
+[processors.no-secrets]
+kind = "content-filter"
+blocked_words = ["secret"]
+
+[processors.block-result]
+kind = "abort-in"
+hook = "processOutputResult"
+
+[processors.counter]
+kind = "count-memory"
+
+[[agents]]
+id = "echo"
+model = "mock/echo"
+memory = { last_messages = 10 }
+
+[[agents]]
+id = "guarded"
+model = "mock/echo"
+input_processors = ["no-secrets"]
+output_processors = ["no-secrets"]
+memory = { last_messages = 10 }
+
+[[agents]]
+id = "inspector"
+model = "mock/inspect"
+memory = { last_messages = 3 }
+
+[[agents]]
+id = "narrow"
+model = "mock/inspect"
+memory = { last_messages = 2 }
+
+[[agents]]
+id = "failing"
+model = "mock/script"
+script = [{ error = { status = 400, message = "rejected" } }]
+memory = {}
+
+[[agents]]
+id = "calc"
+model = "mock/script"
+tools = ["calculator"]
+memory = {}
+script = [
+  { tool_calls = [{ name = "calculator", args = { expression = "3 * 3" } }] },
+  { text = "nine" },
+]
+
+[[agents]]
+id = "placed"
+model = "mock/echo"
+input_processors = ["counter", "message-history"]
+memory = {}
+
+[[agents]]
+id = "automatic"
+model = "mock/echo"
+input_processors = ["counter"]
+memory = {}
+"#;
+
+fn builder() -> TestServerBuilder {
+    TestServer::builder(CONFIG)
+        .kind("count-memory", |id, _, log| Arc::new(CountMemory { id: id.to_owned(), log }))
+}
+
+fn in_thread(agent: &str, text: &str, thread: &str) -> pb::RunRequest {
+    let mut run = request(agent, text);
+    run.thread_id = thread.to_owned();
+    run.resource_id = "alice".to_owned();
+    run
+}
+
+/// The texts of the messages the inspector's model saw, in order.
+async fn seen_by_model(server: &TestServer, thread: &str) -> Vec<String> {
+    let result = server.generate(in_thread("inspector", "what do you see?", thread)).await;
+    let prompt = inspected(&result.text);
+    prompt["messages"].as_array().unwrap().iter().map(|m| m["text"].as_str().unwrap().to_owned()).collect()
+}
+
+/// The last `last_messages` messages of the thread reach the model before the new one, in order.
+#[tokio::test]
+async fn history_window_reaches_the_model_in_order() {
+    let server = builder().start().await;
+    for text in ["one", "two", "three"] {
+        server.generate(in_thread("echo", text, "t")).await;
+    }
+    assert_eq!(seen_by_model(&server, "t").await, ["echo: two", "three", "echo: three", "what do you see?"]);
+    let other_thread = seen_by_model(&server, "elsewhere").await;
+    assert_eq!(other_thread, ["what do you see?"], "threads do not share history");
+}
+
+/// Aborts on input or output, in any output hook, and failed runs save nothing.
+#[tokio::test]
+async fn aborted_and_failed_runs_save_nothing() {
+    let server = builder().start().await;
+    let input_abort = server.stream(in_thread("guarded", "my secret", "t")).await;
+    assert!(tripwire(&input_abort).is_some());
+    let mut output_abort = in_thread("guarded", "fine", "t");
+    output_abort.input_processors = names(&[]);
+    output_abort.text = "the secret is out".into();
+    assert_eq!(server.generate(output_abort).await.finish_reason, "other");
+    let mut result_abort = in_thread("echo", "blocked late", "t");
+    result_abort.output_processors = names(&["block-result"]);
+    assert_eq!(server.generate(result_abort).await.finish_reason, "other");
+    assert_eq!(server.generate(in_thread("failing", "doomed", "t")).await.finish_reason, "error");
+    assert_eq!(seen_by_model(&server, "t").await, ["what do you see?"], "nothing was saved");
+}
+
+/// A tool call and its result are saved and loaded together; a window that would split them
+/// drops the orphan result.
+#[tokio::test]
+async fn tool_calls_and_results_stay_together() {
+    let server = builder().start().await;
+    let roles = |result: pb::GenerateResponse| -> Vec<String> {
+        let prompt = inspected(&result.text);
+        prompt["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["role"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    server.generate(in_thread("calc", "3 * 3?", "wide")).await;
+    let window_of_three = roles(server.generate(in_thread("inspector", "and now?", "wide")).await);
+    assert_eq!(
+        window_of_three,
+        ["assistant", "tool", "assistant", "user"],
+        "[call, result, answer] kept whole"
+    );
+    server.generate(in_thread("calc", "3 * 3?", "narrow")).await;
+    let window_of_two = roles(server.generate(in_thread("narrow", "and now?", "narrow")).await);
+    assert_eq!(
+        window_of_two,
+        ["assistant", "user"],
+        "[result, answer]: the result lost its call and is dropped"
+    );
+}
+
+/// Everything saved survives a restart of the server on the same data directory.
+#[tokio::test]
+async fn history_survives_a_restart() {
+    let data_dir = tempfile::tempdir().unwrap();
+    let server = builder().data_dir(data_dir.path()).start().await;
+    server.generate(in_thread("echo", "before the restart", "t")).await;
+    server.stop().await;
+    let restarted = builder().data_dir(data_dir.path()).start().await;
+    assert_eq!(
+        seen_by_model(&restarted, "t").await,
+        ["before the restart", "echo: before the restart", "what do you see?"]
+    );
+}
+
+/// A memory processor the agent lists runs where it is listed, instead of first.
+#[tokio::test]
+async fn a_listed_memory_processor_replaces_the_automatic_one() {
+    let server = builder().start().await;
+    server.generate(in_thread("echo", "earlier", "t")).await;
+    server.generate(in_thread("placed", "now", "t")).await;
+    server.generate(in_thread("automatic", "now", "t")).await;
+    assert_eq!(server.log.with_prefix("counter:"), ["counter:0 remembered", "counter:4 remembered"]);
+}
+
+/// A thread belongs to one resource: another resource naming it is refused.
+#[tokio::test]
+async fn a_thread_of_another_resource_is_refused() {
+    let server = builder().start().await;
+    server.generate(in_thread("echo", "mine", "t")).await;
+    let mut intruder = in_thread("echo", "let me in", "t");
+    intruder.resource_id = "mallory".into();
+    let status = server.client().await.generate(intruder).await.unwrap_err();
+    assert_eq!(status.code(), Code::FailedPrecondition);
+    assert!(
+        status.message().contains("alice") && status.message().contains("mallory"),
+        "{}",
+        status.message()
+    );
+}
+
+/// Without a thread, a memory agent runs and remembers nothing.
+#[tokio::test]
+async fn runs_without_a_thread_remember_nothing() {
+    let server = builder().start().await;
+    let result = server.generate(request("echo", "no thread")).await;
+    assert_eq!(result.text, "echo: no thread");
+    let prompt = inspected(&server.generate(request("inspector", "anything?")).await.text);
+    assert_eq!(prompt["messages"].as_array().map(Vec::len), Some(1));
+}
+
+/// Logs how many remembered messages the list holds when it runs.
+struct CountMemory {
+    id: String,
+    log: Log,
+}
+
+#[async_trait::async_trait]
+impl Processor for CountMemory {
+    fn id(&self) -> &str {
+        &self.id
+    }
+
+    fn hooks(&self) -> HookSet {
+        HookSet::of(&[Hook::ProcessInput])
+    }
+
+    async fn process_input(&self, args: InputArgs<'_>) -> HookResult<InputOutcome> {
+        let remembered = args.message_list.from_source(MessageSource::Memory).count();
+        self.log.push(format!("{}:{remembered} remembered", self.id));
+        Ok(InputOutcome::Unchanged)
+    }
+}
