@@ -5,7 +5,7 @@ use std::{env, fs, path::PathBuf};
 
 use prost::Message;
 
-const PROTOS: &[&str] = &["agentwire/v1/agent.proto"];
+const PROTOS: &[&str] = &["agentwire/v1/agent.proto", "agentwire/v1/memory.proto"];
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let descriptors = protox::compile(PROTOS, ["proto"])?;

@@ -6,6 +6,7 @@
 
 mod agent_service;
 mod convert;
+mod memory_service;
 mod status;
 pub mod value;
 
@@ -17,6 +18,7 @@ use tokio_stream::StreamExt;
 use tokio_stream::wrappers::TcpListenerStream;
 
 use self::agent_service::AgentServiceImpl;
+use self::memory_service::MemoryServiceImpl;
 use crate::runtime::Runtime;
 
 /// Generated protobuf types, clients and servers for `agentwire.v1`.
@@ -52,10 +54,18 @@ pub async fn serve(
     _options: ServeOptions,
     shutdown: impl Future<Output = ()> + Send,
 ) -> Result<(), ServeError> {
+    let memory_service = runtime.store().map(|store| {
+        pb::memory_service_server::MemoryServiceServer::new(MemoryServiceImpl::new(Arc::clone(store)))
+    });
     let agent_service = pb::agent_service_server::AgentServiceServer::new(AgentServiceImpl::new(runtime));
 
     let (health_reporter, health_service) = tonic_health::server::health_reporter();
     health_reporter.set_serving::<pb::agent_service_server::AgentServiceServer<AgentServiceImpl>>().await;
+    if memory_service.is_some() {
+        health_reporter
+            .set_serving::<pb::memory_service_server::MemoryServiceServer<MemoryServiceImpl>>()
+            .await;
+    }
 
     let reflection_v1 = tonic_reflection::server::Builder::configure()
         .register_encoded_file_descriptor_set(pb::FILE_DESCRIPTOR_SET)
@@ -80,6 +90,7 @@ pub async fn serve(
         .add_service(reflection_v1)
         .add_service(reflection_v1alpha)
         .add_service(agent_service)
+        .add_optional_service(memory_service)
         .serve_with_incoming_shutdown(incoming, shutdown)
         .await
         .map_err(|error| ServeError::Transport(error.to_string()))

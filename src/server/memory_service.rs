@@ -1,0 +1,232 @@
+//! `agentwire.v1.MemoryService`: threads, messages and working memory over the store.
+
+use std::sync::Arc;
+
+use tonic::{Request, Response, Status};
+
+use super::pb;
+use super::value::{from_struct, to_struct};
+use crate::runtime::RunError;
+use crate::storage::{
+    DeleteReport, Direction, NewThread, Store, StoreError, Thread, ThreadUpdate, WorkingMemoryScope,
+};
+
+/// Page size when a request gives none.
+const DEFAULT_PAGE_SIZE: usize = 50;
+/// The largest page a request may ask for.
+const MAX_PAGE_SIZE: u32 = 1000;
+
+/// The memory service over a store.
+#[derive(Debug)]
+pub(super) struct MemoryServiceImpl {
+    store: Arc<dyn Store>,
+}
+
+impl MemoryServiceImpl {
+    pub(super) fn new(store: Arc<dyn Store>) -> MemoryServiceImpl {
+        MemoryServiceImpl { store }
+    }
+
+    /// The thread, checked against the resource the caller expects (when it names one).
+    async fn owned_thread(&self, thread_id: &str, resource_id: &str) -> Result<Thread, Status> {
+        required("thread_id", thread_id)?;
+        let thread = self
+            .store
+            .get_thread(thread_id)
+            .await?
+            .ok_or_else(|| StoreError::ThreadNotFound(thread_id.to_owned()))?;
+        if !resource_id.is_empty() && thread.resource_id != resource_id {
+            return Err(StoreError::ThreadOwnedElsewhere {
+                thread_id: thread_id.to_owned(),
+                owner: thread.resource_id,
+                requested: resource_id.to_owned(),
+            }
+            .into());
+        }
+        Ok(thread)
+    }
+}
+
+fn required(field: &str, value: &str) -> Result<(), Status> {
+    if value.is_empty() {
+        return Err(RunError::invalid(field, "is required").into());
+    }
+    Ok(())
+}
+
+fn page_size(page_size: u32) -> Result<usize, Status> {
+    match page_size {
+        0 => Ok(DEFAULT_PAGE_SIZE),
+        size if size > MAX_PAGE_SIZE => {
+            Err(RunError::invalid("page_size", format!("must be at most {MAX_PAGE_SIZE}, got {size}")).into())
+        }
+        size => Ok(usize::try_from(size).unwrap_or(DEFAULT_PAGE_SIZE)),
+    }
+}
+
+fn scope_of(scope: Option<pb::WorkingMemoryScope>) -> Result<WorkingMemoryScope, Status> {
+    use pb::working_memory_scope::Scope;
+    match scope.and_then(|scope| scope.scope) {
+        Some(Scope::ResourceId(id)) if !id.is_empty() => Ok(WorkingMemoryScope::Resource(id)),
+        Some(Scope::ThreadId(id)) if !id.is_empty() => Ok(WorkingMemoryScope::Thread(id)),
+        _ => Err(RunError::invalid("scope", "needs a resource_id or a thread_id").into()),
+    }
+}
+
+fn scope_to_pb(scope: &WorkingMemoryScope) -> pb::WorkingMemoryScope {
+    use pb::working_memory_scope::Scope;
+    let scope = match scope {
+        WorkingMemoryScope::Resource(id) => Scope::ResourceId(id.clone()),
+        WorkingMemoryScope::Thread(id) => Scope::ThreadId(id.clone()),
+    };
+    pb::WorkingMemoryScope { scope: Some(scope) }
+}
+
+impl From<Thread> for pb::Thread {
+    fn from(thread: Thread) -> pb::Thread {
+        pb::Thread {
+            metadata: Some(to_struct(&thread.metadata)),
+            id: thread.id,
+            resource_id: thread.resource_id,
+            title: thread.title,
+            created_at: thread.created_at,
+            updated_at: thread.updated_at,
+            message_count: thread.next_seq,
+        }
+    }
+}
+
+impl From<DeleteReport> for pb::DeleteReport {
+    fn from(report: DeleteReport) -> pb::DeleteReport {
+        pb::DeleteReport {
+            threads: report.threads,
+            messages: report.messages,
+            embeddings: report.embeddings,
+            working_memories: report.working_memories,
+        }
+    }
+}
+
+#[tonic::async_trait]
+impl pb::memory_service_server::MemoryService for MemoryServiceImpl {
+    async fn create_thread(
+        &self,
+        request: Request<pb::CreateThreadRequest>,
+    ) -> Result<Response<pb::Thread>, Status> {
+        let request = request.into_inner();
+        required("resource_id", &request.resource_id)?;
+        let new = NewThread {
+            id: request.thread_id,
+            resource_id: request.resource_id,
+            title: request.title,
+            metadata: request.metadata.map(from_struct).unwrap_or_default(),
+        };
+        Ok(Response::new(self.store.create_thread(new).await?.into()))
+    }
+
+    async fn get_thread(
+        &self,
+        request: Request<pb::GetThreadRequest>,
+    ) -> Result<Response<pb::Thread>, Status> {
+        let request = request.into_inner();
+        Ok(Response::new(self.owned_thread(&request.thread_id, &request.resource_id).await?.into()))
+    }
+
+    async fn list_threads(
+        &self,
+        request: Request<pb::ListThreadsRequest>,
+    ) -> Result<Response<pb::ListThreadsResponse>, Status> {
+        let request = request.into_inner();
+        required("resource_id", &request.resource_id)?;
+        let limit = page_size(request.page_size)?;
+        let page = self.store.list_threads(&request.resource_id, &request.page_token, limit).await?;
+        Ok(Response::new(pb::ListThreadsResponse {
+            threads: page.threads.into_iter().map(pb::Thread::from).collect(),
+            next_page_token: page.next_cursor,
+        }))
+    }
+
+    async fn update_thread(
+        &self,
+        request: Request<pb::UpdateThreadRequest>,
+    ) -> Result<Response<pb::Thread>, Status> {
+        let request = request.into_inner();
+        self.owned_thread(&request.thread_id, &request.resource_id).await?;
+        let update = ThreadUpdate { title: request.title, metadata: request.metadata.map(from_struct) };
+        Ok(Response::new(self.store.update_thread(&request.thread_id, update).await?.into()))
+    }
+
+    async fn delete_thread(
+        &self,
+        request: Request<pb::DeleteThreadRequest>,
+    ) -> Result<Response<pb::DeleteReport>, Status> {
+        let request = request.into_inner();
+        self.owned_thread(&request.thread_id, &request.resource_id).await?;
+        Ok(Response::new(self.store.delete_thread(&request.thread_id).await?.into()))
+    }
+
+    async fn list_messages(
+        &self,
+        request: Request<pb::ListMessagesRequest>,
+    ) -> Result<Response<pb::ListMessagesResponse>, Status> {
+        let request = request.into_inner();
+        self.owned_thread(&request.thread_id, &request.resource_id).await?;
+        let direction = match request.direction() {
+            pb::Direction::Backward => Direction::Backward,
+            pb::Direction::Forward | pb::Direction::Unspecified => Direction::Forward,
+        };
+        let limit = page_size(request.page_size)?;
+        let page =
+            self.store.list_messages(&request.thread_id, direction, &request.page_token, limit).await?;
+        Ok(Response::new(pb::ListMessagesResponse {
+            messages: page.messages.into_iter().map(|stored| pb::Message::from(stored.message)).collect(),
+            next_page_token: page.next_cursor,
+        }))
+    }
+
+    async fn get_working_memory(
+        &self,
+        request: Request<pb::GetWorkingMemoryRequest>,
+    ) -> Result<Response<pb::WorkingMemory>, Status> {
+        let scope = scope_of(request.into_inner().scope)?;
+        let record = self.store.get_working_memory(&scope).await?;
+        let (content, version, updated_at) =
+            record.map(|record| (record.content, record.version, record.updated_at)).unwrap_or_default();
+        Ok(Response::new(pb::WorkingMemory {
+            scope: Some(scope_to_pb(&scope)),
+            content,
+            version,
+            updated_at,
+        }))
+    }
+
+    async fn update_working_memory(
+        &self,
+        request: Request<pb::UpdateWorkingMemoryRequest>,
+    ) -> Result<Response<pb::WorkingMemory>, Status> {
+        let request = request.into_inner();
+        let scope = scope_of(request.scope)?;
+        let expected_version = match request.expected_version {
+            Some(version) => version,
+            None => self.store.get_working_memory(&scope).await?.map_or(0, |record| record.version),
+        };
+        self.store.put_working_memory(&scope, request.content, expected_version).await?;
+        let record =
+            self.store.get_working_memory(&scope).await?.unwrap_or_else(|| unreachable!("just written"));
+        Ok(Response::new(pb::WorkingMemory {
+            scope: Some(scope_to_pb(&scope)),
+            content: record.content,
+            version: record.version,
+            updated_at: record.updated_at,
+        }))
+    }
+
+    async fn delete_resource(
+        &self,
+        request: Request<pb::DeleteResourceRequest>,
+    ) -> Result<Response<pb::DeleteReport>, Status> {
+        let request = request.into_inner();
+        required("resource_id", &request.resource_id)?;
+        Ok(Response::new(self.store.delete_resource(&request.resource_id).await?.into()))
+    }
+}
