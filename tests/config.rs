@@ -57,6 +57,19 @@ fn mistakes_name_the_key_and_the_line() {
             ["duplicate agent id `a`", "line 4"],
         ),
         ("[[agents]]\nid = \"a\"\nmodel = \"mock/echo\"\nmax_steps = 0\n", ["max_steps", "between 1"]),
+        (
+            "[[agents]]\nid = \"a\"\nmodel = \"mock/echo\"\nmemory = { working_memory = { template = \"x\", schema = {} } }\n",
+            ["agents[0].memory.working_memory: give", "line 4"],
+        ),
+        (
+            "[[agents]]\nid = \"a\"\nmodel = \"mock/echo\"\nmemory = { working_memory = { schema = { type = 5 } } }\n",
+            ["memory.working_memory.schema", "not a valid JSON schema"],
+        ),
+        (
+            "[[agents]]\nid = \"a\"\nmodel = \"mock/echo\"\nmemory = { last_message = 3 }\n",
+            ["last_message", "line 4"],
+        ),
+        ("[processors.h]\nkind = \"message-history\"\n", ["processors.h", "`memory` table"]),
     ];
     for (source, needles) in cases {
         let message = error_of(source);

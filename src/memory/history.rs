@@ -5,11 +5,12 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use super::run::MemoryRun;
+use super::working::{MAX_REBASES, is_working_memory_traffic};
 use crate::processor::{
     Hook, HookError, HookResult, HookSet, InputArgs, InputOutcome, OutputResultArgs, Processor,
 };
-use crate::runtime::{Message, MessageSource, Part, Role};
-use crate::storage::RunSave;
+use crate::runtime::{Message, MessageList, MessageSource, Part, Role};
+use crate::storage::{RunSave, StoreError};
 
 /// Message history of one run's thread.
 #[derive(Debug)]
@@ -26,6 +27,20 @@ impl MessageHistory {
 
 fn storage_failure(action: &str, error: impl std::fmt::Display) -> HookError {
     HookError::Failed(format!("cannot {action}: {error}"))
+}
+
+/// What a run keeps: its input and response messages, without system messages and without the
+/// working-memory tool's calls and results (working memory itself is saved instead).
+fn persisted(list: &MessageList) -> Vec<Message> {
+    list.from_source(MessageSource::Input)
+        .chain(list.from_source(MessageSource::Response))
+        .filter(|message| message.role != Role::System)
+        .filter_map(|message| {
+            let mut kept = message.clone();
+            kept.parts.retain(|part| !is_working_memory_traffic(part));
+            (!kept.parts.is_empty()).then_some(kept)
+        })
+        .collect()
 }
 
 /// Drops tool results at the start of a window whose calls fell outside it: a call and its
@@ -81,21 +96,28 @@ impl Processor for MessageHistory {
     }
 
     async fn process_output_result(&self, args: OutputResultArgs<'_>) -> HookResult<Option<Vec<Message>>> {
-        let list = &*args.message_list;
-        let messages: Vec<Message> = list
-            .from_source(MessageSource::Input)
-            .chain(list.from_source(MessageSource::Response))
-            .filter(|message| message.role != Role::System && !message.parts.is_empty())
-            .cloned()
-            .collect();
-        let save = RunSave {
-            thread_id: self.run.thread_id.clone(),
-            resource_id: self.run.resource_id.clone(),
-            messages,
-            embeddings: Vec::new(),
-            working_memory: None,
-        };
-        self.run.store.save_run(save).await.map_err(|error| storage_failure("save the run", error))?;
-        Ok(None)
+        let messages = persisted(args.message_list);
+        let mut rebases = 0;
+        loop {
+            let save = RunSave {
+                thread_id: self.run.thread_id.clone(),
+                resource_id: self.run.resource_id.clone(),
+                messages: messages.clone(),
+                embeddings: Vec::new(),
+                working_memory: self.run.pending_working_memory(),
+            };
+            match self.run.store.save_run(save).await {
+                Ok(()) => return Ok(None),
+                // Working memory changed under this run: merge again on top and retry.
+                Err(StoreError::VersionConflict { .. }) if rebases < MAX_REBASES => {
+                    rebases += 1;
+                    self.run
+                        .rebase_working_memory()
+                        .await
+                        .map_err(|error| storage_failure("update working memory", error))?;
+                }
+                Err(error) => return Err(storage_failure("save the run", error)),
+            }
+        }
     }
 }

@@ -1,6 +1,6 @@
-//! Memory: the processors that give agents a past — [`MessageHistory`] (the last messages of the
-//! thread), and, in the agent's `memory` table, their options — built per run over the
-//! [`Store`](crate::storage::Store).
+//! Memory: the processors that give agents a past — [`WorkingMemory`] (a document about the user
+//! the model keeps up to date) and [`MessageHistory`] (the last messages of the thread) — built per
+//! run over the [`Store`](crate::storage::Store) from the agent's `memory` table.
 //!
 //! Memory processors run first on input (they load what guardrails then see) and last on output
 //! (they persist only what every output processor accepted): an abort anywhere, or a failed run,
@@ -9,25 +9,32 @@
 mod config;
 mod history;
 mod run;
+mod working;
 
-pub use self::config::MemoryConfig;
+pub use self::config::{MemoryConfig, WorkingMemoryConfig, WorkingMemoryScopeKind};
 pub use self::history::MessageHistory;
 pub use self::run::{MemoryProcessors, MemoryRun};
+pub use self::working::{
+    DEFAULT_TEMPLATE, TOOL_NAME as WORKING_MEMORY_TOOL, UpdateWorkingMemory, WorkingMemory, deep_merge,
+};
 
 /// The memory processors, by kind (their kind is their id).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum MemoryKind {
+    /// Shows working memory to the model and offers the tool that updates it.
+    WorkingMemory,
     /// Loads the thread's last messages; persists the run.
     MessageHistory,
 }
 
 impl MemoryKind {
     /// Every memory kind, in their order on input.
-    pub const ALL: [MemoryKind; 1] = [MemoryKind::MessageHistory];
+    pub const ALL: [MemoryKind; 2] = [MemoryKind::WorkingMemory, MemoryKind::MessageHistory];
 
     /// The kind's name, also the processor's id.
     pub fn name(self) -> &'static str {
         match self {
+            MemoryKind::WorkingMemory => "working-memory",
             MemoryKind::MessageHistory => "message-history",
         }
     }

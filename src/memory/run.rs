@@ -1,13 +1,15 @@
 //! [`MemoryRun`]: one run's view of memory — the store, the thread and resource, the agent's
-//! memory options — shared by that run's memory processors.
+//! memory options, and what the run will save — shared by that run's memory processors.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use super::MemoryKind;
 use super::config::MemoryConfig;
 use super::history::MessageHistory;
+use super::working::{UpdateWorkingMemory, WorkingMemory, WorkingState};
 use crate::processor::Processor;
 use crate::storage::Store;
+use crate::tool::Tool;
 
 /// Memory for one run.
 #[derive(Debug)]
@@ -20,33 +22,71 @@ pub struct MemoryRun {
     pub thread_id: String,
     /// The thread's owner.
     pub resource_id: String,
+    /// Working memory as this run sees and changes it; saved with the run.
+    pub(super) working: Mutex<WorkingState>,
 }
 
-/// The memory processors of one run, by kind.
-#[derive(Debug)]
+/// The memory processors of one run, by kind, and the tools they offer.
 pub struct MemoryProcessors {
     history: Arc<dyn Processor>,
+    working: Option<Arc<dyn Processor>>,
+    tools: Vec<Arc<dyn Tool>>,
 }
 
 impl MemoryRun {
+    /// Memory for a run of `thread_id`.
+    pub fn new(
+        store: Arc<dyn Store>,
+        config: Arc<MemoryConfig>,
+        thread_id: String,
+        resource_id: String,
+    ) -> MemoryRun {
+        MemoryRun { store, config, thread_id, resource_id, working: Mutex::new(WorkingState::default()) }
+    }
+
     /// The run's memory processors.
     pub fn processors(self) -> MemoryProcessors {
         let run = Arc::new(self);
-        MemoryProcessors { history: Arc::new(MessageHistory::new(run)) }
+        let working_on = run.config.active_working_memory().is_some();
+        MemoryProcessors {
+            history: Arc::new(MessageHistory::new(Arc::clone(&run))),
+            working: working_on.then(|| Arc::new(WorkingMemory::new(Arc::clone(&run))) as Arc<dyn Processor>),
+            tools: if working_on {
+                vec![Arc::new(UpdateWorkingMemory::new(run)) as Arc<dyn Tool>]
+            } else {
+                Vec::new()
+            },
+        }
+    }
+}
+
+impl std::fmt::Debug for MemoryProcessors {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("MemoryProcessors")
+            .field("history", &self.history)
+            .field("working", &self.working)
+            .finish()
     }
 }
 
 impl MemoryProcessors {
-    /// The processor of a kind.
-    pub fn get(&self, kind: MemoryKind) -> &Arc<dyn Processor> {
-        match kind {
-            MemoryKind::MessageHistory => &self.history,
-        }
-    }
-
     /// The memory processors run before the agent's input processors, in order.
-    pub const INPUT: &[MemoryKind] = &[MemoryKind::MessageHistory];
+    pub const INPUT: &[MemoryKind] = &[MemoryKind::WorkingMemory, MemoryKind::MessageHistory];
 
     /// The memory processors run after the agent's output processors, in order.
     pub const OUTPUT: &[MemoryKind] = &[MemoryKind::MessageHistory];
+
+    /// The processor of a kind, when it is on for this agent.
+    pub fn get(&self, kind: MemoryKind) -> Option<&Arc<dyn Processor>> {
+        match kind {
+            MemoryKind::MessageHistory => Some(&self.history),
+            MemoryKind::WorkingMemory => self.working.as_ref(),
+        }
+    }
+
+    /// The tools the memory processors offer the model in this run.
+    pub fn tools(&self) -> Vec<Arc<dyn Tool>> {
+        self.tools.clone()
+    }
 }

@@ -63,13 +63,40 @@ pub struct MockReply {
 
 /// A scripted tool call.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(try_from = "RawMockToolCall")]
 pub struct MockToolCall {
     /// The tool to call.
     pub name: String,
     /// Its arguments.
-    #[serde(default = "empty_object")]
     pub args: Value,
+}
+
+/// A scripted tool call as written: `args` as a TOML table, or `args_json` as JSON text (TOML
+/// has no `null`).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawMockToolCall {
+    name: String,
+    #[serde(default)]
+    args: Option<Value>,
+    #[serde(default)]
+    args_json: Option<String>,
+}
+
+impl TryFrom<RawMockToolCall> for MockToolCall {
+    type Error = String;
+
+    fn try_from(raw: RawMockToolCall) -> Result<MockToolCall, String> {
+        let args = match (raw.args, raw.args_json) {
+            (Some(_), Some(_)) => return Err("give `args` or `args_json`, not both".to_owned()),
+            (Some(args), None) => args,
+            (None, Some(text)) => {
+                serde_json::from_str(&text).map_err(|error| format!("`args_json` is not JSON: {error}"))?
+            }
+            (None, None) => json!({}),
+        };
+        Ok(MockToolCall { name: raw.name, args })
+    }
 }
 
 /// A scripted provider rejection.
@@ -80,10 +107,6 @@ pub struct MockError {
     pub status: u16,
     /// The provider's message.
     pub message: String,
-}
-
-fn empty_object() -> Value {
-    json!({})
 }
 
 enum Behaviour {

@@ -44,12 +44,8 @@ impl Runtime {
                 requested: resource_id,
             }));
         }
-        let run = MemoryRun {
-            store: Arc::clone(store),
-            config: Arc::clone(config),
-            thread_id: request.thread_id.clone(),
-            resource_id,
-        };
+        let run =
+            MemoryRun::new(Arc::clone(store), Arc::clone(config), request.thread_id.clone(), resource_id);
         Ok(Some(run.processors()))
     }
 }
@@ -74,7 +70,7 @@ pub(super) fn chain(
         kinds
             .into_iter()
             .filter(|kind| !listed_memory.contains(kind))
-            .map(|kind| Arc::clone(memory.get(kind)))
+            .filter_map(|kind| memory.get(kind).cloned())
             .collect()
     };
     let mut chain = Vec::with_capacity(listed.len() + MemoryKind::ALL.len());
@@ -84,7 +80,7 @@ pub(super) fn chain(
     for named in listed {
         match &named.processor {
             ProcessorRef::Fixed(processor) => chain.push(Arc::clone(processor)),
-            ProcessorRef::Memory(kind) => chain.extend(memory.map(|memory| Arc::clone(memory.get(*kind)))),
+            ProcessorRef::Memory(kind) => chain.extend(memory.and_then(|memory| memory.get(*kind).cloned())),
         }
     }
     if placement == Placement::Output {

@@ -39,7 +39,7 @@ pub use self::run::{PreparedRun, RETRY_FEEDBACK_TAG};
 pub use self::sink::{ChunkSink, ClientGone};
 pub use self::step::{StepInput, StepResult};
 use crate::config::{Config, ConfigError};
-use crate::memory::MemoryKind;
+use crate::memory::{MemoryKind, MemoryProcessors};
 use crate::model::ModelRegistry;
 use crate::processor::{Processor, ProcessorRegistry};
 use crate::storage::Store;
@@ -187,11 +187,12 @@ impl Runtime {
         let error =
             self.override_or(&request.error_processors, &agent.error_processors, "error_processors")?;
         let memory = self.memory_for(agent, &request).await?;
+        let run_tools = memory.as_ref().map(MemoryProcessors::tools).unwrap_or_default();
         let chains = [
             assembly::chain(&input, memory.as_ref(), assembly::Placement::Input),
             assembly::chain(&output, memory.as_ref(), assembly::Placement::Output),
             assembly::chain(&error, None, assembly::Placement::Error),
         ];
-        Ok(PreparedRun::new(Arc::clone(self), Arc::clone(agent), request, chains))
+        Ok(PreparedRun::new(Arc::clone(self), Arc::clone(agent), request, chains, run_tools))
     }
 }

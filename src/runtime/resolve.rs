@@ -93,10 +93,14 @@ impl Runtime {
             };
             tools.push(tool.definition());
         }
-        if let Some(memory) = &config.memory
-            && self.store.is_none()
-        {
-            return Err(at(memory.span(), "memory: needs a store (serve with a data directory)".to_owned()));
+        if let Some(memory) = &config.memory {
+            if self.store.is_none() {
+                return Err(at(
+                    memory.span(),
+                    "memory: needs a store (serve with a data directory)".to_owned(),
+                ));
+            }
+            memory.get_ref().check().map_err(|reason| at(memory.span(), format!("memory.{reason}")))?;
         }
         let processors = |names: &Spanned<Vec<String>>, field: &str| {
             self.named_processors(names.get_ref(), field)

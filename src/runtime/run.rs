@@ -28,7 +28,7 @@ use crate::processor::{
     LlmRequestArgs, LlmResponseArgs, OutputResultArgs, OutputStepArgs, OutputStreamArgs, OutputSummary,
     Processor, RunInfo, StepOverrides, ToolResultArgs,
 };
-use crate::tool::ToolError;
+use crate::tool::{Tool, ToolError};
 
 /// The tag of the system message that carries a rejected step's reason to the retry.
 pub const RETRY_FEEDBACK_TAG: &str = "processor-retry-feedback";
@@ -141,6 +141,8 @@ struct Run {
     info: RunInfo,
     /// Shared so the loop can walk a chain while it mutates the run.
     chains: Arc<Chains>,
+    /// Tools of this run only (memory's `update_working_memory`), found before the registry's.
+    run_tools: Vec<Arc<dyn Tool>>,
     max_processor_retries: Option<u32>,
     max_steps: u32,
     list: MessageList,
@@ -161,6 +163,7 @@ impl PreparedRun {
         agent: Arc<Agent>,
         request: RunRequest,
         [input, output, error]: [Vec<Arc<dyn Processor>>; 3],
+        run_tools: Vec<Arc<dyn Tool>>,
     ) -> PreparedRun {
         let info = RunInfo {
             run_id: new_id(),
@@ -185,6 +188,7 @@ impl PreparedRun {
             agent,
             info,
             chains: Arc::new(Chains::new(&input, &output, &error)),
+            run_tools,
             list,
             processors: ProcessorStates::default(),
             sink: ChunkSink::discard(),
@@ -627,7 +631,8 @@ impl Run {
         offered_tools: &[crate::model::ToolDefinition],
     ) -> Result<(), RunStop> {
         let offered = offered_tools.iter().any(|tool| tool.name == call.tool_name);
-        let outcome = match self.runtime.tools.get(&call.tool_name) {
+        let run_tool = self.run_tools.iter().find(|tool| tool.definition().name == call.tool_name);
+        let outcome = match run_tool.or_else(|| self.runtime.tools.get(&call.tool_name)) {
             Some(tool) if offered => tool.execute(call.args.clone()).await,
             _ => Err(ToolError::UnknownTool(call.tool_name.clone())),
         };
