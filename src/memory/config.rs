@@ -15,6 +15,82 @@ pub struct MemoryConfig {
     /// A document about the user that the model keeps up to date.
     #[serde(default)]
     pub working_memory: Option<WorkingMemoryConfig>,
+    /// Recall of similar past messages.
+    #[serde(default)]
+    pub semantic_recall: Option<SemanticRecallConfig>,
+}
+
+/// `semantic_recall = { top_k = 4, message_range = 1, scope = "thread", threshold = 0.3 }`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SemanticRecallConfig {
+    /// How many similar messages to find. Default 4.
+    #[serde(default = "default_top_k")]
+    pub top_k: usize,
+    /// Neighbours added around each hit: a number for both sides, or `{ before, after }`.
+    /// Default 1.
+    #[serde(default)]
+    pub message_range: MessageRange,
+    /// Search this thread only (the default: it fails safe when a resource is shared), or every
+    /// thread of the resource.
+    #[serde(default)]
+    pub scope: RecallScopeKind,
+    /// Hits scoring below this cosine similarity are dropped.
+    #[serde(default)]
+    pub threshold: Option<f32>,
+    /// The embedder: `lexical` (built in, the default).
+    #[serde(default = "default_embedder")]
+    pub embedder: String,
+}
+
+fn default_top_k() -> usize {
+    4
+}
+
+fn default_embedder() -> String {
+    "lexical".to_owned()
+}
+
+/// Neighbours of a recall hit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(untagged)]
+pub enum MessageRange {
+    /// As many before as after.
+    Both(usize),
+    /// Before and after, each its own.
+    Split {
+        /// Messages before the hit.
+        before: usize,
+        /// Messages after the hit.
+        after: usize,
+    },
+}
+
+impl Default for MessageRange {
+    fn default() -> MessageRange {
+        MessageRange::Both(1)
+    }
+}
+
+impl MessageRange {
+    /// (before, after).
+    pub fn before_after(self) -> (usize, usize) {
+        match self {
+            MessageRange::Both(range) => (range, range),
+            MessageRange::Split { before, after } => (before, after),
+        }
+    }
+}
+
+/// Where recall searches.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RecallScopeKind {
+    /// This thread only.
+    #[default]
+    Thread,
+    /// Every thread of the resource.
+    Resource,
 }
 
 fn default_last_messages() -> u32 {
@@ -57,6 +133,23 @@ pub enum WorkingMemoryScopeKind {
 impl MemoryConfig {
     /// Checks what serde cannot: the error starts with the offending key.
     pub fn check(&self) -> Result<(), String> {
+        if let Some(recall) = &self.semantic_recall {
+            if !(1..=100).contains(&recall.top_k) {
+                return Err(format!(
+                    "semantic_recall.top_k: must be between 1 and 100, got {}",
+                    recall.top_k
+                ));
+            }
+            if recall.threshold.is_some_and(|threshold| !(-1.0..=1.0).contains(&threshold)) {
+                return Err("semantic_recall.threshold: must be between -1 and 1".to_owned());
+            }
+            if super::embedder::by_name(&recall.embedder).is_none() {
+                return Err(format!(
+                    "semantic_recall.embedder: unknown embedder `{}` (known: lexical)",
+                    recall.embedder
+                ));
+            }
+        }
         if let Some(working) = &self.working_memory {
             if working.template.is_some() && working.schema.is_some() {
                 return Err("working_memory: give `template` or `schema`, not both".to_owned());

@@ -103,7 +103,7 @@ impl Processor for MessageHistory {
                 thread_id: self.run.thread_id.clone(),
                 resource_id: self.run.resource_id.clone(),
                 messages: messages.clone(),
-                embeddings: Vec::new(),
+                embeddings: self.run.pending_embeddings.lock().expect("embeddings lock").clone(),
                 working_memory: self.run.pending_working_memory(),
             };
             match self.run.store.save_run(save).await {

@@ -7,12 +7,18 @@
 //! persists nothing. An agent that names a memory kind in its own lists places it there instead.
 
 mod config;
+pub mod embedder;
 mod history;
+mod recall;
 mod run;
 mod working;
 
-pub use self::config::{MemoryConfig, WorkingMemoryConfig, WorkingMemoryScopeKind};
+pub use self::config::{
+    MemoryConfig, MessageRange, RecallScopeKind, SemanticRecallConfig, WorkingMemoryConfig,
+    WorkingMemoryScopeKind,
+};
 pub use self::history::MessageHistory;
+pub use self::recall::SemanticRecall;
 pub use self::run::{MemoryProcessors, MemoryRun};
 pub use self::working::{
     DEFAULT_TEMPLATE, TOOL_NAME as WORKING_MEMORY_TOOL, UpdateWorkingMemory, WorkingMemory, deep_merge,
@@ -25,17 +31,21 @@ pub enum MemoryKind {
     WorkingMemory,
     /// Loads the thread's last messages; persists the run.
     MessageHistory,
+    /// Recalls similar past messages; embeds the run's messages.
+    SemanticRecall,
 }
 
 impl MemoryKind {
     /// Every memory kind, in their order on input.
-    pub const ALL: [MemoryKind; 2] = [MemoryKind::WorkingMemory, MemoryKind::MessageHistory];
+    pub const ALL: [MemoryKind; 3] =
+        [MemoryKind::WorkingMemory, MemoryKind::MessageHistory, MemoryKind::SemanticRecall];
 
     /// The kind's name, also the processor's id.
     pub fn name(self) -> &'static str {
         match self {
             MemoryKind::WorkingMemory => "working-memory",
             MemoryKind::MessageHistory => "message-history",
+            MemoryKind::SemanticRecall => "semantic-recall",
         }
     }
 

@@ -5,10 +5,12 @@ use std::sync::{Arc, Mutex};
 
 use super::MemoryKind;
 use super::config::MemoryConfig;
+use super::embedder::{self, Embedder};
 use super::history::MessageHistory;
+use super::recall::SemanticRecall;
 use super::working::{UpdateWorkingMemory, WorkingMemory, WorkingState};
 use crate::processor::Processor;
-use crate::storage::Store;
+use crate::storage::{EmbeddingRecord, Store};
 use crate::tool::Tool;
 
 /// Memory for one run.
@@ -24,33 +26,51 @@ pub struct MemoryRun {
     pub resource_id: String,
     /// Working memory as this run sees and changes it; saved with the run.
     pub(super) working: Mutex<WorkingState>,
+    /// The embedder of semantic recall (the lexical one when recall is off).
+    pub(super) embedder: Arc<dyn Embedder>,
+    /// Embeddings of the run's messages, saved with them.
+    pub(super) pending_embeddings: Mutex<Vec<EmbeddingRecord>>,
 }
 
 /// The memory processors of one run, by kind, and the tools they offer.
 pub struct MemoryProcessors {
     history: Arc<dyn Processor>,
     working: Option<Arc<dyn Processor>>,
+    recall: Option<Arc<dyn Processor>>,
     tools: Vec<Arc<dyn Tool>>,
 }
 
 impl MemoryRun {
-    /// Memory for a run of `thread_id`.
+    /// Memory for a run of `thread_id`, owned by `resource_id`.
     pub fn new(
         store: Arc<dyn Store>,
         config: Arc<MemoryConfig>,
         thread_id: String,
         resource_id: String,
     ) -> MemoryRun {
-        MemoryRun { store, config, thread_id, resource_id, working: Mutex::new(WorkingState::default()) }
+        let embedder_name =
+            config.semantic_recall.as_ref().map_or("lexical", |recall| recall.embedder.as_str());
+        let embedder = embedder::by_name(embedder_name).unwrap_or_else(|| Arc::new(embedder::Lexical::new()));
+        MemoryRun {
+            store,
+            config,
+            thread_id,
+            resource_id,
+            working: Mutex::new(WorkingState::default()),
+            embedder,
+            pending_embeddings: Mutex::new(Vec::new()),
+        }
     }
 
     /// The run's memory processors.
     pub fn processors(self) -> MemoryProcessors {
         let run = Arc::new(self);
         let working_on = run.config.active_working_memory().is_some();
+        let recall_on = run.config.semantic_recall.is_some();
         MemoryProcessors {
             history: Arc::new(MessageHistory::new(Arc::clone(&run))),
             working: working_on.then(|| Arc::new(WorkingMemory::new(Arc::clone(&run))) as Arc<dyn Processor>),
+            recall: recall_on.then(|| Arc::new(SemanticRecall::new(Arc::clone(&run))) as Arc<dyn Processor>),
             tools: if working_on {
                 vec![Arc::new(UpdateWorkingMemory::new(run)) as Arc<dyn Tool>]
             } else {
@@ -66,22 +86,27 @@ impl std::fmt::Debug for MemoryProcessors {
             .debug_struct("MemoryProcessors")
             .field("history", &self.history)
             .field("working", &self.working)
+            .field("recall", &self.recall)
             .finish()
     }
 }
 
 impl MemoryProcessors {
-    /// The memory processors run before the agent's input processors, in order.
-    pub const INPUT: &[MemoryKind] = &[MemoryKind::WorkingMemory, MemoryKind::MessageHistory];
+    /// The memory processors run before the agent's input processors, in order: recall comes
+    /// after history so that it skips what history already loaded.
+    pub const INPUT: &[MemoryKind] =
+        &[MemoryKind::WorkingMemory, MemoryKind::MessageHistory, MemoryKind::SemanticRecall];
 
-    /// The memory processors run after the agent's output processors, in order.
-    pub const OUTPUT: &[MemoryKind] = &[MemoryKind::MessageHistory];
+    /// The memory processors run after the agent's output processors, in order: embeddings are
+    /// made before the save that stores them.
+    pub const OUTPUT: &[MemoryKind] = &[MemoryKind::SemanticRecall, MemoryKind::MessageHistory];
 
     /// The processor of a kind, when it is on for this agent.
     pub fn get(&self, kind: MemoryKind) -> Option<&Arc<dyn Processor>> {
         match kind {
             MemoryKind::MessageHistory => Some(&self.history),
             MemoryKind::WorkingMemory => self.working.as_ref(),
+            MemoryKind::SemanticRecall => self.recall.as_ref(),
         }
     }
 

@@ -6,15 +6,21 @@ use tonic::{Request, Response, Status};
 
 use super::pb;
 use super::value::{from_struct, to_struct};
+use crate::memory::embedder::{Embedder, Lexical};
 use crate::runtime::RunError;
 use crate::storage::{
-    DeleteReport, Direction, NewThread, Store, StoreError, Thread, ThreadUpdate, WorkingMemoryScope,
+    DeleteReport, Direction, NewThread, RecallScope, Store, StoreError, Thread, ThreadUpdate, VectorQuery,
+    WorkingMemoryScope,
 };
 
 /// Page size when a request gives none.
 const DEFAULT_PAGE_SIZE: usize = 50;
 /// The largest page a request may ask for.
 const MAX_PAGE_SIZE: u32 = 1000;
+/// Search hits when a request gives no `top_k`.
+const DEFAULT_TOP_K: usize = 4;
+/// The most search hits a request may ask for.
+const MAX_TOP_K: u32 = 100;
 
 /// The memory service over a store.
 #[derive(Debug)]
@@ -219,6 +225,46 @@ impl pb::memory_service_server::MemoryService for MemoryServiceImpl {
             version: record.version,
             updated_at: record.updated_at,
         }))
+    }
+
+    async fn search_messages(
+        &self,
+        request: Request<pb::SearchMessagesRequest>,
+    ) -> Result<Response<pb::SearchMessagesResponse>, Status> {
+        use pb::search_messages_request::Scope;
+        let request = request.into_inner();
+        required("query", &request.query)?;
+        let scope = match request.scope {
+            Some(Scope::ResourceId(id)) if !id.is_empty() => RecallScope::Resource(id),
+            Some(Scope::ThreadId(id)) if !id.is_empty() => RecallScope::Thread(id),
+            _ => return Err(RunError::invalid("scope", "needs a resource_id or a thread_id").into()),
+        };
+        let top_k = match request.top_k {
+            0 => DEFAULT_TOP_K,
+            top_k @ 1..=MAX_TOP_K => usize::try_from(top_k).unwrap_or(DEFAULT_TOP_K),
+            top_k => {
+                return Err(
+                    RunError::invalid("top_k", format!("must be at most {MAX_TOP_K}, got {top_k}")).into()
+                );
+            }
+        };
+        let embedder = Lexical::new();
+        let vector = Lexical::embed_one(&request.query);
+        let query = VectorQuery {
+            scope,
+            embedder: embedder.id().to_owned(),
+            vector,
+            top_k,
+            threshold: request.threshold,
+        };
+        let mut hits = Vec::new();
+        for hit in self.store.search(query).await? {
+            let found = self.store.messages_around(&hit.thread_id, &[hit.seq], 0, 0).await?;
+            if let Some(stored) = found.into_iter().next() {
+                hits.push(pb::SearchHit { message: Some(stored.message.into()), score: hit.score });
+            }
+        }
+        Ok(Response::new(pb::SearchMessagesResponse { hits }))
     }
 
     async fn delete_resource(
