@@ -1,0 +1,130 @@
+//! Durability: the real server under concurrent runs is killed with SIGKILL; the store must
+//! reopen cleanly, hold every run whose `finish` a client received, and show no half run.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use agentwire::server::pb;
+use agentwire::server::pb::agent_service_client::AgentServiceClient;
+use agentwire::storage::{Direction, SledStore, Store};
+
+const CONFIG: &str = r#"
+[[agents]]
+id = "echo"
+model = "mock/echo"
+memory = { last_messages = 2, semantic_recall = {} }
+"#;
+
+/// Concurrent clients, each with its own thread.
+const CLIENTS: usize = 16;
+/// Kill-and-check rounds on the same data directory.
+const ROUNDS: usize = 6;
+
+/// How long round `round` runs before the kill: a moment between 150 and 450 ms, inside sled's
+/// own 500 ms background flush, so that only our flush before `finish` can save the last runs.
+fn kill_moment(round: usize) -> Duration {
+    let jitter =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos() as u64;
+    Duration::from_millis(150 + (round as u64 * 97 + jitter % 89) % 300)
+}
+
+/// Streams runs on `thread` until the server dies; records each run whose `finish` arrived.
+async fn client_loop(
+    addr: String,
+    client_index: usize,
+    round: usize,
+    finished: Arc<Mutex<Vec<(String, String)>>>,
+) {
+    let Ok(mut client) = AgentServiceClient::connect(format!("http://{addr}")).await else { return };
+    let thread = format!("thread-{client_index}");
+    for run_index in 0.. {
+        let text = format!("round {round} run {run_index} of client {client_index}");
+        let request = pb::RunRequest {
+            agent_id: "echo".into(),
+            text: text.clone(),
+            thread_id: thread.clone(),
+            resource_id: "crash-test".into(),
+            ..Default::default()
+        };
+        let Ok(response) = client.stream(request).await else { return };
+        let mut stream = response.into_inner();
+        loop {
+            match stream.message().await {
+                Ok(Some(chunk)) if chunk.r#type == "finish" => {
+                    finished.lock().unwrap().push((thread.clone(), text.clone()));
+                    break;
+                }
+                Ok(Some(_)) => {}
+                Ok(None) | Err(_) => return,
+            }
+        }
+    }
+}
+
+fn text_of(message: &agentwire::runtime::Message) -> String {
+    message.text()
+}
+
+/// Every finished run is stored whole; every stored run is whole (a user message followed by
+/// its answer); the store reopens after each kill.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_9_loses_no_finished_run_and_leaves_no_half_run() {
+    let data_dir = tempfile::tempdir().unwrap();
+    let config_path = data_dir.path().join("agentwire.toml");
+    std::fs::write(&config_path, CONFIG).unwrap();
+    let mut all_finished: Vec<(String, String)> = Vec::new();
+    for round in 0..ROUNDS {
+        let mut server = Command::new(env!("CARGO_BIN_EXE_agentwire"))
+            .args(["serve", "--listen", "127.0.0.1:0", "--config"])
+            .arg(&config_path)
+            .arg("--data-dir")
+            .arg(data_dir.path())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut ready = String::new();
+        BufReader::new(server.stdout.take().unwrap()).read_line(&mut ready).unwrap();
+        let addr = ready.trim().strip_prefix("agentwire listening on ").expect("ready line").to_owned();
+
+        let finished = Arc::new(Mutex::new(Vec::new()));
+        let clients: Vec<_> = (0..CLIENTS)
+            .map(|index| tokio::spawn(client_loop(addr.clone(), index, round, Arc::clone(&finished))))
+            .collect();
+        tokio::time::sleep(kill_moment(round)).await;
+        server.kill().unwrap(); // SIGKILL
+        server.wait().unwrap();
+        for client in clients {
+            let _ = client.await;
+        }
+        let finished = finished.lock().unwrap().clone();
+        assert!(!finished.is_empty(), "round {round}: the load ran");
+        eprintln!("round {round}: {} runs finished before the kill", finished.len());
+        all_finished.extend(finished);
+
+        let store = SledStore::open(&data_dir.path().join("store")).expect("the store reopens after SIGKILL");
+        for index in 0..CLIENTS {
+            let thread = format!("thread-{index}");
+            let messages =
+                store.list_messages(&thread, Direction::Forward, "", 100_000).await.unwrap().messages;
+            assert_eq!(messages.len() % 2, 0, "{thread}: a half run is visible");
+            for pair in messages.chunks(2) {
+                let (question, answer) = (text_of(&pair[0].message), text_of(&pair[1].message));
+                assert_eq!(
+                    answer,
+                    format!("echo: {question}"),
+                    "{thread}: runs are stored whole and in order"
+                );
+            }
+            let stored: Vec<String> = messages.iter().map(|stored| text_of(&stored.message)).collect();
+            for (finished_thread, text) in &all_finished {
+                if *finished_thread == thread {
+                    assert!(stored.contains(text), "{thread}: the finished run `{text}` was lost");
+                }
+            }
+        }
+        drop(store);
+    }
+}
