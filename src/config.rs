@@ -41,9 +41,32 @@ pub struct Config {
     /// Processor definitions by name: `kind` plus the kind's options.
     #[serde(default)]
     pub processors: BTreeMap<String, Spanned<toml::Table>>,
+    /// How memory is stored.
+    #[serde(default)]
+    pub storage: StorageConfig,
     /// The source text, to turn byte offsets into line numbers.
     #[serde(skip)]
     source: String,
+}
+
+/// The `[storage]` table.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StorageConfig {
+    /// The largest file part (inline data, in bytes) a run with memory may store; larger ones are
+    /// refused before the run starts. Default 1 MiB.
+    #[serde(default = "default_max_file_bytes")]
+    pub max_file_bytes: usize,
+}
+
+impl Default for StorageConfig {
+    fn default() -> StorageConfig {
+        StorageConfig { max_file_bytes: default_max_file_bytes() }
+    }
+}
+
+fn default_max_file_bytes() -> usize {
+    1024 * 1024
 }
 
 /// One agent.

@@ -12,6 +12,9 @@ use common::{Log, TestServer, TestServerBuilder, inspected, names, request, trip
 use tonic::Code;
 
 const CONFIG: &str = r#"
+[storage]
+max_file_bytes = 1024
+
 [processors.no-secrets]
 kind = "content-filter"
 blocked_words = ["secret"]
@@ -223,4 +226,41 @@ impl Processor for CountMemory {
         self.log.push(format!("{}:{remembered} remembered", self.id));
         Ok(InputOutcome::Unchanged)
     }
+}
+
+fn with_file(agent: &str, thread: &str, bytes: usize) -> pb::RunRequest {
+    let text = pb::Part { part: Some(pb::part::Part::Text(pb::TextPart { text: "see attached".into() })) };
+    let file = pb::Part {
+        part: Some(pb::part::Part::File(pb::FilePart {
+            media_type: "application/octet-stream".into(),
+            data: vec![7; bytes],
+            url: String::new(),
+            filename: "blob.bin".into(),
+        })),
+    };
+    let mut run = in_thread(agent, "", thread);
+    run.messages = vec![pb::Message { role: "user".into(), parts: vec![text, file], ..Default::default() }];
+    run
+}
+
+/// File parts are stored up to `storage.max_file_bytes`; larger ones are refused before the run
+/// with RESOURCE_EXHAUSTED naming the field and the limit.
+#[tokio::test]
+async fn file_parts_are_stored_up_to_the_limit() {
+    let server = builder().start().await;
+    let stored = server.generate(with_file("echo", "t", 1000)).await;
+    assert_eq!(stored.finish_reason, "stop");
+    let Some(pb::part::Part::File(file)) = &stored.messages[0].parts[1].part else { panic!("a file part") };
+    assert_eq!(file.data.len(), 1000);
+
+    let status = server.client().await.generate(with_file("echo", "t", 2000)).await.unwrap_err();
+    assert_eq!(status.code(), Code::ResourceExhausted);
+    let message = status.message();
+    assert!(
+        message.contains("messages[0].parts[1].file.data")
+            && message.contains("storage.max_file_bytes = 1024"),
+        "{message}"
+    );
+    let without_memory = server.generate(with_file("echo", "", 2000)).await;
+    assert_eq!(without_memory.finish_reason, "stop", "nothing is stored without a thread");
 }

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use super::{Agent, NamedProcessor, ProcessorRef, RunError, RunRequest, Runtime};
+use super::{Agent, NamedProcessor, Part, ProcessorRef, RunError, RunRequest, Runtime};
 use crate::memory::{MemoryKind, MemoryProcessors, MemoryRun};
 use crate::processor::Processor;
 use crate::storage::StoreError;
@@ -47,6 +47,27 @@ impl Runtime {
         let run =
             MemoryRun::new(Arc::clone(store), Arc::clone(config), request.thread_id.clone(), resource_id);
         Ok(Some(run.processors()))
+    }
+}
+
+impl Runtime {
+    /// Refuses file parts larger than what memory stores.
+    pub(super) fn check_file_sizes(&self, request: &RunRequest) -> Result<(), RunError> {
+        for (message_index, message) in request.messages.iter().enumerate() {
+            for (part_index, part) in message.parts.iter().enumerate() {
+                if let Part::File { data, .. } = part
+                    && data.len() > self.max_file_bytes
+                {
+                    return Err(RunError::TooLarge {
+                        field: format!("messages[{message_index}].parts[{part_index}].file.data"),
+                        size: data.len(),
+                        limit_name: "storage.max_file_bytes",
+                        limit: self.max_file_bytes,
+                    });
+                }
+            }
+        }
+        Ok(())
     }
 }
 

@@ -90,6 +90,8 @@ pub struct Runtime {
     tools: ToolRegistry,
     models: ModelRegistry,
     store: Option<Arc<dyn Store>>,
+    /// The largest file part a run with memory may store.
+    max_file_bytes: usize,
 }
 
 impl Runtime {
@@ -103,6 +105,7 @@ impl Runtime {
             tools,
             models,
             store,
+            max_file_bytes: config.storage.max_file_bytes,
         };
         for (name, definition) in &config.processors {
             let offset = definition.span().start;
@@ -187,6 +190,9 @@ impl Runtime {
         let error =
             self.override_or(&request.error_processors, &agent.error_processors, "error_processors")?;
         let memory = self.memory_for(agent, &request).await?;
+        if memory.is_some() {
+            self.check_file_sizes(&request)?;
+        }
         let run_tools = memory.as_ref().map(MemoryProcessors::tools).unwrap_or_default();
         let chains = [
             assembly::chain(&input, memory.as_ref(), assembly::Placement::Input),

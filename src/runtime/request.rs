@@ -45,6 +45,18 @@ pub enum RunError {
         /// What is wrong with it.
         reason: String,
     },
+    /// A part of the request is larger than a configured limit. The caller is at fault.
+    #[error("{field}: {size} bytes exceeds the limit {limit_name} = {limit}")]
+    TooLarge {
+        /// The request field, e.g. `messages[0].parts[1].file.data`.
+        field: String,
+        /// Its size in bytes.
+        size: usize,
+        /// The setting that limits it.
+        limit_name: &'static str,
+        /// The limit in bytes.
+        limit: usize,
+    },
     /// Memory refused or failed (e.g. the thread belongs to another resource).
     #[error(transparent)]
     Store(#[from] StoreError),

@@ -11,6 +11,7 @@ impl From<RunError> for Status {
         let code = match &error {
             RunError::AgentNotFound(_) => Code::NotFound,
             RunError::InvalidArgument { .. } => Code::InvalidArgument,
+            RunError::TooLarge { .. } => Code::ResourceExhausted,
             RunError::Store(store_error) => store_code(store_error),
         };
         Status::new(code, error.to_string())
