@@ -1,0 +1,177 @@
+//! Memory benchmarks: history load, semantic recall and durable run saves, on the sled store in a
+//! temporary directory. `cargo bench --bench memory` (add `-- --quick` for a smoke run).
+//!
+//! Every figure is a median (p50) or a rate measured in this one process, side by side.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use agentwire::memory::embedder::{Embedder, Lexical};
+use agentwire::runtime::{Message, Part, Role};
+use agentwire::storage::{EmbeddingRecord, RecallScope, RunSave, SledStore, Store, VectorQuery};
+
+const WORDS: &[&str] = &[
+    "invoice", "shipping", "refund", "password", "account", "delivery", "order", "weekend", "coffee", "train",
+    "meeting", "budget", "report", "holiday", "garden", "concert", "ticket", "doctor", "recipe", "football", "python",
+    "server", "backup", "contract", "salary", "flight", "hotel", "museum", "bicycle", "weather", "piano", "camera",
+];
+
+/// A deterministic pseudo-random sentence.
+fn sentence(seed: u64) -> String {
+    let mut state = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+    (0..12)
+        .map(|_| {
+            state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+            WORDS[(state >> 33) as usize % WORDS.len()]
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn message(role: Role, text: String) -> Message {
+    Message::new(role, vec![Part::text(text)])
+}
+
+fn percentile(samples: &mut [Duration], quantile: f64) -> Duration {
+    samples.sort();
+    samples[((samples.len() as f64 - 1.0) * quantile).round() as usize]
+}
+
+fn micros(duration: Duration) -> String {
+    format!("{:.1} µs", duration.as_secs_f64() * 1e6)
+}
+
+/// Fills `resource` with `count` embedded messages over 100 threads.
+async fn fill(store: &SledStore, resource: &str, count: usize) {
+    let per_save = 500;
+    for batch in 0..count / per_save {
+        let thread = format!("{resource}-thread-{}", batch % 100);
+        let messages: Vec<Message> = (0..per_save)
+            .map(|index| {
+                let role = if index % 2 == 0 { Role::User } else { Role::Assistant };
+                message(role, sentence((batch * per_save + index) as u64))
+            })
+            .collect();
+        let embeddings = messages
+            .iter()
+            .map(|message| EmbeddingRecord {
+                message_id: message.id.clone(),
+                embedder: Lexical::new().id().to_owned(),
+                vector: Lexical::embed_one(&message.text()),
+            })
+            .collect();
+        let save = RunSave { thread_id: thread, resource_id: resource.into(), messages, embeddings, working_memory: None };
+        store.save_run(save).await.unwrap();
+    }
+}
+
+async fn history_load(store: &SledStore, iterations: usize) {
+    let messages: Vec<Message> = (0..10_000).map(|index| message(Role::User, sentence(index))).collect();
+    for chunk in messages.chunks(1000) {
+        let save = RunSave {
+            thread_id: "long".into(),
+            resource_id: "history".into(),
+            messages: chunk.to_vec(),
+            embeddings: Vec::new(),
+            working_memory: None,
+        };
+        store.save_run(save).await.unwrap();
+    }
+    let mut samples = Vec::with_capacity(iterations);
+    for _ in 0..iterations {
+        let start = Instant::now();
+        let loaded = store.last_messages("long", 10).await.unwrap();
+        samples.push(start.elapsed());
+        assert_eq!(loaded.len(), 10);
+    }
+    let p50 = percentile(&mut samples, 0.5);
+    let p99 = percentile(&mut samples, 0.99);
+    println!("| history load: last 10 of a 10,000-message thread | {} | {} |", micros(p50), micros(p99));
+}
+
+/// The recall path of a run: embed the query, search the resource, fetch the hits' neighbours.
+async fn recall(store: &SledStore, resource: &str, count: usize, iterations: usize) {
+    fill(store, resource, count).await;
+    let embedder = Lexical::new();
+    let mut samples = Vec::with_capacity(iterations);
+    for iteration in 0..=iterations {
+        let start = Instant::now();
+        let query = VectorQuery {
+            scope: RecallScope::Resource(resource.into()),
+            embedder: embedder.id().to_owned(),
+            vector: embedder.embed(&[sentence(1_000_000 + iteration as u64)]).await.unwrap().remove(0),
+            top_k: 4,
+            threshold: None,
+        };
+        let hits = store.search(query).await.unwrap();
+        for hit in &hits {
+            store.messages_around(&hit.thread_id, &[hit.seq], 1, 1).await.unwrap();
+        }
+        // The first search loads the resource's vectors into memory; it is not a sample.
+        if iteration > 0 {
+            samples.push(start.elapsed());
+        }
+    }
+    let p50 = percentile(&mut samples, 0.5);
+    let p99 = percentile(&mut samples, 0.99);
+    println!("| recall (top 4, neighbours 1), resource of {count} messages | {} | {} |", micros(p50), micros(p99));
+}
+
+/// Durable run saves per second: each save is a user message and an answer with embeddings.
+async fn durable_saves(store: Arc<SledStore>, concurrency: usize, duration: Duration) {
+    let deadline = Instant::now() + duration;
+    let workers: Vec<_> = (0..concurrency)
+        .map(|worker| {
+            let store = Arc::clone(&store);
+            tokio::spawn(async move {
+                let mut saves = 0u64;
+                while Instant::now() < deadline {
+                    let messages =
+                        vec![message(Role::User, sentence(saves)), message(Role::Assistant, sentence(saves + 1))];
+                    let embeddings = messages
+                        .iter()
+                        .map(|message| EmbeddingRecord {
+                            message_id: message.id.clone(),
+                            embedder: "lexical-v1".into(),
+                            vector: Lexical::embed_one(&message.text()),
+                        })
+                        .collect();
+                    let save = RunSave {
+                        thread_id: format!("saver-{concurrency}-{worker}"),
+                        resource_id: "savers".into(),
+                        messages,
+                        embeddings,
+                        working_memory: None,
+                    };
+                    store.save_run(save).await.unwrap();
+                    saves += 1;
+                }
+                saves
+            })
+        })
+        .collect();
+    let mut total = 0;
+    for worker in workers {
+        total += worker.await.unwrap();
+    }
+    let rate = total as f64 / duration.as_secs_f64();
+    println!("| durable run saves, concurrency {concurrency} | {rate:.0} saves/s | |");
+}
+
+#[tokio::main]
+async fn main() {
+    let quick = std::env::args().any(|arg| arg == "--quick");
+    let (iterations, large, window) =
+        if quick { (50, 10_000, Duration::from_millis(300)) } else { (2000, 100_000, Duration::from_secs(3)) };
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(SledStore::open(dir.path()).unwrap());
+    println!("| scenario | p50 (or rate) | p99 |");
+    println!("|---|---|---|");
+    history_load(&store, iterations).await;
+    recall(&store, "r10k", 10_000, iterations).await;
+    if !quick {
+        recall(&store, "r100k", large, iterations / 4).await;
+    }
+    durable_saves(Arc::clone(&store), 1, window).await;
+    durable_saves(Arc::clone(&store), 32, window).await;
+}
