@@ -1,5 +1,6 @@
 //! Memory benchmarks: history load, semantic recall and durable run saves, on the sled store in a
-//! temporary directory. `cargo bench --bench memory` (add `-- --quick` for a smoke run).
+//! temporary directory. `cargo bench --bench memory` (add `-- --quick` for a smoke run; `cargo
+//! test` runs the smoke run).
 //!
 //! Every figure is a median (p50) or a rate measured in this one process, side by side.
 
@@ -11,9 +12,10 @@ use agentwire::runtime::{Message, Part, Role};
 use agentwire::storage::{EmbeddingRecord, RecallScope, RunSave, SledStore, Store, VectorQuery};
 
 const WORDS: &[&str] = &[
-    "invoice", "shipping", "refund", "password", "account", "delivery", "order", "weekend", "coffee", "train",
-    "meeting", "budget", "report", "holiday", "garden", "concert", "ticket", "doctor", "recipe", "football", "python",
-    "server", "backup", "contract", "salary", "flight", "hotel", "museum", "bicycle", "weather", "piano", "camera",
+    "invoice", "shipping", "refund", "password", "account", "delivery", "order", "weekend", "coffee",
+    "train", "meeting", "budget", "report", "holiday", "garden", "concert", "ticket", "doctor", "recipe",
+    "football", "python", "server", "backup", "contract", "salary", "flight", "hotel", "museum", "bicycle",
+    "weather", "piano", "camera",
 ];
 
 /// A deterministic pseudo-random sentence.
@@ -60,7 +62,13 @@ async fn fill(store: &SledStore, resource: &str, count: usize) {
                 vector: Lexical::embed_one(&message.text()),
             })
             .collect();
-        let save = RunSave { thread_id: thread, resource_id: resource.into(), messages, embeddings, working_memory: None };
+        let save = RunSave {
+            thread_id: thread,
+            resource_id: resource.into(),
+            messages,
+            embeddings,
+            working_memory: None,
+        };
         store.save_run(save).await.unwrap();
     }
 }
@@ -114,7 +122,11 @@ async fn recall(store: &SledStore, resource: &str, count: usize, iterations: usi
     }
     let p50 = percentile(&mut samples, 0.5);
     let p99 = percentile(&mut samples, 0.99);
-    println!("| recall (top 4, neighbours 1), resource of {count} messages | {} | {} |", micros(p50), micros(p99));
+    println!(
+        "| recall (top 4, neighbours 1), resource of {count} messages | {} | {} |",
+        micros(p50),
+        micros(p99)
+    );
 }
 
 /// Durable run saves per second: each save is a user message and an answer with embeddings.
@@ -126,8 +138,10 @@ async fn durable_saves(store: Arc<SledStore>, concurrency: usize, duration: Dura
             tokio::spawn(async move {
                 let mut saves = 0u64;
                 while Instant::now() < deadline {
-                    let messages =
-                        vec![message(Role::User, sentence(saves)), message(Role::Assistant, sentence(saves + 1))];
+                    let messages = vec![
+                        message(Role::User, sentence(saves)),
+                        message(Role::Assistant, sentence(saves + 1)),
+                    ];
                     let embeddings = messages
                         .iter()
                         .map(|message| EmbeddingRecord {
@@ -160,9 +174,15 @@ async fn durable_saves(store: Arc<SledStore>, concurrency: usize, duration: Dura
 
 #[tokio::main]
 async fn main() {
-    let quick = std::env::args().any(|arg| arg == "--quick");
-    let (iterations, large, window) =
-        if quick { (50, 10_000, Duration::from_millis(300)) } else { (2000, 100_000, Duration::from_secs(3)) };
+    // `cargo bench` passes `--bench`; `cargo test --all-targets` (CI) does not: it gets the quick
+    // smoke run, so the benchmark cannot rot.
+    let args: Vec<String> = std::env::args().collect();
+    let quick = args.iter().any(|arg| arg == "--quick") || !args.iter().any(|arg| arg == "--bench");
+    let (iterations, large, window) = if quick {
+        (50, 10_000, Duration::from_millis(300))
+    } else {
+        (2000, 100_000, Duration::from_secs(3))
+    };
     let dir = tempfile::tempdir().unwrap();
     let store = Arc::new(SledStore::open(dir.path()).unwrap());
     println!("| scenario | p50 (or rate) | p99 |");

@@ -116,7 +116,8 @@ impl ResourceVectors {
             let query_scale = quantize(query, &mut quantized_query);
             let wanted = top_k * CANDIDATES_PER_HIT;
             // One share of the vectors per core; each share keeps its own best candidates.
-            let shares = std::thread::available_parallelism().map_or(1, |cores| cores.get()).min(MAX_SCAN_THREADS);
+            let shares =
+                std::thread::available_parallelism().map_or(1, |cores| cores.get()).min(MAX_SCAN_THREADS);
             let per_share = self.entries.len().div_ceil(shares);
             let scan_share = |share: usize| {
                 let mut candidates = TopK::new(wanted);
@@ -134,7 +135,8 @@ impl ResourceVectors {
                 candidates
             };
             let shares_found: Vec<TopK> = std::thread::scope(|scope| {
-                let others: Vec<_> = (1..shares).map(|share| scope.spawn(move || scan_share(share))).collect();
+                let others: Vec<_> =
+                    (1..shares).map(|share| scope.spawn(move || scan_share(share))).collect();
                 let mut found = vec![scan_share(0)];
                 found.extend(others.into_iter().map(|other| other.join().expect("scan thread")));
                 found
@@ -151,7 +153,11 @@ impl ResourceVectors {
         best.into_sorted()
             .into_iter()
             .filter(|(score, _)| threshold.is_none_or(|threshold| *score >= threshold))
-            .map(|(score, index)| Hit { thread_id: self.entries[index].0.clone(), seq: self.entries[index].1, score })
+            .map(|(score, index)| Hit {
+                thread_id: self.entries[index].0.clone(),
+                seq: self.entries[index].1,
+                score,
+            })
             .collect()
     }
 }
@@ -188,8 +194,12 @@ fn dot_i8(left: &[i8], right: &[i8]) -> i32 {
     let mut sums = [0i32; LANES];
     let left_chunks = left.chunks_exact(LANES);
     let right_chunks = right.chunks_exact(LANES);
-    let tail: i32 =
-        left_chunks.remainder().iter().zip(right_chunks.remainder()).map(|(a, b)| i32::from(*a) * i32::from(*b)).sum();
+    let tail: i32 = left_chunks
+        .remainder()
+        .iter()
+        .zip(right_chunks.remainder())
+        .map(|(a, b)| i32::from(*a) * i32::from(*b))
+        .sum();
     for (a, b) in left_chunks.zip(right_chunks) {
         for lane in 0..LANES {
             sums[lane] += i32::from(a[lane]) * i32::from(b[lane]);
@@ -244,7 +254,8 @@ mod tests {
         let mut random_unit = || {
             let vector: Vec<f32> = (0..dimension)
                 .map(|_| {
-                    state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+                    state =
+                        state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
                     (state >> 40) as f32 / (1u64 << 24) as f32 - 0.5
                 })
                 .collect();
@@ -258,7 +269,8 @@ mod tests {
         }
         for _ in 0..5 {
             let query = random_unit();
-            let quantized: Vec<u64> = vectors.search(&query, 5, None, None).iter().map(|hit| hit.seq).collect();
+            let quantized: Vec<u64> =
+                vectors.search(&query, 5, None, None).iter().map(|hit| hit.seq).collect();
             let mut exact: Vec<(f32, u64)> = vectors
                 .data
                 .chunks_exact(dimension)
