@@ -20,6 +20,7 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use crate::memory::MemoryConfig;
+use crate::memory::embedder::EmbedderConfig;
 use crate::model::{MockScript, ModelSettings};
 
 /// The config used when no `--config` is given: one `echo` agent on `mock/echo`.
@@ -44,6 +45,9 @@ pub struct Config {
     /// How memory is stored.
     #[serde(default)]
     pub storage: StorageConfig,
+    /// Embedders for semantic recall, by name (`lexical` is built in).
+    #[serde(default)]
+    pub embedders: BTreeMap<String, Spanned<EmbedderConfig>>,
     /// The source text, to turn byte offsets into line numbers.
     #[serde(skip)]
     source: String,

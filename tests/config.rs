@@ -70,6 +70,19 @@ fn mistakes_name_the_key_and_the_line() {
             ["last_message", "line 4"],
         ),
         ("[processors.h]\nkind = \"message-history\"\n", ["processors.h", "`memory` table"]),
+        (
+            "[embedders.e]\nkind = \"openai\"\nbase_url = \"http://x\"\nmodel = \"m\"\napi_key_env = \"AGENTWIRE_SURELY_UNSET_KEY\"\n",
+            ["embedders.e.api_key_env", "AGENTWIRE_SURELY_UNSET_KEY"],
+        ),
+        ("[embedders.e]\nkind = \"openai\"\nmodel = \"m\"\n", ["missing field `base_url`", "line 1"]),
+        (
+            "[embedders.lexical]\nkind = \"openai\"\nbase_url = \"http://x\"\nmodel = \"m\"\n",
+            ["embedders.lexical", "built in"],
+        ),
+        (
+            "[[agents]]\nid = \"a\"\nmodel = \"mock/echo\"\nmemory = { semantic_recall = { embedder = \"nope\" } }\n",
+            ["memory.semantic_recall.embedder: unknown embedder `nope`", "line 4"],
+        ),
     ];
     for (source, needles) in cases {
         let message = error_of(source);

@@ -143,12 +143,6 @@ impl MemoryConfig {
             if recall.threshold.is_some_and(|threshold| !(-1.0..=1.0).contains(&threshold)) {
                 return Err("semantic_recall.threshold: must be between -1 and 1".to_owned());
             }
-            if super::embedder::by_name(&recall.embedder).is_none() {
-                return Err(format!(
-                    "semantic_recall.embedder: unknown embedder `{}` (known: lexical)",
-                    recall.embedder
-                ));
-            }
         }
         if let Some(working) = &self.working_memory {
             if working.template.is_some() && working.schema.is_some() {

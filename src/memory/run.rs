@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex};
 
 use super::MemoryKind;
 use super::config::MemoryConfig;
-use super::embedder::{self, Embedder};
+use super::embedder::Embedder;
 use super::history::MessageHistory;
 use super::recall::SemanticRecall;
 use super::working::{UpdateWorkingMemory, WorkingMemory, WorkingState};
@@ -26,7 +26,7 @@ pub struct MemoryRun {
     pub resource_id: String,
     /// Working memory as this run sees and changes it; saved with the run.
     pub(super) working: Mutex<WorkingState>,
-    /// The embedder of semantic recall (the lexical one when recall is off).
+    /// The embedder of semantic recall.
     pub(super) embedder: Arc<dyn Embedder>,
     /// Embeddings of the run's messages, saved with them.
     pub(super) pending_embeddings: Mutex<Vec<EmbeddingRecord>>,
@@ -41,16 +41,14 @@ pub struct MemoryProcessors {
 }
 
 impl MemoryRun {
-    /// Memory for a run of `thread_id`, owned by `resource_id`.
+    /// Memory for a run of `thread_id`, owned by `resource_id`, recalling with `embedder`.
     pub fn new(
         store: Arc<dyn Store>,
         config: Arc<MemoryConfig>,
+        embedder: Arc<dyn Embedder>,
         thread_id: String,
         resource_id: String,
     ) -> MemoryRun {
-        let embedder_name =
-            config.semantic_recall.as_ref().map_or("lexical", |recall| recall.embedder.as_str());
-        let embedder = embedder::by_name(embedder_name).unwrap_or_else(|| Arc::new(embedder::Lexical::new()));
         MemoryRun {
             store,
             config,

@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use crate::memory::embedder::Embedder;
 use crate::memory::{MemoryConfig, MemoryKind};
 use crate::model::{MockScript, ModelSettings, ToolDefinition};
 use crate::processor::Processor;
@@ -53,4 +54,6 @@ pub struct Agent {
     pub script: Option<Arc<MockScript>>,
     /// How the agent remembers; `None` for no memory.
     pub memory: Option<Arc<MemoryConfig>>,
+    /// The embedder of semantic recall (the lexical one when the agent has none).
+    pub embedder: Arc<dyn Embedder>,
 }

@@ -44,8 +44,14 @@ impl Runtime {
                 requested: resource_id,
             }));
         }
-        let run =
-            MemoryRun::new(Arc::clone(store), Arc::clone(config), request.thread_id.clone(), resource_id);
+        let embedder = Arc::clone(&agent.embedder);
+        let run = MemoryRun::new(
+            Arc::clone(store),
+            Arc::clone(config),
+            embedder,
+            request.thread_id.clone(),
+            resource_id,
+        );
         Ok(Some(run.processors()))
     }
 }

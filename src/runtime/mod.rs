@@ -39,6 +39,7 @@ pub use self::run::{PreparedRun, RETRY_FEEDBACK_TAG};
 pub use self::sink::{ChunkSink, ClientGone};
 pub use self::step::{StepInput, StepResult};
 use crate::config::{Config, ConfigError};
+use crate::memory::embedder::Embedders;
 use crate::memory::{MemoryKind, MemoryProcessors};
 use crate::model::ModelRegistry;
 use crate::processor::{Processor, ProcessorRegistry};
@@ -92,6 +93,8 @@ pub struct Runtime {
     store: Option<Arc<dyn Store>>,
     /// The largest file part a run with memory may store.
     max_file_bytes: usize,
+    /// Embedders agents may name for recall.
+    embedders: Embedders,
 }
 
 impl Runtime {
@@ -106,7 +109,19 @@ impl Runtime {
             models,
             store,
             max_file_bytes: config.storage.max_file_bytes,
+            embedders: Embedders::default(),
         };
+        for (name, embedder) in &config.embedders {
+            let offset = embedder.span().start;
+            if runtime.embedders.get(name).is_some() {
+                return Err(config.invalid_at(offset, format!("embedders.{name}: `{name}` is built in")));
+            }
+            let built = embedder
+                .get_ref()
+                .build(name)
+                .map_err(|reason| config.invalid_at(offset, format!("embedders.{name}.{reason}")))?;
+            runtime.embedders.insert(name, built);
+        }
         for (name, definition) in &config.processors {
             let offset = definition.span().start;
             let mut options = definition.get_ref().clone();

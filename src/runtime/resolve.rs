@@ -8,6 +8,7 @@ use toml::Spanned;
 use super::{Agent, MAX_STEPS_LIMIT, NamedProcessor, ProcessorRef, RunError, Runtime};
 use crate::config::AgentConfig;
 use crate::memory::MemoryKind;
+use crate::memory::embedder::LEXICAL;
 
 impl Runtime {
     /// The processor a name stands for: a definition of the config, a memory kind, or a
@@ -102,6 +103,26 @@ impl Runtime {
             }
             memory.get_ref().check().map_err(|reason| at(memory.span(), format!("memory.{reason}")))?;
         }
+        let embedder_name = config
+            .memory
+            .as_ref()
+            .and_then(|memory| memory.get_ref().semantic_recall.as_ref())
+            .map(|recall| &recall.embedder);
+        let embedder = match embedder_name {
+            None => Arc::clone(self.embedders.get(LEXICAL).expect("lexical is built in")),
+            Some(name) => match self.embedders.get(name) {
+                Some(embedder) => Arc::clone(embedder),
+                None => {
+                    let known: Vec<&str> = self.embedders.names().collect();
+                    let span = config.memory.as_ref().map(Spanned::span).unwrap_or_default();
+                    let message = format!(
+                        "memory.semantic_recall.embedder: unknown embedder `{name}` (known: {})",
+                        known.join(", ")
+                    );
+                    return Err(at(span, message));
+                }
+            },
+        };
         let processors = |names: &Spanned<Vec<String>>, field: &str| {
             self.named_processors(names.get_ref(), field)
                 .map_err(|(field, reason)| at(names.span(), format!("{field}: {reason}")))
@@ -120,6 +141,7 @@ impl Runtime {
             settings: config.settings.clone(),
             script,
             memory: config.memory.as_ref().map(|memory| Arc::new(memory.get_ref().clone())),
+            embedder,
         })
     }
 }

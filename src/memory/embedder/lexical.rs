@@ -81,10 +81,6 @@ impl Embedder for Lexical {
         ID
     }
 
-    fn dimension(&self) -> usize {
-        DIMENSION
-    }
-
     async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError> {
         Ok(texts.iter().map(|text| Lexical::embed_one(text)).collect())
     }

@@ -1,11 +1,21 @@
 //! Embedders: text to vectors for semantic recall. [`Lexical`] is built in and needs no files and
-//! no network, so recall works out of the box.
+//! no network, so recall works out of the box; [`OpenAiEmbedder`] calls any OpenAI-compatible
+//! endpoint. Agents name them in `semantic_recall.embedder`; `[embedders.<name>]` declares more.
 
+mod config;
 mod lexical;
+mod openai;
 
+use std::collections::BTreeMap;
 use std::fmt::Debug;
+use std::sync::Arc;
 
+pub use self::config::EmbedderConfig;
 pub use self::lexical::Lexical;
+pub use self::openai::{OpenAiEmbedder, OpenAiOptions};
+
+/// The name of the built-in embedder.
+pub const LEXICAL: &str = lexical::NAME;
 
 /// Why texts could not be embedded.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -20,24 +30,44 @@ pub enum EmbedError {
     },
 }
 
-/// Turns texts into L2-normalised vectors of one dimension.
+/// Turns texts into L2-normalised vectors.
 #[async_trait::async_trait]
 pub trait Embedder: Send + Sync + Debug {
-    /// A stable id naming the model (and its version): stored with every vector, so that vectors
+    /// A stable id naming the model (and its version): stored with the vectors, so that vectors
     /// of another model are never compared with this one's.
     fn id(&self) -> &str;
-
-    /// The dimension of every vector.
-    fn dimension(&self) -> usize;
 
     /// Embeds each text.
     async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError>;
 }
 
-/// The embedder with this config name (`lexical`); `None` for an unknown name.
-pub fn by_name(name: &str) -> Option<std::sync::Arc<dyn Embedder>> {
-    match name {
-        lexical::NAME => Some(std::sync::Arc::new(Lexical::new())),
-        _ => None,
+/// The embedders agents can name: `lexical` and the config's `[embedders.*]`.
+#[derive(Debug, Clone)]
+pub struct Embedders {
+    by_name: BTreeMap<String, Arc<dyn Embedder>>,
+}
+
+impl Default for Embedders {
+    fn default() -> Embedders {
+        let mut by_name: BTreeMap<String, Arc<dyn Embedder>> = BTreeMap::new();
+        by_name.insert(LEXICAL.to_owned(), Arc::new(Lexical::new()));
+        Embedders { by_name }
+    }
+}
+
+impl Embedders {
+    /// Adds an embedder under a name.
+    pub fn insert(&mut self, name: &str, embedder: Arc<dyn Embedder>) {
+        self.by_name.insert(name.to_owned(), embedder);
+    }
+
+    /// The embedder with this name.
+    pub fn get(&self, name: &str) -> Option<&Arc<dyn Embedder>> {
+        self.by_name.get(name)
+    }
+
+    /// The names, sorted.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.by_name.keys().map(String::as_str)
     }
 }
