@@ -1,10 +1,11 @@
 //! `[embedders.<name>]`: embedders declared in the config.
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use serde::Deserialize;
 
-use super::{Embedder, OpenAiEmbedder, OpenAiOptions};
+use super::{Embedder, LocalEmbedder, LocalOptions, OpenAiEmbedder, OpenAiOptions};
 
 /// One declared embedder, by kind.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -29,6 +30,29 @@ pub enum EmbedderConfig {
         #[serde(default = "default_timeout_ms")]
         timeout_ms: u64,
     },
+    /// A sentence-transformers model directory run in-process (`config.json`, `tokenizer.json`,
+    /// `model.safetensors`).
+    Local {
+        /// The model directory.
+        path: PathBuf,
+        /// The id stored with the vectors; the directory's name when absent.
+        #[serde(default)]
+        model_id: Option<String>,
+        /// Longer texts are truncated to this many tokens. Default 256.
+        #[serde(default = "default_max_tokens")]
+        max_tokens: usize,
+        /// Texts per forward pass. Default 32.
+        #[serde(default = "default_local_batch_size")]
+        batch_size: usize,
+    },
+}
+
+fn default_max_tokens() -> usize {
+    256
+}
+
+fn default_local_batch_size() -> usize {
+    32
 }
 
 fn default_batch_size() -> usize {
@@ -59,6 +83,17 @@ impl EmbedderConfig {
                     timeout: Duration::from_millis(*timeout_ms),
                 };
                 Ok(std::sync::Arc::new(OpenAiEmbedder::new(name, options)?))
+            }
+            EmbedderConfig::Local { path, model_id, max_tokens, batch_size } => {
+                let options = LocalOptions {
+                    path: path.clone(),
+                    model_id: model_id.clone(),
+                    max_tokens: *max_tokens,
+                    batch_size: *batch_size,
+                };
+                let embedder =
+                    LocalEmbedder::load(name, options).map_err(|reason| format!("path: {reason}"))?;
+                Ok(std::sync::Arc::new(embedder))
             }
         }
     }

@@ -1,9 +1,10 @@
 //! Embedders: text to vectors for semantic recall. [`Lexical`] is built in and needs no files and
 //! no network, so recall works out of the box; [`OpenAiEmbedder`] calls any OpenAI-compatible
-//! endpoint. Agents name them in `semantic_recall.embedder`; `[embedders.<name>]` declares more.
+//! endpoint; [`LocalEmbedder`] runs a sentence-transformers model directory in-process. Agents name them in `semantic_recall.embedder`; `[embedders.<name>]` declares more.
 
 mod config;
 mod lexical;
+mod local;
 mod openai;
 
 use std::collections::BTreeMap;
@@ -12,6 +13,7 @@ use std::sync::Arc;
 
 pub use self::config::EmbedderConfig;
 pub use self::lexical::Lexical;
+pub use self::local::{LocalEmbedder, LocalOptions};
 pub use self::openai::{OpenAiEmbedder, OpenAiOptions};
 
 /// The name of the built-in embedder.
