@@ -236,3 +236,18 @@ async fn data_survives_a_reopen() {
     };
     assert_eq!(store.search(query).await.unwrap().len(), 1);
 }
+
+/// A data directory written in another storage format is refused at open, not misread.
+#[tokio::test]
+async fn an_unknown_storage_format_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    drop(SledStore::open(dir.path()).unwrap());
+    {
+        let raw = sled::open(dir.path()).unwrap();
+        raw.open_tree("meta").unwrap().insert("format_version", &99u32.to_be_bytes()).unwrap();
+        raw.flush().unwrap();
+    }
+    let error = SledStore::open(dir.path()).unwrap_err();
+    assert_eq!(error, StoreError::UnsupportedFormat { found: 99, supported: 1 });
+    assert!(error.to_string().contains("format 99"));
+}
