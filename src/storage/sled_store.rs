@@ -181,7 +181,23 @@ impl SledStore {
     }
 }
 
+/// Every tree a thread's data spans, for transactions over all of it.
+type ThreadTrees<'a> =
+    (&'a sled::Tree, &'a sled::Tree, &'a sled::Tree, &'a sled::Tree, &'a sled::Tree, &'a sled::Tree);
+
 impl Inner {
+    /// threads, resource_threads, messages, message_ids, vectors, working_memory.
+    fn thread_trees(&self) -> ThreadTrees<'_> {
+        (
+            &self.threads,
+            &self.resource_threads,
+            &self.messages,
+            &self.message_ids,
+            &self.vectors,
+            &self.working_memory,
+        )
+    }
+
     fn check_embedder(&self, embedder: &str, dimension: usize) -> Result<(), StoreError> {
         let requested = format!("{embedder}/{dimension}");
         match self.meta.get(META_EMBEDDER).map_err(engine)? {
@@ -206,14 +222,7 @@ impl Inner {
         if let Some(first) = save.embeddings.first() {
             self.check_embedder(&first.embedder, first.vector.len())?;
         }
-        let trees = (
-            &self.threads,
-            &self.resource_threads,
-            &self.messages,
-            &self.message_ids,
-            &self.vectors,
-            &self.working_memory,
-        );
+        let trees = self.thread_trees();
         let written_vectors = transaction(trees.transaction(
             |(threads, resource_threads, messages, message_ids, vectors, working_memory)| {
                 let now = now_millis();
@@ -375,14 +384,7 @@ impl Inner {
         let thread_scope = WorkingMemoryScope::Thread(thread_id.to_owned());
         let had_working_memory =
             self.working_memory.contains_key(keys::working_memory(&thread_scope)).map_err(engine)?;
-        let trees = (
-            &self.threads,
-            &self.resource_threads,
-            &self.messages,
-            &self.message_ids,
-            &self.vectors,
-            &self.working_memory,
-        );
+        let trees = self.thread_trees();
         transaction(trees.transaction(
             |(threads, resource_threads, messages, ids, vectors, working_memory)| {
                 threads.remove(keys::thread(thread_id))?;
