@@ -137,7 +137,10 @@ fn shutdown_signal() -> Result<impl Future<Output = ()>, String> {
 
 async fn connect(addr: &str) -> Result<AgentServiceClient<tonic::transport::Channel>, String> {
     let url = if addr.contains("://") { addr.to_owned() } else { format!("http://{addr}") };
-    AgentServiceClient::connect(url).await.map_err(|error| format!("cannot connect to {addr}: {error}"))
+    let endpoint = tonic::transport::Endpoint::from_shared(url)
+        .map_err(|error| format!("bad address {addr}: {error}"))?;
+    let channel = endpoint.connect().await.map_err(|error| format!("cannot connect to {addr}: {error}"))?;
+    Ok(AgentServiceClient::new(channel))
 }
 
 async fn run_agent(

@@ -37,7 +37,9 @@ async fn client_loop(
     round: usize,
     finished: Arc<Mutex<Vec<(String, String)>>>,
 ) {
-    let Ok(mut client) = AgentServiceClient::connect(format!("http://{addr}")).await else { return };
+    let Ok(endpoint) = tonic::transport::Endpoint::from_shared(format!("http://{addr}")) else { return };
+    let Ok(channel) = endpoint.connect().await else { return };
+    let mut client = AgentServiceClient::new(channel);
     let thread = format!("thread-{client_index}");
     for run_index in 0.. {
         let text = format!("round {round} run {run_index} of client {client_index}");

@@ -148,7 +148,7 @@ impl TestServer {
     }
 
     pub async fn client(&self) -> AgentServiceClient<Channel> {
-        AgentServiceClient::connect(format!("http://{}", self.addr)).await.expect("connect")
+        AgentServiceClient::new(self.channel().await)
     }
 
     pub async fn channel(&self) -> Channel {
