@@ -10,6 +10,7 @@ pub mod builtin;
 mod context;
 mod hook;
 mod registry;
+pub mod remote;
 
 use std::fmt;
 

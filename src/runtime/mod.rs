@@ -42,6 +42,7 @@ use crate::config::{Config, ConfigError};
 use crate::memory::embedder::Embedders;
 use crate::memory::{MemoryKind, MemoryProcessors};
 use crate::model::ModelRegistry;
+use crate::processor::remote::{self, RemotePool, RemoteProcessor};
 use crate::processor::{Processor, ProcessorRegistry};
 use crate::storage::Store;
 use crate::tool::ToolRegistry;
@@ -61,6 +62,8 @@ pub struct Components {
     pub models: ModelRegistry,
     /// Where memory lives; agents with a `memory` table need one.
     pub store: Option<Arc<dyn Store>>,
+    /// The connected instances of remote processors.
+    pub remote: Arc<RemotePool>,
 }
 
 impl Components {
@@ -71,6 +74,7 @@ impl Components {
             tools: ToolRegistry::with_builtins(),
             models: ModelRegistry::new(),
             store: None,
+            remote: Arc::new(RemotePool::new()),
         }
     }
 
@@ -95,12 +99,14 @@ pub struct Runtime {
     max_file_bytes: usize,
     /// Embedders agents may name for recall.
     embedders: Embedders,
+    /// The connected instances of remote processors.
+    remote: Arc<RemotePool>,
 }
 
 impl Runtime {
     /// Builds the runtime from a config, checking every name the agents use.
     pub fn new(config: &Config, components: Components) -> Result<Runtime, ConfigError> {
-        let Components { processor_kinds, tools, models, store } = components;
+        let Components { processor_kinds, tools, models, store, remote } = components;
         let mut runtime = Runtime {
             agents: BTreeMap::new(),
             definitions: BTreeMap::new(),
@@ -110,6 +116,7 @@ impl Runtime {
             store,
             max_file_bytes: config.storage.max_file_bytes,
             embedders: Embedders::default(),
+            remote,
         };
         for (name, embedder) in &config.embedders {
             let offset = embedder.span().start;
@@ -143,10 +150,13 @@ impl Runtime {
                 );
                 return Err(config.invalid_at(offset, message));
             }
-            let processor = runtime
-                .processor_kinds
-                .build(&kind, name, options)
-                .map_err(|reason| config.invalid_at(offset, format!("processors.{name}: {reason}")))?;
+            let processor = if kind == remote::KIND {
+                RemoteProcessor::from_options(name, options, &runtime.remote)
+                    .map(|processor| Arc::new(processor) as Arc<dyn Processor>)
+            } else {
+                runtime.processor_kinds.build(&kind, name, options)
+            }
+            .map_err(|reason| config.invalid_at(offset, format!("processors.{name}: {reason}")))?;
             runtime.definitions.insert(name.clone(), processor);
         }
         for (index, agent) in config.agents.iter().enumerate() {
@@ -171,6 +181,11 @@ impl Runtime {
     /// The agent with this id.
     pub fn agent(&self, agent_id: &str) -> Option<&Arc<Agent>> {
         self.agents.get(agent_id)
+    }
+
+    /// The connected instances of remote processors.
+    pub fn remote_pool(&self) -> &Arc<RemotePool> {
+        &self.remote
     }
 
     /// The store, if memory is kept.

@@ -40,7 +40,7 @@ impl TryFrom<pb::RunRequest> for RunRequest {
 }
 
 /// A client's message; `field` names it in errors (`messages[2]`).
-fn message_from_pb(message: pb::Message, field: &str) -> Result<Message, RunError> {
+pub(super) fn message_from_pb(message: pb::Message, field: &str) -> Result<Message, RunError> {
     let Some(role) = Role::parse(&message.role) else {
         let reason = format!("unknown role `{}`: expected user, assistant, tool or system", message.role);
         return Err(RunError::invalid(format!("{field}.role"), reason));

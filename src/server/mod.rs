@@ -7,6 +7,8 @@
 mod agent_service;
 mod convert;
 mod memory_service;
+mod processor_service;
+mod remote_convert;
 mod status;
 pub mod value;
 
@@ -19,6 +21,7 @@ use tokio_stream::wrappers::TcpListenerStream;
 
 use self::agent_service::AgentServiceImpl;
 use self::memory_service::MemoryServiceImpl;
+use self::processor_service::ProcessorServiceImpl;
 use crate::runtime::Runtime;
 
 /// Generated protobuf types, clients and servers for `agentwire.v1`.
@@ -57,10 +60,18 @@ pub async fn serve(
     let memory_service = runtime.store().map(|store| {
         pb::memory_service_server::MemoryServiceServer::new(MemoryServiceImpl::new(Arc::clone(store)))
     });
+    let processor_service = pb::processor_service_server::ProcessorServiceServer::new(
+        ProcessorServiceImpl::new(Arc::clone(runtime.remote_pool())),
+    )
+    .max_decoding_message_size(processor_service::MAX_FRAME_BYTES as usize)
+    .max_encoding_message_size(processor_service::MAX_FRAME_BYTES as usize);
     let agent_service = pb::agent_service_server::AgentServiceServer::new(AgentServiceImpl::new(runtime));
 
     let (health_reporter, health_service) = tonic_health::server::health_reporter();
     health_reporter.set_serving::<pb::agent_service_server::AgentServiceServer<AgentServiceImpl>>().await;
+    health_reporter
+        .set_serving::<pb::processor_service_server::ProcessorServiceServer<ProcessorServiceImpl>>()
+        .await;
     if memory_service.is_some() {
         health_reporter
             .set_serving::<pb::memory_service_server::MemoryServiceServer<MemoryServiceImpl>>()
@@ -90,6 +101,7 @@ pub async fn serve(
         .add_service(reflection_v1)
         .add_service(reflection_v1alpha)
         .add_service(agent_service)
+        .add_service(processor_service)
         .add_optional_service(memory_service)
         .serve_with_incoming_shutdown(incoming, shutdown)
         .await

@@ -1,0 +1,111 @@
+//! What travels to a remote processor and back, in domain types; the gRPC adapter maps them to
+//! `HookCall` and `HookResult`.
+
+use serde_json::{Map, Value};
+
+use crate::model::{PromptMessage, ToolChoice};
+use crate::processor::{Abort, Hook, RunInfo};
+use crate::runtime::{Chunk, DataChunk, FinishReason, Message, ToolCall, ToolResult, Usage};
+
+/// One hook call.
+#[derive(Debug, Clone)]
+pub struct RemoteCall {
+    /// Set by the session that sends it.
+    pub call_id: u64,
+    /// The hook.
+    pub hook: Hook,
+    /// The run.
+    pub run: RunInfo,
+    /// The model step (0 outside the loop).
+    pub step: u32,
+    /// Milliseconds since the Unix epoch by which the answer is due.
+    pub deadline_unix_ms: i64,
+    /// Consecutive retries processors asked for.
+    pub retry_count: u32,
+    /// The processor's state for this run.
+    pub state: Map<String, Value>,
+    /// The hook's arguments.
+    pub args: RemoteArgs,
+}
+
+/// A hook's arguments; only those of the hook are set.
+#[derive(Debug, Clone, Default)]
+pub struct RemoteArgs {
+    /// The messages the hook sees.
+    pub messages: Vec<Message>,
+    /// The untagged system messages.
+    pub system_messages: Vec<String>,
+    /// processOutputStream's chunk.
+    pub part: Option<Chunk>,
+    /// The step's model.
+    pub model: String,
+    /// The step's or the run's text.
+    pub text: String,
+    /// Why the step or run ended.
+    pub finish_reason: Option<FinishReason>,
+    /// Usage.
+    pub usage: Option<Usage>,
+    /// processOutputStep's tool calls.
+    pub tool_calls: Vec<ToolCall>,
+    /// processToolResult's call.
+    pub tool_call: Option<ToolCall>,
+    /// processToolResult's result.
+    pub tool_result: Option<ToolResult>,
+    /// processAPIError's status and message.
+    pub error: Option<(i32, String)>,
+    /// processLLMRequest's prompt.
+    pub prompt: Vec<PromptMessage>,
+    /// processLLMResponse's chunks.
+    pub chunks: Vec<Chunk>,
+    /// processInputStep's tools on offer.
+    pub tools: Vec<String>,
+}
+
+/// The answer to one call.
+#[derive(Debug, Clone)]
+pub struct RemoteReply {
+    /// The processor's new state (`None`: unchanged).
+    pub state: Option<Map<String, Value>>,
+    /// What to do.
+    pub outcome: RemoteOutcome,
+    /// Custom chunks to stream.
+    pub emitted: Vec<DataChunk>,
+}
+
+/// What a remote processor decided.
+#[derive(Debug, Clone)]
+pub enum RemoteOutcome {
+    /// Nothing changes.
+    Continue,
+    /// Stop the run with a tripwire.
+    Abort(Abort),
+    /// Replace what the hook allows.
+    Replace(Replacement),
+    /// Drop the chunk (processOutputStream).
+    Drop,
+    /// Call the model again (processAPIError).
+    RetryApiCall,
+    /// The processor failed.
+    Failure(String),
+}
+
+/// What a hook may replace.
+#[derive(Debug, Clone, Default)]
+pub struct Replacement {
+    /// Messages.
+    pub messages: Option<Vec<Message>>,
+    /// Untagged system messages.
+    pub system_messages: Option<Vec<String>>,
+    /// The chunk.
+    pub part: Option<Chunk>,
+    /// The tool result.
+    pub tool_result: Option<Value>,
+    /// The step's model.
+    pub model: Option<String>,
+    /// The step's tool choice.
+    pub tool_choice: Option<ToolChoice>,
+    /// The step's active tools.
+    pub active_tools: Option<Vec<String>>,
+    /// The outgoing prompt.
+    pub prompt: Option<Vec<PromptMessage>>,
+}

@@ -1,0 +1,329 @@
+//! Remote processors: processes in any language that dial in over `ProcessorService.Connect`
+//! and serve hooks. A [`RemoteProcessor`] implements the same [`Processor`] trait as the
+//! built-ins, so the loop cannot tell them apart; it sends each hook call to the connected
+//! instance with the fewest calls in flight, waits up to its timeout, and applies its failure
+//! policy when no instance answers: `closed` (a tripwire saying why) or `open` (skipped, and a
+//! transient `data-processor-skipped` chunk saying so).
+
+mod call;
+mod session;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::Deserialize;
+use serde_json::json;
+
+pub use self::call::{RemoteArgs, RemoteCall, RemoteOutcome, RemoteReply, Replacement};
+pub use self::session::{CallFailure, RemotePool, Session, SessionEvent};
+use super::{
+    Abort, ApiErrorArgs, ApiErrorOutcome, Hook, HookContext, HookError, HookResult, HookSet, InputArgs,
+    InputOutcome, InputStepArgs, LlmRequestArgs, LlmRequestOutcome, LlmResponseArgs, OutputResultArgs,
+    OutputStepArgs, OutputStreamArgs, Processor, StepOverrides, ToolResultArgs, ToolResultOutcome,
+    parse_options,
+};
+use crate::model::ModelError;
+use crate::runtime::{Chunk, DataChunk, Message, ReconcileScope, now_millis};
+
+/// The protocol versions this server speaks, inclusive.
+pub const PROTOCOL_VERSIONS: (u32, u32) = (1, 1);
+/// The processor kind of remote processors in the config.
+pub const KIND: &str = "remote";
+
+/// What happens when no instance answers in time.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FailurePolicy {
+    /// The run ends in a tripwire that says which processor was unavailable or too slow.
+    #[default]
+    Closed,
+    /// The processor is skipped for that call, and the stream says so.
+    Open,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Options {
+    #[serde(default)]
+    remote_id: Option<String>,
+    #[serde(default = "default_timeout_ms")]
+    timeout_ms: u64,
+    #[serde(default)]
+    on_failure: FailurePolicy,
+}
+
+fn default_timeout_ms() -> u64 {
+    1000
+}
+
+/// A processor served by connected instances.
+#[derive(Debug)]
+pub struct RemoteProcessor {
+    /// The definition's name: the processor's id in runs (state, tripwires).
+    id: String,
+    /// The id instances connect as.
+    remote_id: String,
+    pool: Arc<RemotePool>,
+    timeout: Duration,
+    on_failure: FailurePolicy,
+}
+
+/// Why a call could not be answered.
+enum Unanswered {
+    NoInstance,
+    TimedOut,
+    Disconnected,
+}
+
+impl RemoteProcessor {
+    /// Builds a `remote` definition named `id`; registers its remote id with the pool.
+    pub fn from_options(
+        id: &str,
+        options: toml::Table,
+        pool: &Arc<RemotePool>,
+    ) -> Result<RemoteProcessor, String> {
+        let options: Options = parse_options(options)?;
+        if options.timeout_ms == 0 {
+            return Err("`timeout_ms` must be positive".to_owned());
+        }
+        let remote_id = options.remote_id.unwrap_or_else(|| id.to_owned());
+        pool.expect(&remote_id);
+        Ok(RemoteProcessor {
+            id: id.to_owned(),
+            remote_id,
+            pool: Arc::clone(pool),
+            timeout: Duration::from_millis(options.timeout_ms),
+            on_failure: options.on_failure,
+        })
+    }
+
+    /// Calls `hook` on an instance; `None` when the processor does not take part (no instance
+    /// implements the hook while others are connected, or the open policy skipped it).
+    async fn invoke(
+        &self,
+        ctx: &mut HookContext<'_>,
+        hook: Hook,
+        step: u32,
+        args: RemoteArgs,
+    ) -> HookResult<Option<RemoteOutcome>> {
+        let deadline = now_millis() + i64::try_from(self.timeout.as_millis()).unwrap_or(i64::MAX);
+        let call = RemoteCall {
+            call_id: 0,
+            hook,
+            run: ctx.run.clone(),
+            step,
+            deadline_unix_ms: deadline,
+            retry_count: ctx.retry_count,
+            state: ctx.state.clone(),
+            args,
+        };
+        let mut failed: Option<Arc<Session>> = None;
+        let unanswered = loop {
+            let Some(session) = self.pool.pick(&self.remote_id, hook, failed.as_ref()) else {
+                if failed.is_some() {
+                    break Unanswered::Disconnected;
+                }
+                if !self.pool.sessions(&self.remote_id).is_empty() {
+                    return Ok(None); // connected, but no instance implements this hook
+                }
+                break Unanswered::NoInstance;
+            };
+            match tokio::time::timeout(self.timeout, session.call(call.clone())).await {
+                Ok(Ok(reply)) => return self.apply(ctx, reply).map(Some),
+                // The instance went away mid-call: move the call to another one, once.
+                Ok(Err(CallFailure::Gone)) if failed.is_none() => failed = Some(session),
+                Ok(Err(CallFailure::Gone)) => break Unanswered::Disconnected,
+                Err(_) => break Unanswered::TimedOut,
+            }
+        };
+        self.unanswered(ctx, hook, unanswered).map(|()| None)
+    }
+
+    fn apply(&self, ctx: &mut HookContext<'_>, reply: RemoteReply) -> HookResult<RemoteOutcome> {
+        if let Some(state) = reply.state {
+            *ctx.state = state;
+        }
+        for chunk in reply.emitted {
+            ctx.emit(chunk);
+        }
+        match reply.outcome {
+            RemoteOutcome::Abort(abort) => Err(HookError::Abort(abort)),
+            RemoteOutcome::Failure(message) => {
+                Err(HookError::Failed(format!("remote processor `{}` failed: {message}", self.remote_id)))
+            }
+            outcome => Ok(outcome),
+        }
+    }
+
+    fn unanswered(&self, ctx: &mut HookContext<'_>, hook: Hook, unanswered: Unanswered) -> HookResult<()> {
+        let (cause, why) = match unanswered {
+            Unanswered::NoInstance => ("unavailable", "is unavailable (no instance connected)".to_owned()),
+            Unanswered::Disconnected => ("disconnected", "disconnected before answering".to_owned()),
+            Unanswered::TimedOut => ("timeout", format!("timed out after {} ms", self.timeout.as_millis())),
+        };
+        let details = json!({ "processor": self.remote_id, "hook": hook.name(), "cause": cause });
+        match self.on_failure {
+            FailurePolicy::Closed => {
+                let reason = format!("remote processor `{}` {why} in {hook}", self.remote_id);
+                Err(Abort::new(reason).metadata(details).into())
+            }
+            FailurePolicy::Open => {
+                ctx.emit(DataChunk::new("processor-skipped", details).transient());
+                Ok(())
+            }
+        }
+    }
+
+    fn replacement(outcome: Option<RemoteOutcome>) -> Option<Replacement> {
+        match outcome {
+            Some(RemoteOutcome::Replace(replacement)) => Some(replacement),
+            _ => None,
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl Processor for RemoteProcessor {
+    fn id(&self) -> &str {
+        &self.id
+    }
+
+    fn hooks(&self) -> HookSet {
+        HookSet::all()
+    }
+
+    async fn process_input(&self, mut args: InputArgs<'_>) -> HookResult<InputOutcome> {
+        let remote = RemoteArgs {
+            messages: args.messages,
+            system_messages: args.system_messages,
+            ..RemoteArgs::default()
+        };
+        let outcome = self.invoke(&mut args.ctx, Hook::ProcessInput, 0, remote).await?;
+        Ok(match RemoteProcessor::replacement(outcome) {
+            Some(Replacement {
+                messages: Some(messages), system_messages: Some(system_messages), ..
+            }) => InputOutcome::MessagesAndSystem { messages, system_messages },
+            Some(Replacement { messages: Some(messages), .. }) => InputOutcome::Messages(messages),
+            Some(Replacement { system_messages: Some(system_messages), .. }) => {
+                let messages = args.message_list.snapshot(ReconcileScope::Input);
+                InputOutcome::MessagesAndSystem { messages, system_messages }
+            }
+            _ => InputOutcome::Unchanged,
+        })
+    }
+
+    async fn process_input_step(&self, mut args: InputStepArgs<'_>) -> HookResult<StepOverrides> {
+        let remote = RemoteArgs {
+            messages: args.messages,
+            system_messages: args.system_messages,
+            model: args.step.model.clone(),
+            tools: args.step.tools.iter().map(|tool| tool.name.clone()).collect(),
+            ..RemoteArgs::default()
+        };
+        let outcome = self.invoke(&mut args.ctx, Hook::ProcessInputStep, args.step_number, remote).await?;
+        let Some(replacement) = RemoteProcessor::replacement(outcome) else {
+            return Ok(StepOverrides::default());
+        };
+        Ok(StepOverrides {
+            model: replacement.model,
+            tool_choice: replacement.tool_choice,
+            active_tools: replacement.active_tools,
+            messages: replacement.messages,
+            system_messages: replacement.system_messages,
+            ..StepOverrides::default()
+        })
+    }
+
+    async fn process_llm_request(&self, mut args: LlmRequestArgs<'_>) -> HookResult<LlmRequestOutcome> {
+        let remote = RemoteArgs {
+            prompt: args.prompt.to_vec(),
+            model: args.model.to_owned(),
+            ..RemoteArgs::default()
+        };
+        let outcome = self.invoke(&mut args.ctx, Hook::ProcessLlmRequest, args.step_number, remote).await?;
+        let prompt = RemoteProcessor::replacement(outcome).and_then(|replacement| replacement.prompt);
+        Ok(LlmRequestOutcome { prompt, response: None })
+    }
+
+    async fn process_llm_response(&self, mut args: LlmResponseArgs<'_>) -> HookResult<()> {
+        let remote = RemoteArgs {
+            chunks: args.chunks.to_vec(),
+            model: args.model.to_owned(),
+            ..RemoteArgs::default()
+        };
+        self.invoke(&mut args.ctx, Hook::ProcessLlmResponse, args.step_number, remote).await?;
+        Ok(())
+    }
+
+    async fn process_api_error(&self, mut args: ApiErrorArgs<'_>) -> HookResult<ApiErrorOutcome> {
+        let error = match args.error {
+            ModelError::Rejected { status, message, .. } => (i32::from(*status), message.clone()),
+            other => (0, other.to_string()),
+        };
+        let remote = RemoteArgs { messages: args.messages, error: Some(error), ..RemoteArgs::default() };
+        let outcome = self.invoke(&mut args.ctx, Hook::ProcessApiError, args.step_number, remote).await?;
+        Ok(ApiErrorOutcome { retry: matches!(outcome, Some(RemoteOutcome::RetryApiCall)) })
+    }
+
+    async fn process_output_stream(&self, mut args: OutputStreamArgs<'_>) -> HookResult<Option<Chunk>> {
+        let remote = RemoteArgs { part: Some(args.part.clone()), ..RemoteArgs::default() };
+        match self.invoke(&mut args.ctx, Hook::ProcessOutputStream, 0, remote).await? {
+            Some(RemoteOutcome::Drop) => Ok(None),
+            Some(RemoteOutcome::Replace(Replacement { part: Some(part), .. })) => Ok(Some(part)),
+            _ => Ok(Some(args.part)),
+        }
+    }
+
+    async fn process_output_step(&self, mut args: OutputStepArgs<'_>) -> HookResult<Option<Vec<Message>>> {
+        let remote = RemoteArgs {
+            messages: args.messages,
+            system_messages: args.system_messages,
+            text: args.text.to_owned(),
+            finish_reason: Some(args.finish_reason),
+            usage: Some(args.usage),
+            tool_calls: args.tool_calls.to_vec(),
+            ..RemoteArgs::default()
+        };
+        let outcome = self.invoke(&mut args.ctx, Hook::ProcessOutputStep, args.step_number, remote).await?;
+        Ok(RemoteProcessor::replacement(outcome).and_then(|replacement| replacement.messages))
+    }
+
+    async fn process_tool_result(&self, mut args: ToolResultArgs<'_>) -> HookResult<ToolResultOutcome> {
+        let call = crate::runtime::ToolCall {
+            tool_call_id: args.tool_call_id.to_owned(),
+            tool_name: args.tool_name.to_owned(),
+            args: args.args.clone(),
+        };
+        let result = crate::runtime::ToolResult {
+            tool_call_id: args.tool_call_id.to_owned(),
+            tool_name: args.tool_name.to_owned(),
+            result: args.result,
+            is_error: false,
+        };
+        let remote = RemoteArgs {
+            messages: args.messages,
+            system_messages: args.system_messages,
+            tool_call: Some(call),
+            tool_result: Some(result),
+            ..RemoteArgs::default()
+        };
+        let outcome = self.invoke(&mut args.ctx, Hook::ProcessToolResult, args.step_number, remote).await?;
+        let replacement = RemoteProcessor::replacement(outcome).unwrap_or_default();
+        Ok(ToolResultOutcome { result: replacement.tool_result, messages: replacement.messages })
+    }
+
+    async fn process_output_result(
+        &self,
+        mut args: OutputResultArgs<'_>,
+    ) -> HookResult<Option<Vec<Message>>> {
+        let remote = RemoteArgs {
+            messages: args.messages,
+            text: args.result.text.clone(),
+            finish_reason: Some(args.result.finish_reason),
+            usage: Some(args.result.usage),
+            ..RemoteArgs::default()
+        };
+        let outcome = self.invoke(&mut args.ctx, Hook::ProcessOutputResult, 0, remote).await?;
+        Ok(RemoteProcessor::replacement(outcome).and_then(|replacement| replacement.messages))
+    }
+}

@@ -1,0 +1,181 @@
+//! A [`Session`]: one connected instance of a remote processor — the calls it has in flight and
+//! the channel its calls go out on — and the [`RemotePool`] of all sessions by processor id.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::{mpsc, oneshot};
+
+use super::call::{RemoteCall, RemoteReply};
+use crate::processor::{Hook, HookSet};
+
+/// What the server sends on a session's stream.
+#[derive(Debug)]
+pub enum SessionEvent {
+    /// A hook call.
+    Call(RemoteCall),
+    /// A call whose answer is no longer wanted.
+    Cancel(u64),
+}
+
+/// Why a call got no answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CallFailure {
+    /// The instance went away before answering.
+    Gone,
+}
+
+/// One connected instance.
+#[derive(Debug)]
+pub struct Session {
+    /// The processor id it serves.
+    pub processor_id: String,
+    /// Its instance id.
+    pub instance_id: String,
+    /// The hooks it implements.
+    pub hooks: HookSet,
+    outbox: mpsc::Sender<SessionEvent>,
+    pending: Mutex<HashMap<u64, oneshot::Sender<RemoteReply>>>,
+    next_call_id: AtomicU64,
+    in_flight: AtomicUsize,
+}
+
+impl Session {
+    /// A session whose calls go out on `outbox`.
+    pub fn new(
+        processor_id: String,
+        instance_id: String,
+        hooks: HookSet,
+        outbox: mpsc::Sender<SessionEvent>,
+    ) -> Session {
+        Session {
+            processor_id,
+            instance_id,
+            hooks,
+            outbox,
+            pending: Mutex::new(HashMap::new()),
+            next_call_id: AtomicU64::new(1),
+            in_flight: AtomicUsize::new(0),
+        }
+    }
+
+    /// Sends a call and waits for its answer. Dropping the future abandons the call (the
+    /// instance is told to cancel it).
+    pub async fn call(&self, mut call: RemoteCall) -> Result<RemoteReply, CallFailure> {
+        let call_id = self.next_call_id.fetch_add(1, Ordering::Relaxed);
+        call.call_id = call_id;
+        let (answer, answered) = oneshot::channel();
+        self.pending.lock().expect("pending lock").insert(call_id, answer);
+        self.in_flight.fetch_add(1, Ordering::Relaxed);
+        let guard = InFlight { session: self, call_id, done: false };
+        if self.outbox.send(SessionEvent::Call(call)).await.is_err() {
+            return Err(CallFailure::Gone);
+        }
+        let outcome = answered.await.map_err(|_| CallFailure::Gone);
+        guard.finish();
+        outcome
+    }
+
+    /// Hands an answer to its caller; false for an unknown or abandoned call.
+    pub fn resolve(&self, call_id: u64, reply: RemoteReply) -> bool {
+        match self.pending.lock().expect("pending lock").remove(&call_id) {
+            Some(answer) => answer.send(reply).is_ok(),
+            None => false,
+        }
+    }
+
+    /// Fails every call in flight: the instance is gone.
+    pub fn close(&self) {
+        self.pending.lock().expect("pending lock").clear();
+    }
+
+    /// Calls sent and not yet answered.
+    pub fn in_flight(&self) -> usize {
+        self.in_flight.load(Ordering::Relaxed)
+    }
+}
+
+/// Keeps the in-flight count right, and cancels a call abandoned before its answer.
+struct InFlight<'a> {
+    session: &'a Session,
+    call_id: u64,
+    done: bool,
+}
+
+impl InFlight<'_> {
+    fn finish(mut self) {
+        self.done = true;
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.session.in_flight.fetch_sub(1, Ordering::Relaxed);
+        if !self.done && self.session.pending.lock().expect("pending lock").remove(&self.call_id).is_some() {
+            let _ = self.session.outbox.try_send(SessionEvent::Cancel(self.call_id));
+        }
+    }
+}
+
+/// Every connected session, by processor id, and the processor ids the config names.
+#[derive(Debug, Default)]
+pub struct RemotePool {
+    sessions: Mutex<HashMap<String, Vec<Arc<Session>>>>,
+    expected: Mutex<HashSet<String>>,
+}
+
+impl RemotePool {
+    /// An empty pool.
+    pub fn new() -> RemotePool {
+        RemotePool::default()
+    }
+
+    /// Records that the config names this processor id: only such ids may connect.
+    pub fn expect(&self, processor_id: &str) {
+        self.expected.lock().expect("expected lock").insert(processor_id.to_owned());
+    }
+
+    /// True when the config names this processor id.
+    pub fn is_expected(&self, processor_id: &str) -> bool {
+        self.expected.lock().expect("expected lock").contains(processor_id)
+    }
+
+    /// Adds a connected instance.
+    pub fn register(&self, session: Arc<Session>) {
+        self.sessions
+            .lock()
+            .expect("sessions lock")
+            .entry(session.processor_id.clone())
+            .or_default()
+            .push(session);
+    }
+
+    /// Removes an instance that went away, failing its calls in flight.
+    pub fn unregister(&self, session: &Arc<Session>) {
+        if let Some(sessions) = self.sessions.lock().expect("sessions lock").get_mut(&session.processor_id) {
+            sessions.retain(|other| !Arc::ptr_eq(other, session));
+        }
+        session.close();
+    }
+
+    /// The instances connected for a processor id.
+    pub fn sessions(&self, processor_id: &str) -> Vec<Arc<Session>> {
+        self.sessions.lock().expect("sessions lock").get(processor_id).cloned().unwrap_or_default()
+    }
+
+    /// The instance of `processor_id` implementing `hook` with the fewest calls in flight,
+    /// skipping `excluded` (an instance that just failed).
+    pub fn pick(
+        &self,
+        processor_id: &str,
+        hook: Hook,
+        excluded: Option<&Arc<Session>>,
+    ) -> Option<Arc<Session>> {
+        self.sessions(processor_id)
+            .into_iter()
+            .filter(|session| session.hooks.contains(hook))
+            .filter(|session| excluded.is_none_or(|excluded| !Arc::ptr_eq(session, excluded)))
+            .min_by_key(|session| session.in_flight())
+    }
+}

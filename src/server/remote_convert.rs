@@ -1,0 +1,177 @@
+//! Remote-processor frames ⇄ domain: `HookCall` from a [`RemoteCall`], a [`RemoteReply`] from a
+//! `HookResult`. A malformed result becomes a failure of that processor, never a panic.
+
+use super::convert::{chunk_to_pb, message_from_pb};
+use super::pb;
+use super::value::{from_proto, from_struct, to_struct};
+use crate::model::{PromptMessage, ToolChoice};
+use crate::processor::Abort;
+use crate::processor::Hook;
+use crate::processor::remote::{RemoteCall, RemoteOutcome, RemoteReply, Replacement};
+use crate::runtime::{Chunk, DATA_PREFIX, DataChunk, Message, RunError, ToolCall, ToolResult};
+
+impl From<Hook> for pb::Hook {
+    fn from(hook: Hook) -> pb::Hook {
+        match hook {
+            Hook::ProcessInput => pb::Hook::ProcessInput,
+            Hook::ProcessInputStep => pb::Hook::ProcessInputStep,
+            Hook::ProcessLlmRequest => pb::Hook::ProcessLlmRequest,
+            Hook::ProcessApiError => pb::Hook::ProcessApiError,
+            Hook::ProcessOutputStream => pb::Hook::ProcessOutputStream,
+            Hook::ProcessLlmResponse => pb::Hook::ProcessLlmResponse,
+            Hook::ProcessOutputStep => pb::Hook::ProcessOutputStep,
+            Hook::ProcessToolResult => pb::Hook::ProcessToolResult,
+            Hook::ProcessOutputResult => pb::Hook::ProcessOutputResult,
+        }
+    }
+}
+
+/// The domain hook of a wire hook; `None` for `HOOK_UNSPECIFIED`.
+pub(super) fn hook_from_pb(hook: pb::Hook) -> Option<Hook> {
+    Hook::ALL.into_iter().find(|candidate| pb::Hook::from(*candidate) == hook)
+}
+
+fn prompt_to_pb(message: &PromptMessage) -> pb::Message {
+    pb::Message {
+        role: message.role.as_str().to_owned(),
+        parts: message.parts.iter().cloned().map(pb::Part::from).collect(),
+        ..Default::default()
+    }
+}
+
+impl From<RemoteCall> for pb::HookCall {
+    fn from(call: RemoteCall) -> pb::HookCall {
+        let run_id = call.run.run_id.clone();
+        let args = call.args;
+        let (error_status, error_message) = args.error.unwrap_or_default();
+        pb::HookCall {
+            call_id: call.call_id,
+            run_id: call.run.run_id,
+            agent_id: call.run.agent_id,
+            thread_id: call.run.thread_id,
+            resource_id: call.run.resource_id,
+            hook: pb::Hook::from(call.hook).into(),
+            step: call.step,
+            deadline_unix_ms: call.deadline_unix_ms,
+            retry_count: call.retry_count,
+            state: Some(to_struct(&call.state)),
+            request_context: call.run.request_context.into_iter().collect(),
+            messages: args.messages.into_iter().map(pb::Message::from).collect(),
+            system_messages: args.system_messages,
+            part: args.part.map(|part| chunk_to_pb(&run_id, part)),
+            model: args.model,
+            text: args.text,
+            finish_reason: args.finish_reason.map(|reason| reason.as_str().to_owned()).unwrap_or_default(),
+            usage: args.usage.map(pb::Usage::from),
+            tool_calls: args.tool_calls.into_iter().map(pb::ToolCallPart::from).collect(),
+            tool_call: args.tool_call.map(pb::ToolCallPart::from),
+            tool_result: args.tool_result.map(pb::ToolResultPart::from),
+            error_status,
+            error_message,
+            prompt: args.prompt.iter().map(prompt_to_pb).collect(),
+            chunks: args.chunks.into_iter().map(|chunk| chunk_to_pb(&run_id, chunk)).collect(),
+            tools: args.tools,
+        }
+    }
+}
+
+/// A chunk a processor put in its result: only content chunks may be produced by processors.
+fn chunk_from_pb(chunk: pb::Chunk, field: &str) -> Result<Chunk, String> {
+    use pb::chunk::Payload;
+    let chunk = match chunk.payload {
+        Some(Payload::TextDelta(delta)) => Chunk::TextDelta { id: delta.id, text: delta.text },
+        Some(Payload::ReasoningDelta(delta)) => Chunk::ReasoningDelta { id: delta.id, text: delta.text },
+        Some(Payload::ToolCall(call)) => Chunk::ToolCall(ToolCall {
+            tool_call_id: call.tool_call_id,
+            tool_name: call.tool_name,
+            args: call.args.map(from_proto).unwrap_or_default(),
+        }),
+        Some(Payload::ToolResult(result)) => Chunk::ToolResult(ToolResult {
+            tool_call_id: result.tool_call_id,
+            tool_name: result.tool_name,
+            result: result.result.map(from_proto).unwrap_or_default(),
+            is_error: result.is_error,
+        }),
+        Some(Payload::Data(data)) if chunk.r#type.starts_with(DATA_PREFIX) => Chunk::Data(DataChunk {
+            name: chunk.r#type,
+            data: data.data.map(from_proto).unwrap_or_default(),
+            id: (!data.id.is_empty()).then_some(data.id),
+            transient: data.transient,
+        }),
+        _ => {
+            return Err(format!(
+                "{field}: a processor may produce text, reasoning, tool and data-* chunks only"
+            ));
+        }
+    };
+    Ok(chunk)
+}
+
+fn messages_from_pb(list: pb::MessageList, field: &str) -> Result<Vec<Message>, String> {
+    list.messages
+        .into_iter()
+        .enumerate()
+        .map(|(index, message)| message_from_pb(message, &format!("{field}[{index}]")))
+        .collect::<Result<_, RunError>>()
+        .map_err(|error| error.to_string())
+}
+
+fn replacement_from_pb(replacement: pb::Replacement) -> Result<Replacement, String> {
+    let prompt = match replacement.prompt {
+        Some(prompt) => Some(
+            messages_from_pb(prompt, "replace.prompt")?
+                .into_iter()
+                .map(|message| PromptMessage { role: message.role, parts: message.parts })
+                .collect(),
+        ),
+        None => None,
+    };
+    Ok(Replacement {
+        messages: replacement.messages.map(|list| messages_from_pb(list, "replace.messages")).transpose()?,
+        system_messages: replacement.system_messages.map(|list| list.values),
+        part: replacement.part.map(|part| chunk_from_pb(part, "replace.part")).transpose()?,
+        tool_result: replacement.tool_result.map(from_proto),
+        model: replacement.model,
+        tool_choice: replacement.tool_choice.map(|choice| match choice.as_str() {
+            "auto" => ToolChoice::Auto,
+            "none" => ToolChoice::None,
+            "required" => ToolChoice::Required,
+            tool => ToolChoice::Tool(tool.to_owned()),
+        }),
+        active_tools: replacement.active_tools.map(|list| list.values),
+        prompt,
+    })
+}
+
+impl From<pb::HookResult> for RemoteReply {
+    fn from(result: pb::HookResult) -> RemoteReply {
+        use pb::hook_result::Outcome;
+        let emitted: Result<Vec<DataChunk>, String> = result
+            .emit
+            .into_iter()
+            .enumerate()
+            .map(|(index, chunk)| match chunk_from_pb(chunk, &format!("emit[{index}]"))? {
+                Chunk::Data(data) => Ok(data),
+                _ => Err(format!("emit[{index}]: only data-* chunks may be emitted")),
+            })
+            .collect();
+        let outcome = match (result.outcome, &emitted) {
+            (_, Err(reason)) => RemoteOutcome::Failure(format!("malformed result: {reason}")),
+            (None, _) => RemoteOutcome::Failure("malformed result: it sets no outcome".to_owned()),
+            (Some(Outcome::Continue(_)), _) => RemoteOutcome::Continue,
+            (Some(Outcome::Drop(_)), _) => RemoteOutcome::Drop,
+            (Some(Outcome::RetryApiCall(_)), _) => RemoteOutcome::RetryApiCall,
+            (Some(Outcome::Failure(failure)), _) => RemoteOutcome::Failure(failure.message),
+            (Some(Outcome::Abort(abort)), _) => RemoteOutcome::Abort(Abort {
+                reason: abort.reason,
+                retry: abort.retry,
+                metadata: abort.metadata.map(from_proto).unwrap_or_default(),
+            }),
+            (Some(Outcome::Replace(replacement)), _) => match replacement_from_pb(replacement) {
+                Ok(replacement) => RemoteOutcome::Replace(replacement),
+                Err(reason) => RemoteOutcome::Failure(format!("malformed result: {reason}")),
+            },
+        };
+        RemoteReply { state: result.state.map(from_struct), outcome, emitted: emitted.unwrap_or_default() }
+    }
+}
