@@ -3,6 +3,7 @@
 #![allow(dead_code, unreachable_pub, missing_docs)]
 
 pub mod processors;
+pub mod remote;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};

@@ -1,0 +1,200 @@
+//! Remote processors through the real server: the handshake and its refusals, a remote input
+//! guardrail (tripwire, nothing saved), a remote stream rewriter, and the failure policies when
+//! no instance is connected, an instance is too slow, or it goes away.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use agentwire::server::pb;
+use agentwire::server::pb::memory_service_client::MemoryServiceClient;
+use common::remote::{abort, call_text, cont, hello, open, outcome, serve};
+use common::{TestServer, request, text, tripwire};
+use tonic::Code;
+
+const CONFIG: &str = r#"
+[processors.word-guard]
+kind = "remote"
+timeout_ms = 2000
+
+[processors.shouter]
+kind = "remote"
+
+[processors.slow]
+kind = "remote"
+timeout_ms = 200
+
+[processors.optional]
+kind = "remote"
+remote_id = "maybe"
+timeout_ms = 200
+on_failure = "open"
+
+[[agents]]
+id = "guarded"
+model = "mock/echo"
+input_processors = ["word-guard"]
+memory = {}
+
+[[agents]]
+id = "loud"
+model = "mock/echo"
+output_processors = ["shouter"]
+
+[[agents]]
+id = "slow"
+model = "mock/echo"
+input_processors = ["slow"]
+
+[[agents]]
+id = "optional"
+model = "mock/echo"
+input_processors = ["optional"]
+"#;
+
+fn in_thread(agent: &str, text: &str) -> pb::RunRequest {
+    let mut run = request(agent, text);
+    run.thread_id = "t".into();
+    run.resource_id = "alice".into();
+    run
+}
+
+/// Sessions are refused, with a status that says why, for an unknown processor id, a protocol
+/// version this server does not speak, no hooks, or a first message that is not Hello.
+#[tokio::test]
+async fn the_handshake_refuses_clearly() {
+    let server = TestServer::start(CONFIG).await;
+    let refusal = |message: pb::ProcessorMessage| {
+        let channel = server.channel();
+        async move {
+            let (stream, _sender) = open(channel.await, message).await;
+            stream.expect_err("refused")
+        }
+    };
+    let unknown = refusal(hello("intruder", &[pb::Hook::ProcessInput])).await;
+    assert_eq!(unknown.code(), Code::NotFound);
+    assert!(unknown.message().contains("intruder"));
+    let mut future = hello("word-guard", &[pb::Hook::ProcessInput]);
+    if let Some(pb::processor_message::Message::Hello(hello)) = &mut future.message {
+        hello.min_protocol_version = 7;
+        hello.max_protocol_version = 9;
+    }
+    let version = refusal(future).await;
+    assert_eq!(version.code(), Code::FailedPrecondition);
+    assert!(
+        version.message().contains("[7:9]") && version.message().contains("[1:1]"),
+        "{}",
+        version.message()
+    );
+    let no_hooks = refusal(hello("word-guard", &[])).await;
+    assert_eq!(no_hooks.code(), Code::InvalidArgument);
+    let not_hello = refusal(pb::ProcessorMessage {
+        message: Some(pb::processor_message::Message::Pong(pb::Pong { nonce: 1 })),
+    })
+    .await;
+    assert_eq!(not_hello.code(), Code::InvalidArgument);
+}
+
+/// A remote input guardrail blocks a word: the run ends in a tripwire naming it, and nothing is
+/// saved to memory; clean input passes.
+#[tokio::test]
+async fn a_remote_input_guardrail_trips_and_nothing_is_saved() {
+    let server = TestServer::start(CONFIG).await;
+    let _session = serve(
+        server.channel().await,
+        "word-guard",
+        &[pb::Hook::ProcessInput],
+        Arc::new(
+            |call| if call_text(call).contains("secret") { abort("no secrets, please") } else { cont() },
+        ),
+    )
+    .await;
+    let chunks = server.stream(in_thread("guarded", "tell me the secret")).await;
+    let tripwire = tripwire(&chunks).expect("a tripwire");
+    assert_eq!(tripwire.reason, "no secrets, please");
+    assert_eq!(tripwire.processor_id, "word-guard");
+    let mut memory = MemoryServiceClient::new(server.channel().await);
+    let thread =
+        memory.get_thread(pb::GetThreadRequest { thread_id: "t".into(), resource_id: String::new() }).await;
+    assert_eq!(thread.unwrap_err().code(), Code::NotFound, "nothing was saved");
+
+    let passed = server.generate(in_thread("guarded", "hello")).await;
+    assert_eq!(passed.text, "echo: hello");
+}
+
+/// A remote output processor rewrites the streamed answer.
+#[tokio::test]
+async fn a_remote_stream_rewriter_changes_the_answer() {
+    let server = TestServer::start(CONFIG).await;
+    let _session = serve(
+        server.channel().await,
+        "shouter",
+        &[pb::Hook::ProcessOutputStream],
+        Arc::new(|call| match call.part.as_ref().and_then(|part| part.payload.clone()) {
+            Some(pb::chunk::Payload::TextDelta(delta)) => {
+                let mut part = call.part.clone().unwrap();
+                part.payload = Some(pb::chunk::Payload::TextDelta(pb::DeltaPayload {
+                    id: delta.id,
+                    text: delta.text.to_uppercase(),
+                }));
+                outcome(pb::hook_result::Outcome::Replace(pb::Replacement {
+                    part: Some(part),
+                    ..Default::default()
+                }))
+            }
+            _ => cont(),
+        }),
+    )
+    .await;
+    let chunks = server.stream(request("loud", "quiet please")).await;
+    assert_eq!(text(&chunks), "ECHO: QUIET PLEASE");
+}
+
+/// With no instance connected: `closed` ends in a tripwire saying so; `open` skips and says so.
+#[tokio::test]
+async fn no_instance_follows_the_failure_policy() {
+    let server = TestServer::start(CONFIG).await;
+    let closed = server.generate(request("guarded", "hi")).await;
+    let tripwire = closed.tripwire.expect("closed policy trips");
+    assert!(
+        tripwire.reason.contains("word-guard") && tripwire.reason.contains("unavailable"),
+        "{}",
+        tripwire.reason
+    );
+    let open = server.generate(request("optional", "hi")).await;
+    assert_eq!(open.text, "echo: hi");
+    assert_eq!(open.data.first().map(|chunk| chunk.r#type.as_str()), Some("data-processor-skipped"));
+}
+
+/// A processor slower than its timeout is reported as a timeout, never as a pass.
+#[tokio::test]
+async fn a_timeout_is_a_timeout() {
+    let server = TestServer::start(CONFIG).await;
+    let _session = serve(server.channel().await, "slow", &[pb::Hook::ProcessInput], Arc::new(|_| None)).await;
+    let result = server.generate(request("slow", "hi")).await;
+    let tripwire = result.tripwire.expect("a tripwire");
+    assert!(tripwire.reason.contains("timed out after 200 ms"), "{}", tripwire.reason);
+    assert_eq!(common::json(&tripwire.metadata)["cause"], "timeout");
+}
+
+/// An instance that goes away mid-call fails the call by policy (no other instance to move to).
+#[tokio::test]
+async fn an_instance_that_dies_mid_call_fails_by_policy() {
+    let server = TestServer::start(CONFIG).await;
+    let session =
+        serve(server.channel().await, "word-guard", &[pb::Hook::ProcessInput], Arc::new(|_| None)).await;
+    let run = tokio::spawn({
+        let channel = server.channel().await;
+        async move {
+            let mut client = pb::agent_service_client::AgentServiceClient::new(channel);
+            client.generate(in_thread("guarded", "hello")).await.unwrap().into_inner()
+        }
+    });
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    session.kill();
+    let result = run.await.unwrap();
+    let tripwire = result.tripwire.expect("closed policy trips");
+    // "disconnected", not "timed out": the call failed when the instance went, not at the timeout.
+    assert!(tripwire.reason.contains("disconnected"), "{}", tripwire.reason);
+}
