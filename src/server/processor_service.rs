@@ -115,7 +115,7 @@ impl pb::processor_service_server::ProcessorService for ProcessorServiceImpl {
         let welcome =
             pb::Welcome { protocol_version, session_id: new_id(), max_frame_bytes: MAX_FRAME_BYTES };
         let calls = ReceiverStream::new(events).map(|event| match event {
-            SessionEvent::Call(call) => server_message(pb::server_message::Message::Call(call.into())),
+            SessionEvent::Call(call) => server_message(pb::server_message::Message::Call((*call).into())),
             SessionEvent::Cancel(call_id) => {
                 server_message(pb::server_message::Message::Cancel(pb::Cancel { call_id }))
             }

@@ -168,7 +168,7 @@ impl From<pb::HookResult> for RemoteReply {
                 metadata: abort.metadata.map(from_proto).unwrap_or_default(),
             }),
             (Some(Outcome::Replace(replacement)), _) => match replacement_from_pb(replacement) {
-                Ok(replacement) => RemoteOutcome::Replace(replacement),
+                Ok(replacement) => RemoteOutcome::Replace(Box::new(replacement)),
                 Err(reason) => RemoteOutcome::Failure(format!("malformed result: {reason}")),
             },
         };

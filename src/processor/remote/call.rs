@@ -80,7 +80,7 @@ pub enum RemoteOutcome {
     /// Stop the run with a tripwire.
     Abort(Abort),
     /// Replace what the hook allows.
-    Replace(Replacement),
+    Replace(Box<Replacement>),
     /// Drop the chunk (processOutputStream).
     Drop,
     /// Call the model again (processAPIError).

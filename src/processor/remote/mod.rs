@@ -176,7 +176,7 @@ impl RemoteProcessor {
 
     fn replacement(outcome: Option<RemoteOutcome>) -> Option<Replacement> {
         match outcome {
-            Some(RemoteOutcome::Replace(replacement)) => Some(replacement),
+            Some(RemoteOutcome::Replace(replacement)) => Some(*replacement),
             _ => None,
         }
     }
@@ -269,7 +269,7 @@ impl Processor for RemoteProcessor {
         let remote = RemoteArgs { part: Some(args.part.clone()), ..RemoteArgs::default() };
         match self.invoke(&mut args.ctx, Hook::ProcessOutputStream, 0, remote).await? {
             Some(RemoteOutcome::Drop) => Ok(None),
-            Some(RemoteOutcome::Replace(Replacement { part: Some(part), .. })) => Ok(Some(part)),
+            Some(RemoteOutcome::Replace(replacement)) => Ok(Some(replacement.part.unwrap_or(args.part))),
             _ => Ok(Some(args.part)),
         }
     }

@@ -14,7 +14,7 @@ use crate::processor::{Hook, HookSet};
 #[derive(Debug)]
 pub enum SessionEvent {
     /// A hook call.
-    Call(RemoteCall),
+    Call(Box<RemoteCall>),
     /// A call whose answer is no longer wanted.
     Cancel(u64),
 }
@@ -69,7 +69,7 @@ impl Session {
         self.pending.lock().expect("pending lock").insert(call_id, answer);
         self.in_flight.fetch_add(1, Ordering::Relaxed);
         let guard = InFlight { session: self, call_id, done: false };
-        if self.outbox.send(SessionEvent::Call(call)).await.is_err() {
+        if self.outbox.send(SessionEvent::Call(Box::new(call))).await.is_err() {
             return Err(CallFailure::Gone);
         }
         let outcome = answered.await.map_err(|_| CallFailure::Gone);
