@@ -29,7 +29,7 @@ fn shipped_configs_are_valid() {
         std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/agentwire.toml")).unwrap();
     let runtime = build(&example).expect("examples/agentwire.toml is valid");
     let ids: Vec<&str> = runtime.agents().map(|agent| agent.id.as_str()).collect();
-    assert_eq!(ids, ["assistant", "calculator", "echo", "guarded", "inspect", "picky"]);
+    assert_eq!(ids, ["assistant", "calculator", "echo", "guarded", "inspect", "picky", "remote-guarded"]);
     build(agentwire::config::DEFAULT_CONFIG).expect("the default config is valid");
 }
 

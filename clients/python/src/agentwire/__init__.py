@@ -1,0 +1,9 @@
+"""agentwire: call agents, and serve processor hooks from Python.
+
+    from agentwire import Client, Processor, abort
+"""
+
+from agentwire.client import Client
+from agentwire.processor import Call, Processor, abort, drop, replace, retry_api_call
+
+__all__ = ["Call", "Client", "Processor", "abort", "drop", "replace", "retry_api_call"]

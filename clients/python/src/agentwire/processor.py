@@ -1,0 +1,239 @@
+"""Remote processors in Python.
+
+A processor connects to agentwire, says which hooks it serves, and answers each hook call. It is
+called only for agents whose config names its id (`[processors.<id>] kind = "remote"`):
+
+    from agentwire import Processor, abort
+
+    guard = Processor("word-guard")
+
+    @guard.on("processInput")
+    def no_secrets(call):
+        if "secret" in call.text:
+            return abort("no secrets, please")
+
+    guard.run("127.0.0.1:50051")
+
+A handler returns None to let things pass, or one of `abort(...)`, `replace(...)`, `drop()`,
+`retry_api_call()`. `call.state` is this processor's state for the run: change it in place and it
+travels with the run, so instances stay stateless. The helper handles the handshake, concurrent
+calls, and reconnects with backoff.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Callable, Dict, Iterable, Optional
+
+import grpc
+from google.protobuf import json_format
+
+from agentwire.v1 import agent_pb2, processor_pb2, processor_pb2_grpc
+
+log = logging.getLogger("agentwire.processor")
+
+HOOKS: Dict[str, int] = {
+    "processInput": processor_pb2.HOOK_PROCESS_INPUT,
+    "processInputStep": processor_pb2.HOOK_PROCESS_INPUT_STEP,
+    "processLLMRequest": processor_pb2.HOOK_PROCESS_LLM_REQUEST,
+    "processAPIError": processor_pb2.HOOK_PROCESS_API_ERROR,
+    "processOutputStream": processor_pb2.HOOK_PROCESS_OUTPUT_STREAM,
+    "processLLMResponse": processor_pb2.HOOK_PROCESS_LLM_RESPONSE,
+    "processOutputStep": processor_pb2.HOOK_PROCESS_OUTPUT_STEP,
+    "processToolResult": processor_pb2.HOOK_PROCESS_TOOL_RESULT,
+    "processOutputResult": processor_pb2.HOOK_PROCESS_OUTPUT_RESULT,
+}
+_HOOK_NAMES = {number: name for name, number in HOOKS.items()}
+
+PROTOCOL_VERSION = 1
+
+
+class Call:
+    """One hook call: the raw `HookCall` plus conveniences."""
+
+    def __init__(self, raw: processor_pb2.HookCall) -> None:
+        self.raw = raw
+        self.hook = _HOOK_NAMES.get(raw.hook, "unknown")
+        self.state: Dict[str, Any] = json_format.MessageToDict(raw.state) if raw.HasField("state") else {}
+
+    @property
+    def text(self) -> str:
+        """The text of the call's messages, joined with spaces."""
+        return " ".join(part.text.text for message in self.raw.messages for part in message.parts if part.HasField("text"))
+
+    @property
+    def part(self) -> Optional[agent_pb2.Chunk]:
+        """processOutputStream's chunk."""
+        return self.raw.part if self.raw.HasField("part") else None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.raw, name)
+
+
+def abort(reason: str, retry: bool = False, metadata: Any = None) -> processor_pb2.HookResult:
+    """Stops the run with a tripwire (`retry` asks processOutputStep for another attempt)."""
+    result = processor_pb2.HookResult(abort=processor_pb2.Abort(reason=reason, retry=retry))
+    if metadata is not None:
+        json_format.ParseDict(metadata, result.abort.metadata)
+    return result
+
+
+def replace(
+    messages: Optional[Iterable[agent_pb2.Message]] = None,
+    system_messages: Optional[Iterable[str]] = None,
+    part: Optional[agent_pb2.Chunk] = None,
+    tool_result: Any = None,
+    **step: Any,
+) -> processor_pb2.HookResult:
+    """Replaces what the hook allows: messages, system messages, the chunk, the tool result, or
+    (processInputStep) `model`, `tool_choice`, `active_tools`."""
+    replacement = processor_pb2.Replacement()
+    if messages is not None:
+        replacement.messages.messages.extend(messages)
+    if system_messages is not None:
+        replacement.system_messages.values.extend(system_messages)
+    if part is not None:
+        replacement.part.CopyFrom(part)
+    if tool_result is not None:
+        json_format.ParseDict(tool_result, replacement.tool_result)
+    if "model" in step:
+        replacement.model = step["model"]
+    if "tool_choice" in step:
+        replacement.tool_choice = step["tool_choice"]
+    if "active_tools" in step:
+        replacement.active_tools.values.extend(step["active_tools"])
+    return processor_pb2.HookResult(replace=replacement)
+
+
+def drop() -> processor_pb2.HookResult:
+    """processOutputStream: drops the chunk."""
+    return processor_pb2.HookResult(drop=processor_pb2.Drop())
+
+
+def retry_api_call() -> processor_pb2.HookResult:
+    """processAPIError: calls the model again."""
+    return processor_pb2.HookResult(retry_api_call=processor_pb2.RetryApiCall())
+
+
+Handler = Callable[[Call], Optional[processor_pb2.HookResult]]
+
+
+class Processor:
+    """A remote processor: register handlers with `on`, then `run` (blocking) or `start`."""
+
+    def __init__(self, processor_id: str, instance_id: Optional[str] = None, max_concurrency: int = 16) -> None:
+        self.processor_id = processor_id
+        self.instance_id = instance_id or f"{processor_id}-{uuid.uuid4().hex[:8]}"
+        self.max_concurrency = max_concurrency
+        self.handlers: Dict[str, Handler] = {}
+        self._stopping = threading.Event()
+        self._connected = threading.Event()
+        self._thread: Optional[threading.Thread] = None
+        self._channel: Optional[grpc.Channel] = None
+
+    def on(self, hook: str) -> Callable[[Handler], Handler]:
+        """Decorator: serves `hook` (e.g. "processInput") with the function."""
+        if hook not in HOOKS:
+            raise ValueError(f"unknown hook {hook!r}; expected one of {sorted(HOOKS)}")
+
+        def register(handler: Handler) -> Handler:
+            self.handlers[hook] = handler
+            return handler
+
+        return register
+
+    def _answer(self, raw: processor_pb2.HookCall) -> processor_pb2.HookResult:
+        call = Call(raw)
+        before = dict(call.state)
+        try:
+            result = self.handlers[call.hook](call)
+        except Exception as error:  # a handler bug fails the run clearly, never the session
+            log.exception("handler for %s failed", call.hook)
+            result = processor_pb2.HookResult(failure=processor_pb2.Failure(message=f"{type(error).__name__}: {error}"))
+        if result is None:
+            result = processor_pb2.HookResult(**{"continue": processor_pb2.Continue()})
+        result.call_id = raw.call_id
+        if call.state != before:
+            json_format.ParseDict(call.state, result.state)
+        return result
+
+    def _session(self, address: str) -> None:
+        outgoing: "queue.Queue[Optional[processor_pb2.ProcessorMessage]]" = queue.Queue()
+        hello = processor_pb2.Hello(
+            processor_id=self.processor_id,
+            instance_id=self.instance_id,
+            min_protocol_version=PROTOCOL_VERSION,
+            max_protocol_version=PROTOCOL_VERSION,
+            hooks=[HOOKS[hook] for hook in self.handlers],
+            max_concurrency=self.max_concurrency,
+        )
+        outgoing.put(processor_pb2.ProcessorMessage(hello=hello))
+
+        def messages() -> Iterable[processor_pb2.ProcessorMessage]:
+            while True:
+                message = outgoing.get()
+                if message is None:
+                    return
+                yield message
+
+        self._channel = grpc.insecure_channel(address)
+        stub = processor_pb2_grpc.ProcessorServiceStub(self._channel)
+        responses = stub.Connect(messages())
+        with ThreadPoolExecutor(max_workers=self.max_concurrency) as workers:
+            try:
+                for message in responses:
+                    kind = message.WhichOneof("message")
+                    if kind == "welcome":
+                        self._connected.set()
+                        log.info("%s connected (protocol %d)", self.processor_id, message.welcome.protocol_version)
+                    elif kind == "call":
+                        future = workers.submit(self._answer, message.call)
+                        future.add_done_callback(lambda done: outgoing.put(processor_pb2.ProcessorMessage(result=done.result())))
+                    elif kind == "ping":
+                        outgoing.put(processor_pb2.ProcessorMessage(pong=processor_pb2.Pong(nonce=message.ping.nonce)))
+            finally:
+                self._connected.clear()
+                outgoing.put(None)
+                self._channel.close()
+
+    def run(self, address: str = "127.0.0.1:50051") -> None:
+        """Serves until `stop`, reconnecting with backoff. Refusals (unknown id, bad version) are
+        not retried: they raise."""
+        if not self.handlers:
+            raise ValueError("register at least one hook with @processor.on(...)")
+        backoff = 0.1
+        while not self._stopping.is_set():
+            try:
+                self._session(address)
+                backoff = 0.1
+            except grpc.RpcError as error:
+                code = error.code()
+                if code in (grpc.StatusCode.NOT_FOUND, grpc.StatusCode.FAILED_PRECONDITION, grpc.StatusCode.INVALID_ARGUMENT,
+                            grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMISSION_DENIED):
+                    raise
+                if self._stopping.is_set():
+                    return
+                log.warning("session ended (%s); reconnecting in %.1fs", code, backoff)
+            self._stopping.wait(backoff)
+            backoff = min(backoff * 2, 5.0)
+
+    def start(self, address: str = "127.0.0.1:50051", timeout: float = 10.0) -> "Processor":
+        """Serves in a background thread; returns once connected."""
+        self._thread = threading.Thread(target=self.run, args=(address,), daemon=True)
+        self._thread.start()
+        if not self._connected.wait(timeout):
+            raise TimeoutError(f"processor {self.processor_id!r} did not connect to {address} within {timeout}s")
+        return self
+
+    def stop(self) -> None:
+        """Ends the session and stops reconnecting."""
+        self._stopping.set()
+        if self._channel is not None:
+            self._channel.close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)

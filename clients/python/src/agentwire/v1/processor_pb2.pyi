@@ -1,0 +1,243 @@
+from agentwire.v1 import agent_pb2 as _agent_pb2
+from google.protobuf import struct_pb2 as _struct_pb2
+from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class Hook(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    HOOK_UNSPECIFIED: _ClassVar[Hook]
+    HOOK_PROCESS_INPUT: _ClassVar[Hook]
+    HOOK_PROCESS_INPUT_STEP: _ClassVar[Hook]
+    HOOK_PROCESS_LLM_REQUEST: _ClassVar[Hook]
+    HOOK_PROCESS_API_ERROR: _ClassVar[Hook]
+    HOOK_PROCESS_OUTPUT_STREAM: _ClassVar[Hook]
+    HOOK_PROCESS_LLM_RESPONSE: _ClassVar[Hook]
+    HOOK_PROCESS_OUTPUT_STEP: _ClassVar[Hook]
+    HOOK_PROCESS_TOOL_RESULT: _ClassVar[Hook]
+    HOOK_PROCESS_OUTPUT_RESULT: _ClassVar[Hook]
+HOOK_UNSPECIFIED: Hook
+HOOK_PROCESS_INPUT: Hook
+HOOK_PROCESS_INPUT_STEP: Hook
+HOOK_PROCESS_LLM_REQUEST: Hook
+HOOK_PROCESS_API_ERROR: Hook
+HOOK_PROCESS_OUTPUT_STREAM: Hook
+HOOK_PROCESS_LLM_RESPONSE: Hook
+HOOK_PROCESS_OUTPUT_STEP: Hook
+HOOK_PROCESS_TOOL_RESULT: Hook
+HOOK_PROCESS_OUTPUT_RESULT: Hook
+
+class ProcessorMessage(_message.Message):
+    __slots__ = ("hello", "result", "pong")
+    HELLO_FIELD_NUMBER: _ClassVar[int]
+    RESULT_FIELD_NUMBER: _ClassVar[int]
+    PONG_FIELD_NUMBER: _ClassVar[int]
+    hello: Hello
+    result: HookResult
+    pong: Pong
+    def __init__(self, hello: _Optional[_Union[Hello, _Mapping]] = ..., result: _Optional[_Union[HookResult, _Mapping]] = ..., pong: _Optional[_Union[Pong, _Mapping]] = ...) -> None: ...
+
+class ServerMessage(_message.Message):
+    __slots__ = ("welcome", "call", "cancel", "ping")
+    WELCOME_FIELD_NUMBER: _ClassVar[int]
+    CALL_FIELD_NUMBER: _ClassVar[int]
+    CANCEL_FIELD_NUMBER: _ClassVar[int]
+    PING_FIELD_NUMBER: _ClassVar[int]
+    welcome: Welcome
+    call: HookCall
+    cancel: Cancel
+    ping: Ping
+    def __init__(self, welcome: _Optional[_Union[Welcome, _Mapping]] = ..., call: _Optional[_Union[HookCall, _Mapping]] = ..., cancel: _Optional[_Union[Cancel, _Mapping]] = ..., ping: _Optional[_Union[Ping, _Mapping]] = ...) -> None: ...
+
+class Hello(_message.Message):
+    __slots__ = ("processor_id", "instance_id", "min_protocol_version", "max_protocol_version", "hooks", "max_concurrency")
+    PROCESSOR_ID_FIELD_NUMBER: _ClassVar[int]
+    INSTANCE_ID_FIELD_NUMBER: _ClassVar[int]
+    MIN_PROTOCOL_VERSION_FIELD_NUMBER: _ClassVar[int]
+    MAX_PROTOCOL_VERSION_FIELD_NUMBER: _ClassVar[int]
+    HOOKS_FIELD_NUMBER: _ClassVar[int]
+    MAX_CONCURRENCY_FIELD_NUMBER: _ClassVar[int]
+    processor_id: str
+    instance_id: str
+    min_protocol_version: int
+    max_protocol_version: int
+    hooks: _containers.RepeatedScalarFieldContainer[Hook]
+    max_concurrency: int
+    def __init__(self, processor_id: _Optional[str] = ..., instance_id: _Optional[str] = ..., min_protocol_version: _Optional[int] = ..., max_protocol_version: _Optional[int] = ..., hooks: _Optional[_Iterable[_Union[Hook, str]]] = ..., max_concurrency: _Optional[int] = ...) -> None: ...
+
+class Welcome(_message.Message):
+    __slots__ = ("protocol_version", "session_id", "max_frame_bytes")
+    PROTOCOL_VERSION_FIELD_NUMBER: _ClassVar[int]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    MAX_FRAME_BYTES_FIELD_NUMBER: _ClassVar[int]
+    protocol_version: int
+    session_id: str
+    max_frame_bytes: int
+    def __init__(self, protocol_version: _Optional[int] = ..., session_id: _Optional[str] = ..., max_frame_bytes: _Optional[int] = ...) -> None: ...
+
+class HookCall(_message.Message):
+    __slots__ = ("call_id", "run_id", "agent_id", "thread_id", "resource_id", "hook", "step", "deadline_unix_ms", "retry_count", "state", "request_context", "messages", "system_messages", "part", "model", "text", "finish_reason", "usage", "tool_calls", "tool_call", "tool_result", "error_status", "error_message", "prompt", "chunks", "tools")
+    class RequestContextEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    CALL_ID_FIELD_NUMBER: _ClassVar[int]
+    RUN_ID_FIELD_NUMBER: _ClassVar[int]
+    AGENT_ID_FIELD_NUMBER: _ClassVar[int]
+    THREAD_ID_FIELD_NUMBER: _ClassVar[int]
+    RESOURCE_ID_FIELD_NUMBER: _ClassVar[int]
+    HOOK_FIELD_NUMBER: _ClassVar[int]
+    STEP_FIELD_NUMBER: _ClassVar[int]
+    DEADLINE_UNIX_MS_FIELD_NUMBER: _ClassVar[int]
+    RETRY_COUNT_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_CONTEXT_FIELD_NUMBER: _ClassVar[int]
+    MESSAGES_FIELD_NUMBER: _ClassVar[int]
+    SYSTEM_MESSAGES_FIELD_NUMBER: _ClassVar[int]
+    PART_FIELD_NUMBER: _ClassVar[int]
+    MODEL_FIELD_NUMBER: _ClassVar[int]
+    TEXT_FIELD_NUMBER: _ClassVar[int]
+    FINISH_REASON_FIELD_NUMBER: _ClassVar[int]
+    USAGE_FIELD_NUMBER: _ClassVar[int]
+    TOOL_CALLS_FIELD_NUMBER: _ClassVar[int]
+    TOOL_CALL_FIELD_NUMBER: _ClassVar[int]
+    TOOL_RESULT_FIELD_NUMBER: _ClassVar[int]
+    ERROR_STATUS_FIELD_NUMBER: _ClassVar[int]
+    ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    PROMPT_FIELD_NUMBER: _ClassVar[int]
+    CHUNKS_FIELD_NUMBER: _ClassVar[int]
+    TOOLS_FIELD_NUMBER: _ClassVar[int]
+    call_id: int
+    run_id: str
+    agent_id: str
+    thread_id: str
+    resource_id: str
+    hook: Hook
+    step: int
+    deadline_unix_ms: int
+    retry_count: int
+    state: _struct_pb2.Struct
+    request_context: _containers.ScalarMap[str, str]
+    messages: _containers.RepeatedCompositeFieldContainer[_agent_pb2.Message]
+    system_messages: _containers.RepeatedScalarFieldContainer[str]
+    part: _agent_pb2.Chunk
+    model: str
+    text: str
+    finish_reason: str
+    usage: _agent_pb2.Usage
+    tool_calls: _containers.RepeatedCompositeFieldContainer[_agent_pb2.ToolCallPart]
+    tool_call: _agent_pb2.ToolCallPart
+    tool_result: _agent_pb2.ToolResultPart
+    error_status: int
+    error_message: str
+    prompt: _containers.RepeatedCompositeFieldContainer[_agent_pb2.Message]
+    chunks: _containers.RepeatedCompositeFieldContainer[_agent_pb2.Chunk]
+    tools: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, call_id: _Optional[int] = ..., run_id: _Optional[str] = ..., agent_id: _Optional[str] = ..., thread_id: _Optional[str] = ..., resource_id: _Optional[str] = ..., hook: _Optional[_Union[Hook, str]] = ..., step: _Optional[int] = ..., deadline_unix_ms: _Optional[int] = ..., retry_count: _Optional[int] = ..., state: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., request_context: _Optional[_Mapping[str, str]] = ..., messages: _Optional[_Iterable[_Union[_agent_pb2.Message, _Mapping]]] = ..., system_messages: _Optional[_Iterable[str]] = ..., part: _Optional[_Union[_agent_pb2.Chunk, _Mapping]] = ..., model: _Optional[str] = ..., text: _Optional[str] = ..., finish_reason: _Optional[str] = ..., usage: _Optional[_Union[_agent_pb2.Usage, _Mapping]] = ..., tool_calls: _Optional[_Iterable[_Union[_agent_pb2.ToolCallPart, _Mapping]]] = ..., tool_call: _Optional[_Union[_agent_pb2.ToolCallPart, _Mapping]] = ..., tool_result: _Optional[_Union[_agent_pb2.ToolResultPart, _Mapping]] = ..., error_status: _Optional[int] = ..., error_message: _Optional[str] = ..., prompt: _Optional[_Iterable[_Union[_agent_pb2.Message, _Mapping]]] = ..., chunks: _Optional[_Iterable[_Union[_agent_pb2.Chunk, _Mapping]]] = ..., tools: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class HookResult(_message.Message):
+    __slots__ = ("call_id", "state", "abort", "replace", "drop", "retry_api_call", "failure", "emit")
+    CALL_ID_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    CONTINUE_FIELD_NUMBER: _ClassVar[int]
+    ABORT_FIELD_NUMBER: _ClassVar[int]
+    REPLACE_FIELD_NUMBER: _ClassVar[int]
+    DROP_FIELD_NUMBER: _ClassVar[int]
+    RETRY_API_CALL_FIELD_NUMBER: _ClassVar[int]
+    FAILURE_FIELD_NUMBER: _ClassVar[int]
+    EMIT_FIELD_NUMBER: _ClassVar[int]
+    call_id: int
+    state: _struct_pb2.Struct
+    abort: Abort
+    replace: Replacement
+    drop: Drop
+    retry_api_call: RetryApiCall
+    failure: Failure
+    emit: _containers.RepeatedCompositeFieldContainer[_agent_pb2.Chunk]
+    def __init__(self, call_id: _Optional[int] = ..., state: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., abort: _Optional[_Union[Abort, _Mapping]] = ..., replace: _Optional[_Union[Replacement, _Mapping]] = ..., drop: _Optional[_Union[Drop, _Mapping]] = ..., retry_api_call: _Optional[_Union[RetryApiCall, _Mapping]] = ..., failure: _Optional[_Union[Failure, _Mapping]] = ..., emit: _Optional[_Iterable[_Union[_agent_pb2.Chunk, _Mapping]]] = ..., **kwargs) -> None: ...
+
+class Continue(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class Drop(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class RetryApiCall(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class Abort(_message.Message):
+    __slots__ = ("reason", "retry", "metadata")
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    RETRY_FIELD_NUMBER: _ClassVar[int]
+    METADATA_FIELD_NUMBER: _ClassVar[int]
+    reason: str
+    retry: bool
+    metadata: _struct_pb2.Value
+    def __init__(self, reason: _Optional[str] = ..., retry: _Optional[bool] = ..., metadata: _Optional[_Union[_struct_pb2.Value, _Mapping]] = ...) -> None: ...
+
+class Failure(_message.Message):
+    __slots__ = ("message",)
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    message: str
+    def __init__(self, message: _Optional[str] = ...) -> None: ...
+
+class Replacement(_message.Message):
+    __slots__ = ("messages", "system_messages", "part", "tool_result", "model", "tool_choice", "active_tools", "prompt")
+    MESSAGES_FIELD_NUMBER: _ClassVar[int]
+    SYSTEM_MESSAGES_FIELD_NUMBER: _ClassVar[int]
+    PART_FIELD_NUMBER: _ClassVar[int]
+    TOOL_RESULT_FIELD_NUMBER: _ClassVar[int]
+    MODEL_FIELD_NUMBER: _ClassVar[int]
+    TOOL_CHOICE_FIELD_NUMBER: _ClassVar[int]
+    ACTIVE_TOOLS_FIELD_NUMBER: _ClassVar[int]
+    PROMPT_FIELD_NUMBER: _ClassVar[int]
+    messages: MessageList
+    system_messages: StringList
+    part: _agent_pb2.Chunk
+    tool_result: _struct_pb2.Value
+    model: str
+    tool_choice: str
+    active_tools: StringList
+    prompt: MessageList
+    def __init__(self, messages: _Optional[_Union[MessageList, _Mapping]] = ..., system_messages: _Optional[_Union[StringList, _Mapping]] = ..., part: _Optional[_Union[_agent_pb2.Chunk, _Mapping]] = ..., tool_result: _Optional[_Union[_struct_pb2.Value, _Mapping]] = ..., model: _Optional[str] = ..., tool_choice: _Optional[str] = ..., active_tools: _Optional[_Union[StringList, _Mapping]] = ..., prompt: _Optional[_Union[MessageList, _Mapping]] = ...) -> None: ...
+
+class MessageList(_message.Message):
+    __slots__ = ("messages",)
+    MESSAGES_FIELD_NUMBER: _ClassVar[int]
+    messages: _containers.RepeatedCompositeFieldContainer[_agent_pb2.Message]
+    def __init__(self, messages: _Optional[_Iterable[_Union[_agent_pb2.Message, _Mapping]]] = ...) -> None: ...
+
+class StringList(_message.Message):
+    __slots__ = ("values",)
+    VALUES_FIELD_NUMBER: _ClassVar[int]
+    values: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, values: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class Ping(_message.Message):
+    __slots__ = ("nonce",)
+    NONCE_FIELD_NUMBER: _ClassVar[int]
+    nonce: int
+    def __init__(self, nonce: _Optional[int] = ...) -> None: ...
+
+class Pong(_message.Message):
+    __slots__ = ("nonce",)
+    NONCE_FIELD_NUMBER: _ClassVar[int]
+    nonce: int
+    def __init__(self, nonce: _Optional[int] = ...) -> None: ...
+
+class Cancel(_message.Message):
+    __slots__ = ("call_id",)
+    CALL_ID_FIELD_NUMBER: _ClassVar[int]
+    call_id: int
+    def __init__(self, call_id: _Optional[int] = ...) -> None: ...

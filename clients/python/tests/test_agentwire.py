@@ -1,0 +1,79 @@
+"""The Python client against the real server: generate, a remote input guardrail (tripwire and
+nothing saved), a remote stream rewriter, and the failure policy when a processor dies mid-run."""
+
+import threading
+import time
+
+import grpc
+
+from agentwire import Processor, abort
+from agentwire.v1 import memory_pb2
+
+
+def test_generate_returns_the_answer(client):
+    result = client.generate("echo", "hello from python")
+    assert result.text == "echo: hello from python"
+    assert result.finish_reason == "stop"
+    chunks = [chunk.type for chunk in client.stream("echo", "hi")]
+    assert chunks[0] == "start" and chunks[-1] == "finish"
+
+
+def test_remote_guardrail_trips_and_nothing_is_saved(server, client):
+    guard = Processor("word-guard")
+
+    @guard.on("processInput")
+    def no_secrets(call):
+        if "secret" in call.text:
+            return abort("no secrets, please", metadata={"word": "secret"})
+
+    guard.start(server)
+    try:
+        result = client.generate("guarded", "tell me the secret", thread_id="py-thread", resource_id="ada")
+        assert result.finish_reason == "other"
+        assert result.tripwire.reason == "no secrets, please"
+        assert result.tripwire.processor_id == "word-guard"
+        try:
+            client.memory.GetThread(memory_pb2.GetThreadRequest(thread_id="py-thread"))
+            raise AssertionError("the thread should not exist: nothing is saved after a tripwire")
+        except grpc.RpcError as error:
+            assert error.code() == grpc.StatusCode.NOT_FOUND
+
+        passed = client.generate("guarded", "hello", thread_id="py-thread-2", resource_id="ada")
+        assert passed.text == "echo: hello"
+    finally:
+        guard.stop()
+
+
+def test_remote_stream_rewriter_changes_the_answer(server, client):
+    import examples_path  # noqa: F401  (puts examples/ on the path)
+    from stream_redactor import redactor
+
+    redactor.start(server)
+    try:
+        chunks = list(client.stream("redacted", "call 555 1234"))
+        text = "".join(chunk.text_delta.text for chunk in chunks if chunk.type == "text-delta")
+        assert text == "echo: call ### ####"
+    finally:
+        redactor.stop()
+
+
+def test_processor_death_mid_run_follows_the_failure_policy(server, client):
+    flaky = Processor("flaky")
+    called = threading.Event()
+
+    @flaky.on("processInput")
+    def hang(call):
+        called.set()
+        time.sleep(30)  # never answers: the process "dies" meanwhile
+
+    flaky.start(server)
+    outcome = {}
+    runner = threading.Thread(target=lambda: outcome.setdefault("result", client.generate("fragile", "hi")))
+    runner.start()
+    assert called.wait(10)
+    flaky.stop()  # the session ends with the call in flight
+    runner.join(10)
+    result = outcome["result"]
+    assert result.finish_reason == "other"
+    assert "flaky" in result.tripwire.reason
+    assert "disconnected" in result.tripwire.reason or "unavailable" in result.tripwire.reason
