@@ -48,9 +48,27 @@ pub struct Config {
     /// Embedders for semantic recall, by name (`lexical` is built in).
     #[serde(default)]
     pub embedders: BTreeMap<String, Spanned<EmbedderConfig>>,
+    /// Tokens remote processors present, each naming the processor ids it may register as.
+    /// With none, any configured id may connect (fine on loopback, not beyond).
+    #[serde(default)]
+    pub processor_tokens: Vec<Spanned<ProcessorTokenConfig>>,
     /// The source text, to turn byte offsets into line numbers.
     #[serde(skip)]
     source: String,
+}
+
+/// One `[[processor_tokens]]` entry.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProcessorTokenConfig {
+    /// The token itself.
+    #[serde(default)]
+    pub token: Option<String>,
+    /// Or the environment variable holding it (kept out of the file).
+    #[serde(default)]
+    pub token_env: Option<String>,
+    /// The processor ids a holder may register as.
+    pub processors: Vec<String>,
 }
 
 /// The `[storage]` table.

@@ -70,6 +70,13 @@ fn mistakes_name_the_key_and_the_line() {
             ["last_message", "line 4"],
         ),
         ("[processors.h]\nkind = \"message-history\"\n", ["processors.h", "`memory` table"]),
+        ("[[processor_tokens]]\nprocessors = [\"p\"]\n", ["processor_tokens[0]", "exactly one"]),
+        (
+            "[[processor_tokens]]\ntoken_env = \"AGENTWIRE_SURELY_UNSET_TOKEN\"\nprocessors = [\"p\"]\n",
+            ["processor_tokens[0].token_env", "AGENTWIRE_SURELY_UNSET_TOKEN"],
+        ),
+        ("[processors.r]\nkind = \"remote\"\ntimeout_ms = 0\n", ["processors.r", "timeout_ms"]),
+        ("[processors.r]\nkind = \"remote\"\non_failure = \"maybe\"\n", ["processors.r", "maybe"]),
         (
             "[embedders.e]\nkind = \"openai\"\nbase_url = \"http://x\"\nmodel = \"m\"\napi_key_env = \"AGENTWIRE_SURELY_UNSET_KEY\"\n",
             ["embedders.e.api_key_env", "AGENTWIRE_SURELY_UNSET_KEY"],

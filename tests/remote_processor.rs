@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use agentwire::server::pb;
 use agentwire::server::pb::memory_service_client::MemoryServiceClient;
-use common::remote::{abort, call_text, cont, hello, open, outcome, serve};
+use common::remote::{abort, call_text, cont, hello, open, open_with_token, outcome, serve};
 use common::{TestServer, request, text, tripwire};
 use tonic::Code;
 
@@ -197,4 +197,31 @@ async fn an_instance_that_dies_mid_call_fails_by_policy() {
     let tripwire = result.tripwire.expect("closed policy trips");
     // "disconnected", not "timed out": the call failed when the instance went, not at the timeout.
     assert!(tripwire.reason.contains("disconnected"), "{}", tripwire.reason);
+}
+
+/// With processor tokens configured, a session needs a token, the right one, and one that may
+/// register as its processor id.
+#[tokio::test]
+async fn tokens_decide_who_may_register() {
+    let config = format!(
+        "{CONFIG}\n[[processor_tokens]]\ntoken = \"guard-token\"\nprocessors = [\"word-guard\"]\n\n\
+         [[processor_tokens]]\ntoken = \"shout-token\"\nprocessors = [\"shouter\"]\n"
+    );
+    let server = TestServer::start(&config).await;
+    let attempt = |token: Option<&'static str>| {
+        let channel = server.channel();
+        async move {
+            open_with_token(channel.await, hello("word-guard", &[pb::Hook::ProcessInput]), token).await.0
+        }
+    };
+    let missing = attempt(None).await.expect_err("refused");
+    assert_eq!(missing.code(), Code::Unauthenticated);
+    assert!(missing.message().contains("authorization"));
+    assert_eq!(attempt(Some("guess")).await.expect_err("refused").code(), Code::Unauthenticated);
+    let other = attempt(Some("shout-token")).await.expect_err("refused");
+    assert_eq!(other.code(), Code::PermissionDenied);
+    assert!(other.message().contains("word-guard"));
+    let mut accepted = attempt(Some("guard-token")).await.expect("accepted");
+    let welcome = accepted.message().await.unwrap().unwrap();
+    assert!(matches!(welcome.message, Some(pb::server_message::Message::Welcome(_))));
 }

@@ -159,6 +159,29 @@ impl Runtime {
             .map_err(|reason| config.invalid_at(offset, format!("processors.{name}: {reason}")))?;
             runtime.definitions.insert(name.clone(), processor);
         }
+        for (index, entry) in config.processor_tokens.iter().enumerate() {
+            let offset = entry.span().start;
+            let token = match (&entry.get_ref().token, &entry.get_ref().token_env) {
+                (Some(token), None) => token.clone(),
+                (None, Some(variable)) => std::env::var(variable).map_err(|_| {
+                    config.invalid_at(
+                        offset,
+                        format!("processor_tokens[{index}].token_env: `{variable}` is not set"),
+                    )
+                })?,
+                _ => {
+                    let message =
+                        format!("processor_tokens[{index}]: give `token` or `token_env`, exactly one");
+                    return Err(config.invalid_at(offset, message));
+                }
+            };
+            if token.is_empty() {
+                return Err(
+                    config.invalid_at(offset, format!("processor_tokens[{index}]: the token is empty"))
+                );
+            }
+            runtime.remote.allow_token(token, entry.get_ref().processors.iter().cloned());
+        }
         for (index, agent) in config.agents.iter().enumerate() {
             let offset = agent.span().start;
             let resolved = runtime.resolve_agent(agent.get_ref()).map_err(|(key_offset, reason)| {

@@ -14,7 +14,9 @@ use tonic::{Request, Response, Status, Streaming};
 use super::pb;
 use super::remote_convert::hook_from_pb;
 use crate::processor::HookSet;
-use crate::processor::remote::{PROTOCOL_VERSIONS, RemotePool, RemoteReply, Session, SessionEvent};
+use crate::processor::remote::{
+    AuthError, PROTOCOL_VERSIONS, RemotePool, RemoteReply, Session, SessionEvent,
+};
 use crate::runtime::new_id;
 
 /// Calls queued for one instance before callers wait.
@@ -81,6 +83,11 @@ impl pb::processor_service_server::ProcessorService for ProcessorServiceImpl {
         &self,
         request: Request<Streaming<pb::ProcessorMessage>>,
     ) -> Result<Response<ServerStream>, Status> {
+        let token = request
+            .metadata()
+            .get("authorization")
+            .and_then(|value| value.to_str().ok())
+            .map(|value| value.strip_prefix("Bearer ").unwrap_or(value).to_owned());
         let mut inbound = request.into_inner();
         let hello = match inbound.message().await? {
             Some(pb::ProcessorMessage { message: Some(pb::processor_message::Message::Hello(hello)) }) => {
@@ -88,6 +95,10 @@ impl pb::processor_service_server::ProcessorService for ProcessorServiceImpl {
             }
             _ => return Err(Status::invalid_argument("the first message of a session must be `hello`")),
         };
+        self.pool.authorize(token.as_deref(), &hello.processor_id).map_err(|error| match error {
+            AuthError::MissingToken | AuthError::InvalidToken => Status::unauthenticated(error.to_string()),
+            AuthError::NotAllowed(_) => Status::permission_denied(error.to_string()),
+        })?;
         let hooks = accept(&hello, &self.pool)?;
         // The highest version both sides speak.
         let protocol_version = hello.max_protocol_version.min(PROTOCOL_VERSIONS.1);

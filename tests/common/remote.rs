@@ -31,10 +31,23 @@ pub async fn open(
     channel: Channel,
     first: pb::ProcessorMessage,
 ) -> (Result<tonic::Streaming<pb::ServerMessage>, tonic::Status>, mpsc::Sender<pb::ProcessorMessage>) {
+    open_with_token(channel, first, None).await
+}
+
+/// [`open`], presenting `token` as `authorization: Bearer <token>`.
+pub async fn open_with_token(
+    channel: Channel,
+    first: pb::ProcessorMessage,
+    token: Option<&str>,
+) -> (Result<tonic::Streaming<pb::ServerMessage>, tonic::Status>, mpsc::Sender<pb::ProcessorMessage>) {
     let (sender, receiver) = mpsc::channel(64);
     sender.send(first).await.unwrap();
+    let mut request = tonic::Request::new(ReceiverStream::new(receiver));
+    if let Some(token) = token {
+        request.metadata_mut().insert("authorization", format!("Bearer {token}").parse().unwrap());
+    }
     let mut client = ProcessorServiceClient::new(channel);
-    let response = client.connect(ReceiverStream::new(receiver)).await.map(tonic::Response::into_inner);
+    let response = client.connect(request).await.map(tonic::Response::into_inner);
     (response, sender)
 }
 

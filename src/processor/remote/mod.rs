@@ -15,7 +15,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 pub use self::call::{RemoteArgs, RemoteCall, RemoteOutcome, RemoteReply, Replacement};
-pub use self::session::{CallFailure, RemotePool, Session, SessionEvent};
+pub use self::session::{AuthError, CallFailure, RemotePool, Session, SessionEvent};
 use super::{
     Abort, ApiErrorArgs, ApiErrorOutcome, Hook, HookContext, HookError, HookResult, HookSet, InputArgs,
     InputOutcome, InputStepArgs, LlmRequestArgs, LlmRequestOutcome, LlmResponseArgs, OutputResultArgs,

@@ -118,11 +118,40 @@ impl Drop for InFlight<'_> {
     }
 }
 
-/// Every connected session, by processor id, and the processor ids the config names.
-#[derive(Debug, Default)]
+/// Why a processor may not connect.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AuthError {
+    /// Tokens are required and none was given.
+    #[error("a processor token is required (send `authorization: Bearer <token>`)")]
+    MissingToken,
+    /// The token is not one of the configured tokens.
+    #[error("invalid processor token")]
+    InvalidToken,
+    /// The token may not register as this processor id.
+    #[error("this token may not register as processor `{0}`")]
+    NotAllowed(String),
+}
+
+/// Every connected session, by processor id, the processor ids the config names, and the
+/// tokens that may register them.
+#[derive(Default)]
 pub struct RemotePool {
     sessions: Mutex<HashMap<String, Vec<Arc<Session>>>>,
     expected: Mutex<HashSet<String>>,
+    /// Token → the processor ids it may register as.
+    tokens: Mutex<Vec<(String, HashSet<String>)>>,
+}
+
+impl std::fmt::Debug for RemotePool {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never the tokens.
+        formatter.debug_struct("RemotePool").field("expected", &self.expected).finish_non_exhaustive()
+    }
+}
+
+/// Compares secrets in time independent of where they differ.
+fn same_secret(left: &str, right: &str) -> bool {
+    left.len() == right.len() && left.bytes().zip(right.bytes()).fold(0u8, |diff, (a, b)| diff | (a ^ b)) == 0
 }
 
 impl RemotePool {
@@ -134,6 +163,29 @@ impl RemotePool {
     /// Records that the config names this processor id: only such ids may connect.
     pub fn expect(&self, processor_id: &str) {
         self.expected.lock().expect("expected lock").insert(processor_id.to_owned());
+    }
+
+    /// Lets holders of `token` register as these processor ids. Once a token exists, every
+    /// session needs one.
+    pub fn allow_token(&self, token: String, processor_ids: impl IntoIterator<Item = String>) {
+        self.tokens.lock().expect("tokens lock").push((token, processor_ids.into_iter().collect()));
+    }
+
+    /// Checks a session's token for a processor id.
+    pub fn authorize(&self, token: Option<&str>, processor_id: &str) -> Result<(), AuthError> {
+        let tokens = self.tokens.lock().expect("tokens lock");
+        if tokens.is_empty() {
+            return Ok(());
+        }
+        let token = token.ok_or(AuthError::MissingToken)?;
+        let Some((_, allowed)) = tokens.iter().find(|(known, _)| same_secret(known, token)) else {
+            return Err(AuthError::InvalidToken);
+        };
+        if allowed.contains(processor_id) {
+            Ok(())
+        } else {
+            Err(AuthError::NotAllowed(processor_id.to_owned()))
+        }
     }
 
     /// True when the config names this processor id.

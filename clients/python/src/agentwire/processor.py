@@ -23,6 +23,7 @@ calls, and reconnects with backoff.
 from __future__ import annotations
 
 import logging
+import os
 import queue
 import threading
 import time
@@ -126,8 +127,17 @@ Handler = Callable[[Call], Optional[processor_pb2.HookResult]]
 class Processor:
     """A remote processor: register handlers with `on`, then `run` (blocking) or `start`."""
 
-    def __init__(self, processor_id: str, instance_id: Optional[str] = None, max_concurrency: int = 16) -> None:
+    def __init__(
+        self,
+        processor_id: str,
+        instance_id: Optional[str] = None,
+        max_concurrency: int = 16,
+        token: Optional[str] = None,
+    ) -> None:
+        """`token`: the processor token, when the server requires one (default: the
+        `AGENTWIRE_PROCESSOR_TOKEN` environment variable)."""
         self.processor_id = processor_id
+        self.token = token if token is not None else os.environ.get("AGENTWIRE_PROCESSOR_TOKEN")
         self.instance_id = instance_id or f"{processor_id}-{uuid.uuid4().hex[:8]}"
         self.max_concurrency = max_concurrency
         self.handlers: Dict[str, Handler] = {}
@@ -183,7 +193,8 @@ class Processor:
 
         self._channel = grpc.insecure_channel(address)
         stub = processor_pb2_grpc.ProcessorServiceStub(self._channel)
-        responses = stub.Connect(messages())
+        metadata = [("authorization", f"Bearer {self.token}")] if self.token else None
+        responses = stub.Connect(messages(), metadata=metadata)
         with ThreadPoolExecutor(max_workers=self.max_concurrency) as workers:
             try:
                 for message in responses:
