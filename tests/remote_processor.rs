@@ -225,3 +225,24 @@ async fn tokens_decide_who_may_register() {
     let welcome = accepted.message().await.unwrap().unwrap();
     assert!(matches!(welcome.message, Some(pb::server_message::Message::Welcome(_))));
 }
+
+/// ListProcessors shows the connected instances with their hooks and what they did.
+#[tokio::test]
+async fn list_processors_shows_the_pool() {
+    let server = TestServer::start(CONFIG).await;
+    let _guard =
+        serve(server.channel().await, "word-guard", &[pb::Hook::ProcessInput], Arc::new(|_| cont())).await;
+    let _slow = serve(server.channel().await, "slow", &[pb::Hook::ProcessInput], Arc::new(|_| None)).await;
+    server.generate(request("guarded", "hi")).await;
+    server.generate(request("slow", "hi")).await;
+    let mut client = pb::processor_service_client::ProcessorServiceClient::new(server.channel().await);
+    let instances =
+        client.list_processors(pb::ListProcessorsRequest {}).await.unwrap().into_inner().instances;
+    let summary: Vec<(&str, u64, u64)> = instances
+        .iter()
+        .map(|instance| (instance.processor_id.as_str(), instance.calls, instance.errors))
+        .collect();
+    assert_eq!(summary, [("slow", 0, 1), ("word-guard", 1, 0)], "the slow one timed out once");
+    assert_eq!(instances[1].hooks, [pb::Hook::ProcessInput as i32]);
+    assert!(instances[1].mean_latency_ms > 0.0);
+}

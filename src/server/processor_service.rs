@@ -79,6 +79,31 @@ fn accept(hello: &pb::Hello, pool: &RemotePool) -> Result<HookSet, Status> {
 impl pb::processor_service_server::ProcessorService for ProcessorServiceImpl {
     type ConnectStream = ServerStream;
 
+    async fn list_processors(
+        &self,
+        _request: Request<pb::ListProcessorsRequest>,
+    ) -> Result<Response<pb::ListProcessorsResponse>, Status> {
+        let instances = self
+            .pool
+            .all_sessions()
+            .iter()
+            .map(|session| {
+                let stats = session.stats();
+                pb::ProcessorInstance {
+                    processor_id: session.processor_id.clone(),
+                    instance_id: session.instance_id.clone(),
+                    hooks: session.hooks.iter().map(|hook| pb::Hook::from(hook) as i32).collect(),
+                    in_flight: u32::try_from(stats.in_flight).unwrap_or(u32::MAX),
+                    calls: stats.answered,
+                    errors: stats.errors,
+                    mean_latency_ms: stats.mean_latency_ms,
+                    connected_at: session.connected_at,
+                }
+            })
+            .collect();
+        Ok(Response::new(pb::ListProcessorsResponse { instances }))
+    }
+
     async fn connect(
         &self,
         request: Request<Streaming<pb::ProcessorMessage>>,

@@ -15,7 +15,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 pub use self::call::{RemoteArgs, RemoteCall, RemoteOutcome, RemoteReply, Replacement};
-pub use self::session::{AuthError, CallFailure, RemotePool, Session, SessionEvent};
+pub use self::session::{AuthError, CallFailure, RemotePool, Session, SessionEvent, SessionStats};
 use super::{
     Abort, ApiErrorArgs, ApiErrorOutcome, Hook, HookContext, HookError, HookResult, HookSet, InputArgs,
     InputOutcome, InputStepArgs, LlmRequestArgs, LlmRequestOutcome, LlmResponseArgs, OutputResultArgs,
@@ -133,7 +133,10 @@ impl RemoteProcessor {
                 // The instance went away mid-call: move the call to another one, once.
                 Ok(Err(CallFailure::Gone)) if failed.is_none() => failed = Some(session),
                 Ok(Err(CallFailure::Gone)) => break Unanswered::Disconnected,
-                Err(_) => break Unanswered::TimedOut,
+                Err(_) => {
+                    session.record_error();
+                    break Unanswered::TimedOut;
+                }
             }
         };
         self.unanswered(ctx, hook, unanswered).map(|()| None)

@@ -39,6 +39,24 @@ pub struct Session {
     pending: Mutex<HashMap<u64, oneshot::Sender<RemoteReply>>>,
     next_call_id: AtomicU64,
     in_flight: AtomicUsize,
+    /// When it connected, in milliseconds since the Unix epoch.
+    pub connected_at: i64,
+    answered: AtomicU64,
+    errors: AtomicU64,
+    latency_micros_total: AtomicU64,
+}
+
+/// What an instance has done since it connected.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SessionStats {
+    /// Calls sent and not yet answered.
+    pub in_flight: usize,
+    /// Calls answered.
+    pub answered: u64,
+    /// Calls that timed out, failed, or were never answered.
+    pub errors: u64,
+    /// Mean time from call to answer, in milliseconds.
+    pub mean_latency_ms: f64,
 }
 
 impl Session {
@@ -57,6 +75,10 @@ impl Session {
             pending: Mutex::new(HashMap::new()),
             next_call_id: AtomicU64::new(1),
             in_flight: AtomicUsize::new(0),
+            connected_at: crate::runtime::now_millis(),
+            answered: AtomicU64::new(0),
+            errors: AtomicU64::new(0),
+            latency_micros_total: AtomicU64::new(0),
         }
     }
 
@@ -69,12 +91,44 @@ impl Session {
         self.pending.lock().expect("pending lock").insert(call_id, answer);
         self.in_flight.fetch_add(1, Ordering::Relaxed);
         let guard = InFlight { session: self, call_id, done: false };
+        let started = std::time::Instant::now();
         if self.outbox.send(SessionEvent::Call(Box::new(call))).await.is_err() {
+            self.record_error();
             return Err(CallFailure::Gone);
         }
         let outcome = answered.await.map_err(|_| CallFailure::Gone);
         guard.finish();
+        match &outcome {
+            Ok(reply) => {
+                let micros = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
+                self.latency_micros_total.fetch_add(micros, Ordering::Relaxed);
+                self.answered.fetch_add(1, Ordering::Relaxed);
+                if matches!(reply.outcome, super::RemoteOutcome::Failure(_)) {
+                    self.record_error();
+                }
+            }
+            Err(_) => self.record_error(),
+        }
         outcome
+    }
+
+    /// Counts a call that timed out, failed, or went unanswered.
+    pub fn record_error(&self) {
+        self.errors.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// What the instance has done so far.
+    pub fn stats(&self) -> SessionStats {
+        let answered = self.answered.load(Ordering::Relaxed);
+        let total = self.latency_micros_total.load(Ordering::Relaxed);
+        #[allow(clippy::cast_precision_loss)]
+        let mean_latency_ms = if answered == 0 { 0.0 } else { total as f64 / answered as f64 / 1000.0 };
+        SessionStats {
+            in_flight: self.in_flight(),
+            answered,
+            errors: self.errors.load(Ordering::Relaxed),
+            mean_latency_ms,
+        }
     }
 
     /// Hands an answer to its caller; false for an unknown or abandoned call.
@@ -209,6 +263,14 @@ impl RemotePool {
             sessions.retain(|other| !Arc::ptr_eq(other, session));
         }
         session.close();
+    }
+
+    /// Every connected instance, by processor id then connection time.
+    pub fn all_sessions(&self) -> Vec<Arc<Session>> {
+        let sessions = self.sessions.lock().expect("sessions lock");
+        let mut all: Vec<Arc<Session>> = sessions.values().flatten().cloned().collect();
+        all.sort_by(|a, b| (&a.processor_id, a.connected_at).cmp(&(&b.processor_id, b.connected_at)));
+        all
     }
 
     /// The instances connected for a processor id.

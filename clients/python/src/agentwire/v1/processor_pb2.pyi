@@ -32,6 +32,36 @@ HOOK_PROCESS_OUTPUT_STEP: Hook
 HOOK_PROCESS_TOOL_RESULT: Hook
 HOOK_PROCESS_OUTPUT_RESULT: Hook
 
+class ListProcessorsRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ProcessorInstance(_message.Message):
+    __slots__ = ("processor_id", "instance_id", "hooks", "in_flight", "calls", "errors", "mean_latency_ms", "connected_at")
+    PROCESSOR_ID_FIELD_NUMBER: _ClassVar[int]
+    INSTANCE_ID_FIELD_NUMBER: _ClassVar[int]
+    HOOKS_FIELD_NUMBER: _ClassVar[int]
+    IN_FLIGHT_FIELD_NUMBER: _ClassVar[int]
+    CALLS_FIELD_NUMBER: _ClassVar[int]
+    ERRORS_FIELD_NUMBER: _ClassVar[int]
+    MEAN_LATENCY_MS_FIELD_NUMBER: _ClassVar[int]
+    CONNECTED_AT_FIELD_NUMBER: _ClassVar[int]
+    processor_id: str
+    instance_id: str
+    hooks: _containers.RepeatedScalarFieldContainer[Hook]
+    in_flight: int
+    calls: int
+    errors: int
+    mean_latency_ms: float
+    connected_at: int
+    def __init__(self, processor_id: _Optional[str] = ..., instance_id: _Optional[str] = ..., hooks: _Optional[_Iterable[_Union[Hook, str]]] = ..., in_flight: _Optional[int] = ..., calls: _Optional[int] = ..., errors: _Optional[int] = ..., mean_latency_ms: _Optional[float] = ..., connected_at: _Optional[int] = ...) -> None: ...
+
+class ListProcessorsResponse(_message.Message):
+    __slots__ = ("instances",)
+    INSTANCES_FIELD_NUMBER: _ClassVar[int]
+    instances: _containers.RepeatedCompositeFieldContainer[ProcessorInstance]
+    def __init__(self, instances: _Optional[_Iterable[_Union[ProcessorInstance, _Mapping]]] = ...) -> None: ...
+
 class ProcessorMessage(_message.Message):
     __slots__ = ("hello", "result", "pong")
     HELLO_FIELD_NUMBER: _ClassVar[int]

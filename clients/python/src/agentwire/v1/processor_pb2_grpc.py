@@ -40,6 +40,11 @@ class ProcessorServiceStub:
                 request_serializer=agentwire_dot_v1_dot_processor__pb2.ProcessorMessage.SerializeToString,
                 response_deserializer=agentwire_dot_v1_dot_processor__pb2.ServerMessage.FromString,
                 _registered_method=True)
+        self.ListProcessors = channel.unary_unary(
+                '/agentwire.v1.ProcessorService/ListProcessors',
+                request_serializer=agentwire_dot_v1_dot_processor__pb2.ListProcessorsRequest.SerializeToString,
+                response_deserializer=agentwire_dot_v1_dot_processor__pb2.ListProcessorsResponse.FromString,
+                _registered_method=True)
 
 
 class ProcessorServiceServicer:
@@ -54,6 +59,13 @@ class ProcessorServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListProcessors(self, request, context):
+        """Lists the connected instances, so operators can see the pool.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ProcessorServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -61,6 +73,11 @@ def add_ProcessorServiceServicer_to_server(servicer, server):
                     servicer.Connect,
                     request_deserializer=agentwire_dot_v1_dot_processor__pb2.ProcessorMessage.FromString,
                     response_serializer=agentwire_dot_v1_dot_processor__pb2.ServerMessage.SerializeToString,
+            ),
+            'ListProcessors': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListProcessors,
+                    request_deserializer=agentwire_dot_v1_dot_processor__pb2.ListProcessorsRequest.FromString,
+                    response_serializer=agentwire_dot_v1_dot_processor__pb2.ListProcessorsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -91,6 +108,33 @@ class ProcessorService:
             '/agentwire.v1.ProcessorService/Connect',
             agentwire_dot_v1_dot_processor__pb2.ProcessorMessage.SerializeToString,
             agentwire_dot_v1_dot_processor__pb2.ServerMessage.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListProcessors(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/agentwire.v1.ProcessorService/ListProcessors',
+            agentwire_dot_v1_dot_processor__pb2.ListProcessorsRequest.SerializeToString,
+            agentwire_dot_v1_dot_processor__pb2.ListProcessorsResponse.FromString,
             options,
             channel_credentials,
             insecure,
