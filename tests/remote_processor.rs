@@ -38,6 +38,16 @@ input_processors = ["word-guard"]
 memory = {}
 
 [[agents]]
+id = "two-steps"
+model = "mock/script"
+tools = ["calculator"]
+input_processors = ["word-guard"]
+script = [
+  { tool_calls = [{ name = "calculator", args = { expression = "1 + 1" } }] },
+  { text = "two" },
+]
+
+[[agents]]
 id = "loud"
 model = "mock/echo"
 output_processors = ["shouter"]
@@ -245,4 +255,33 @@ async fn list_processors_shows_the_pool() {
     assert_eq!(summary, [("slow", 0, 1), ("word-guard", 1, 0)], "the slow one timed out once");
     assert_eq!(instances[1].hooks, [pb::Hook::ProcessInput as i32]);
     assert!(instances[1].mean_latency_ms > 0.0);
+}
+
+/// Instances of one processor share the runs, and every call of a run goes to the same instance.
+#[tokio::test]
+async fn instances_share_runs_and_each_run_sticks_to_one() {
+    let server = TestServer::start(CONFIG).await;
+    let calls: Arc<std::sync::Mutex<Vec<(String, String)>>> = Arc::default();
+    let hooks = [pb::Hook::ProcessInput, pb::Hook::ProcessInputStep];
+    let mut instances = Vec::new();
+    for name in ["a", "b"] {
+        let log = Arc::clone(&calls);
+        let answer: common::remote::Answer = Arc::new(move |call: &pb::HookCall| {
+            log.lock().unwrap().push((call.run_id.clone(), name.to_owned()));
+            cont()
+        });
+        instances.push(serve(server.channel().await, "word-guard", &hooks, answer).await);
+    }
+    for _ in 0..6 {
+        assert_eq!(server.generate(request("two-steps", "1 + 1?")).await.text, "two");
+    }
+    let calls = calls.lock().unwrap().clone();
+    assert_eq!(calls.len(), 6 * 3, "processInput and two processInputStep per run");
+    let mut by_run: std::collections::HashMap<&str, std::collections::HashSet<&str>> = Default::default();
+    for (run, instance) in &calls {
+        by_run.entry(run).or_default().insert(instance);
+    }
+    assert!(by_run.values().all(|instances| instances.len() == 1), "a run stays on one instance: {by_run:?}");
+    let used: std::collections::HashSet<&str> = calls.iter().map(|(_, instance)| instance.as_str()).collect();
+    assert_eq!(used.len(), 2, "both instances served runs");
 }

@@ -8,7 +8,8 @@
 mod call;
 mod session;
 
-use std::sync::Arc;
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use serde::Deserialize;
@@ -56,6 +57,37 @@ fn default_timeout_ms() -> u64 {
     1000
 }
 
+/// How many runs' instances a processor remembers (oldest forgotten first).
+const STICKY_RUNS: usize = 4096;
+
+/// Which instance serves each live run, so that a run keeps its instance while it lives.
+#[derive(Debug, Default)]
+struct Stickiness {
+    by_run: HashMap<String, Weak<Session>>,
+    order: VecDeque<String>,
+}
+
+impl Stickiness {
+    /// The run's instance, if it is still connected and serves `hook`.
+    fn get(&self, run_id: &str, hook: Hook) -> Option<Arc<Session>> {
+        self.by_run
+            .get(run_id)
+            .and_then(Weak::upgrade)
+            .filter(|session| session.hooks.contains(hook) && !session.is_closed())
+    }
+
+    fn remember(&mut self, run_id: &str, session: &Arc<Session>) {
+        if self.by_run.insert(run_id.to_owned(), Arc::downgrade(session)).is_none() {
+            self.order.push_back(run_id.to_owned());
+            if self.order.len() > STICKY_RUNS
+                && let Some(oldest) = self.order.pop_front()
+            {
+                self.by_run.remove(&oldest);
+            }
+        }
+    }
+}
+
 /// A processor served by connected instances.
 #[derive(Debug)]
 pub struct RemoteProcessor {
@@ -66,6 +98,7 @@ pub struct RemoteProcessor {
     pool: Arc<RemotePool>,
     timeout: Duration,
     on_failure: FailurePolicy,
+    sticky: Mutex<Stickiness>,
 }
 
 /// Why a call could not be answered.
@@ -94,6 +127,7 @@ impl RemoteProcessor {
             pool: Arc::clone(pool),
             timeout: Duration::from_millis(options.timeout_ms),
             on_failure: options.on_failure,
+            sticky: Mutex::new(Stickiness::default()),
         })
     }
 
@@ -119,7 +153,12 @@ impl RemoteProcessor {
         };
         let mut failed: Option<Arc<Session>> = None;
         let unanswered = loop {
-            let Some(session) = self.pool.pick(&self.remote_id, hook, failed.as_ref()) else {
+            let sticky = match failed {
+                None => self.sticky.lock().expect("sticky lock").get(&call.run.run_id, hook),
+                Some(_) => None,
+            };
+            let Some(session) = sticky.or_else(|| self.pool.pick(&self.remote_id, hook, failed.as_ref()))
+            else {
                 if failed.is_some() {
                     break Unanswered::Disconnected;
                 }
@@ -128,6 +167,7 @@ impl RemoteProcessor {
                 }
                 break Unanswered::NoInstance;
             };
+            self.sticky.lock().expect("sticky lock").remember(&call.run.run_id, &session);
             match tokio::time::timeout(self.timeout, session.call(call.clone())).await {
                 Ok(Ok(reply)) => return self.apply(ctx, reply).map(Some),
                 // The instance went away mid-call: move the call to another one, once.

@@ -2,7 +2,7 @@
 //! the channel its calls go out on — and the [`RemotePool`] of all sessions by processor id.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use tokio::sync::{mpsc, oneshot};
@@ -44,6 +44,7 @@ pub struct Session {
     answered: AtomicU64,
     errors: AtomicU64,
     latency_micros_total: AtomicU64,
+    closed: AtomicBool,
 }
 
 /// What an instance has done since it connected.
@@ -79,6 +80,7 @@ impl Session {
             answered: AtomicU64::new(0),
             errors: AtomicU64::new(0),
             latency_micros_total: AtomicU64::new(0),
+            closed: AtomicBool::new(false),
         }
     }
 
@@ -141,7 +143,13 @@ impl Session {
 
     /// Fails every call in flight: the instance is gone.
     pub fn close(&self) {
+        self.closed.store(true, Ordering::Relaxed);
         self.pending.lock().expect("pending lock").clear();
+    }
+
+    /// True once the instance went away.
+    pub fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Relaxed)
     }
 
     /// Calls sent and not yet answered.
@@ -194,6 +202,8 @@ pub struct RemotePool {
     expected: Mutex<HashSet<String>>,
     /// Token → the processor ids it may register as.
     tokens: Mutex<Vec<(String, HashSet<String>)>>,
+    /// Rotates the choice among equally loaded instances, so sequential runs spread too.
+    rotation: AtomicUsize,
 }
 
 impl std::fmt::Debug for RemotePool {
@@ -278,18 +288,30 @@ impl RemotePool {
         self.sessions.lock().expect("sessions lock").get(processor_id).cloned().unwrap_or_default()
     }
 
-    /// The instance of `processor_id` implementing `hook` with the fewest calls in flight,
-    /// skipping `excluded` (an instance that just failed).
+    /// The instance of `processor_id` implementing `hook` with the fewest calls in flight (ties
+    /// taken in turn), skipping `excluded` (an instance that just failed).
     pub fn pick(
         &self,
         processor_id: &str,
         hook: Hook,
         excluded: Option<&Arc<Session>>,
     ) -> Option<Arc<Session>> {
-        self.sessions(processor_id)
+        let candidates: Vec<Arc<Session>> = self
+            .sessions(processor_id)
             .into_iter()
             .filter(|session| session.hooks.contains(hook))
             .filter(|session| excluded.is_none_or(|excluded| !Arc::ptr_eq(session, excluded)))
+            .collect();
+        if candidates.is_empty() {
+            return None;
+        }
+        let start = self.rotation.fetch_add(1, Ordering::Relaxed) % candidates.len();
+        candidates
+            .iter()
+            .cycle()
+            .skip(start)
+            .take(candidates.len())
             .min_by_key(|session| session.in_flight())
+            .cloned()
     }
 }
