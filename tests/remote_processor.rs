@@ -37,6 +37,15 @@ model = "mock/echo"
 input_processors = ["word-guard"]
 memory = {}
 
+[processors.auditor]
+kind = "remote"
+mode = "observe"
+
+[[agents]]
+id = "audited"
+model = "mock/echo"
+input_processors = ["auditor"]
+
 [[agents]]
 id = "two-steps"
 model = "mock/script"
@@ -284,4 +293,58 @@ async fn instances_share_runs_and_each_run_sticks_to_one() {
     assert!(by_run.values().all(|instances| instances.len() == 1), "a run stays on one instance: {by_run:?}");
     let used: std::collections::HashSet<&str> = calls.iter().map(|(_, instance)| instance.as_str()).collect();
     assert_eq!(used.len(), 2, "both instances served runs");
+}
+
+/// One session carries the calls of 100 concurrent runs; each answer reaches its own run.
+#[tokio::test]
+async fn one_session_multiplexes_many_runs() {
+    let server = TestServer::start(CONFIG).await;
+    let _guard = serve(
+        server.channel().await,
+        "word-guard",
+        &[pb::Hook::ProcessInput],
+        Arc::new(|call| {
+            let text = call_text(call);
+            if text.starts_with("block") { abort(&format!("blocked {text}")) } else { cont() }
+        }),
+    )
+    .await;
+    let runs = (0..100).map(|index| {
+        let channel = server.channel();
+        async move {
+            let text = if index % 2 == 0 { format!("block {index}") } else { format!("pass {index}") };
+            let mut client = pb::agent_service_client::AgentServiceClient::new(channel.await);
+            let result = client.generate(request("guarded", &text)).await.unwrap().into_inner();
+            (text, result)
+        }
+    });
+    for (text, result) in futures::future::join_all(runs).await {
+        if text.starts_with("block") {
+            assert_eq!(result.tripwire.expect("blocked").reason, format!("blocked {text}"));
+        } else {
+            assert_eq!(result.text, format!("echo: {text}"));
+        }
+    }
+}
+
+/// An observer gets the calls but is never waited for: a run goes on although it never answers.
+#[tokio::test]
+async fn observers_are_never_waited_for() {
+    let server = TestServer::start(CONFIG).await;
+    let seen: Arc<std::sync::Mutex<Vec<String>>> = Arc::default();
+    let log = Arc::clone(&seen);
+    let _auditor = serve(
+        server.channel().await,
+        "auditor",
+        &[pb::Hook::ProcessInput],
+        Arc::new(move |call| {
+            log.lock().unwrap().push(call_text(call));
+            None // never answers
+        }),
+    )
+    .await;
+    let result = server.generate(request("audited", "audit me")).await;
+    assert_eq!(result.text, "echo: audit me");
+    common::eventually("the observer to get the call", || seen.lock().unwrap().as_slice() == ["audit me"])
+        .await;
 }

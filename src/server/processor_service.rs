@@ -98,6 +98,7 @@ impl pb::processor_service_server::ProcessorService for ProcessorServiceImpl {
                     errors: stats.errors,
                     mean_latency_ms: stats.mean_latency_ms,
                     connected_at: session.connected_at,
+                    dropped: stats.dropped,
                 }
             })
             .collect();

@@ -42,9 +42,23 @@ pub enum FailurePolicy {
     Open,
 }
 
+/// Whether a run waits for the processor.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// The run waits for each answer (the default).
+    #[default]
+    Blocking,
+    /// Calls are sent and never awaited — for audit and logging; answers are ignored, and calls
+    /// that find the instance's queue full are dropped and counted.
+    Observe,
+}
+
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Options {
+    #[serde(default)]
+    mode: Mode,
     #[serde(default)]
     remote_id: Option<String>,
     #[serde(default = "default_timeout_ms")]
@@ -98,6 +112,7 @@ pub struct RemoteProcessor {
     pool: Arc<RemotePool>,
     timeout: Duration,
     on_failure: FailurePolicy,
+    mode: Mode,
     sticky: Mutex<Stickiness>,
 }
 
@@ -127,6 +142,7 @@ impl RemoteProcessor {
             pool: Arc::clone(pool),
             timeout: Duration::from_millis(options.timeout_ms),
             on_failure: options.on_failure,
+            mode: options.mode,
             sticky: Mutex::new(Stickiness::default()),
         })
     }
@@ -151,6 +167,12 @@ impl RemoteProcessor {
             state: ctx.state.clone(),
             args,
         };
+        if self.mode == Mode::Observe {
+            if let Some(session) = self.pool.pick(&self.remote_id, hook, None) {
+                session.observe(call);
+            }
+            return Ok(None);
+        }
         let mut failed: Option<Arc<Session>> = None;
         let unanswered = loop {
             let sticky = match failed {

@@ -45,6 +45,8 @@ pub struct Session {
     errors: AtomicU64,
     latency_micros_total: AtomicU64,
     closed: AtomicBool,
+    /// Observe-mode calls dropped because the instance's queue was full.
+    dropped: AtomicU64,
 }
 
 /// What an instance has done since it connected.
@@ -58,6 +60,8 @@ pub struct SessionStats {
     pub errors: u64,
     /// Mean time from call to answer, in milliseconds.
     pub mean_latency_ms: f64,
+    /// Observe-mode calls dropped on a full queue.
+    pub dropped: u64,
 }
 
 impl Session {
@@ -81,6 +85,7 @@ impl Session {
             errors: AtomicU64::new(0),
             latency_micros_total: AtomicU64::new(0),
             closed: AtomicBool::new(false),
+            dropped: AtomicU64::new(0),
         }
     }
 
@@ -114,6 +119,14 @@ impl Session {
         outcome
     }
 
+    /// Sends a call nobody waits for (observe mode); a full queue drops it, counted.
+    pub fn observe(&self, mut call: RemoteCall) {
+        call.call_id = self.next_call_id.fetch_add(1, Ordering::Relaxed);
+        if self.outbox.try_send(SessionEvent::Call(Box::new(call))).is_err() {
+            self.dropped.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
     /// Counts a call that timed out, failed, or went unanswered.
     pub fn record_error(&self) {
         self.errors.fetch_add(1, Ordering::Relaxed);
@@ -130,6 +143,7 @@ impl Session {
             answered,
             errors: self.errors.load(Ordering::Relaxed),
             mean_latency_ms,
+            dropped: self.dropped.load(Ordering::Relaxed),
         }
     }
 

@@ -37,7 +37,7 @@ class ListProcessorsRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class ProcessorInstance(_message.Message):
-    __slots__ = ("processor_id", "instance_id", "hooks", "in_flight", "calls", "errors", "mean_latency_ms", "connected_at")
+    __slots__ = ("processor_id", "instance_id", "hooks", "in_flight", "calls", "errors", "mean_latency_ms", "connected_at", "dropped")
     PROCESSOR_ID_FIELD_NUMBER: _ClassVar[int]
     INSTANCE_ID_FIELD_NUMBER: _ClassVar[int]
     HOOKS_FIELD_NUMBER: _ClassVar[int]
@@ -46,6 +46,7 @@ class ProcessorInstance(_message.Message):
     ERRORS_FIELD_NUMBER: _ClassVar[int]
     MEAN_LATENCY_MS_FIELD_NUMBER: _ClassVar[int]
     CONNECTED_AT_FIELD_NUMBER: _ClassVar[int]
+    DROPPED_FIELD_NUMBER: _ClassVar[int]
     processor_id: str
     instance_id: str
     hooks: _containers.RepeatedScalarFieldContainer[Hook]
@@ -54,7 +55,8 @@ class ProcessorInstance(_message.Message):
     errors: int
     mean_latency_ms: float
     connected_at: int
-    def __init__(self, processor_id: _Optional[str] = ..., instance_id: _Optional[str] = ..., hooks: _Optional[_Iterable[_Union[Hook, str]]] = ..., in_flight: _Optional[int] = ..., calls: _Optional[int] = ..., errors: _Optional[int] = ..., mean_latency_ms: _Optional[float] = ..., connected_at: _Optional[int] = ...) -> None: ...
+    dropped: int
+    def __init__(self, processor_id: _Optional[str] = ..., instance_id: _Optional[str] = ..., hooks: _Optional[_Iterable[_Union[Hook, str]]] = ..., in_flight: _Optional[int] = ..., calls: _Optional[int] = ..., errors: _Optional[int] = ..., mean_latency_ms: _Optional[float] = ..., connected_at: _Optional[int] = ..., dropped: _Optional[int] = ...) -> None: ...
 
 class ListProcessorsResponse(_message.Message):
     __slots__ = ("instances",)
