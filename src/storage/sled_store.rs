@@ -117,10 +117,28 @@ fn next_working_memory(
     Ok(WorkingMemoryRecord { content: content.to_owned(), version: found + 1, updated_at: now_millis() })
 }
 
+/// How long opening waits for the file lock: a store closed a moment ago (a restart, or sled's
+/// own flusher thread winding down) releases it shortly.
+const LOCK_PATIENCE: std::time::Duration = std::time::Duration::from_secs(3);
+
+fn open_waiting_for_lock(path: &Path) -> Result<sled::Db, StoreError> {
+    let started = std::time::Instant::now();
+    loop {
+        match sled::Config::new().path(path).open() {
+            Err(sled::Error::Io(error))
+                if error.kind() == std::io::ErrorKind::WouldBlock && started.elapsed() < LOCK_PATIENCE =>
+            {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            outcome => return outcome.map_err(engine),
+        }
+    }
+}
+
 impl SledStore {
     /// Opens (or creates) the store in `path`, checking its format version.
     pub fn open(path: &Path) -> Result<SledStore, StoreError> {
-        let db = sled::Config::new().path(path).open().map_err(engine)?;
+                let db = open_waiting_for_lock(path)?;
         let meta = db.open_tree("meta").map_err(engine)?;
         match meta.get(keys::META_FORMAT).map_err(engine)? {
             Some(bytes) => {
