@@ -251,3 +251,16 @@ async fn an_unknown_storage_format_is_refused() {
     assert_eq!(error, StoreError::UnsupportedFormat { found: 99, supported: 1 });
     assert!(error.to_string().contains("format 99"));
 }
+
+/// A second open of a directory in use waits for the lock, then fails clearly; it succeeds as
+/// soon as the first store closes.
+#[tokio::test]
+async fn opening_waits_for_a_store_closing_elsewhere() {
+    let dir = tempfile::tempdir().unwrap();
+    let first = SledStore::open(dir.path()).unwrap();
+    let path = dir.path().to_owned();
+    let second = std::thread::spawn(move || SledStore::open(&path).map(|_| ()));
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    drop(first);
+    assert_eq!(second.join().unwrap(), Ok(()), "opened once the first store closed");
+}

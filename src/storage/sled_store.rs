@@ -125,8 +125,10 @@ fn open_waiting_for_lock(path: &Path) -> Result<sled::Db, StoreError> {
     let started = std::time::Instant::now();
     loop {
         match sled::Config::new().path(path).open() {
+            // sled reports a held lock as `ErrorKind::Other`, with the reason in the message.
             Err(sled::Error::Io(error))
-                if error.kind() == std::io::ErrorKind::WouldBlock && started.elapsed() < LOCK_PATIENCE =>
+                if error.to_string().contains("could not acquire lock")
+                    && started.elapsed() < LOCK_PATIENCE =>
             {
                 std::thread::sleep(std::time::Duration::from_millis(10));
             }
@@ -138,7 +140,7 @@ fn open_waiting_for_lock(path: &Path) -> Result<sled::Db, StoreError> {
 impl SledStore {
     /// Opens (or creates) the store in `path`, checking its format version.
     pub fn open(path: &Path) -> Result<SledStore, StoreError> {
-                let db = open_waiting_for_lock(path)?;
+        let db = open_waiting_for_lock(path)?;
         let meta = db.open_tree("meta").map_err(engine)?;
         match meta.get(keys::META_FORMAT).map_err(engine)? {
             Some(bytes) => {
