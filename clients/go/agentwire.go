@@ -1,0 +1,193 @@
+// Package agentwire calls agentwire agents and serves remote processors (guardrails) from Go.
+//
+//	guard := agentwire.NewProcessor("word-guard")
+//	guard.On(agentwirev1.Hook_HOOK_PROCESS_INPUT, func(ctx context.Context, call agentwire.Call) *agentwirev1.HookResult {
+//		if strings.Contains(call.Text(), "secret") {
+//			return agentwire.Abort("no secrets, please")
+//		}
+//		return agentwire.Continue()
+//	})
+//	err := guard.Run(ctx, "127.0.0.1:50051")
+package agentwire
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	"github.com/agentwire/agentwire/clients/go/agentwirev1"
+)
+
+// ProtocolVersion is the remote-processor protocol version this package speaks.
+const ProtocolVersion = 1
+
+// Client is a connection to an agentwire server.
+type Client struct {
+	conn   *grpc.ClientConn
+	Agents agentwirev1.AgentServiceClient
+	Memory agentwirev1.MemoryServiceClient
+}
+
+// Dial connects to a server (plaintext).
+func Dial(address string) (*Client, error) {
+	conn, err := grpc.NewClient(address, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return nil, err
+	}
+	return &Client{conn: conn, Agents: agentwirev1.NewAgentServiceClient(conn), Memory: agentwirev1.NewMemoryServiceClient(conn)}, nil
+}
+
+// Generate runs an agent to the end; the result's Tripwire is set when a processor aborted.
+func (c *Client) Generate(ctx context.Context, request *agentwirev1.RunRequest) (*agentwirev1.GenerateResponse, error) {
+	return c.Agents.Generate(ctx, request)
+}
+
+// Close closes the connection.
+func (c *Client) Close() error { return c.conn.Close() }
+
+// Call is one hook call.
+type Call struct{ *agentwirev1.HookCall }
+
+// Text is the text of the call's messages, joined with spaces.
+func (c Call) Text() string {
+	var texts []string
+	for _, message := range c.GetMessages() {
+		for _, part := range message.GetParts() {
+			if text := part.GetText(); text != nil {
+				texts = append(texts, text.GetText())
+			}
+		}
+	}
+	return strings.Join(texts, " ")
+}
+
+// Continue lets the call pass unchanged.
+func Continue() *agentwirev1.HookResult {
+	return &agentwirev1.HookResult{Outcome: &agentwirev1.HookResult_Continue{Continue: &agentwirev1.Continue{}}}
+}
+
+// Abort stops the run with a tripwire.
+func Abort(reason string) *agentwirev1.HookResult {
+	return &agentwirev1.HookResult{Outcome: &agentwirev1.HookResult_Abort{Abort: &agentwirev1.Abort{Reason: reason}}}
+}
+
+// Handler answers one hook call; returning nil lets it pass.
+type Handler func(ctx context.Context, call Call) *agentwirev1.HookResult
+
+// Processor is a remote processor: register handlers with On, then Run.
+type Processor struct {
+	ID         string
+	InstanceID string
+	// Token is sent as `authorization: Bearer <token>` when the server requires one.
+	Token    string
+	handlers map[agentwirev1.Hook]Handler
+}
+
+// NewProcessor makes a processor that connects as id.
+func NewProcessor(id string) *Processor {
+	return &Processor{ID: id, InstanceID: fmt.Sprintf("%s-%d", id, time.Now().UnixNano()), handlers: map[agentwirev1.Hook]Handler{}}
+}
+
+// On serves hook with handler.
+func (p *Processor) On(hook agentwirev1.Hook, handler Handler) *Processor {
+	p.handlers[hook] = handler
+	return p
+}
+
+// Serve runs one session: it returns when ctx is done or the stream ends. ready (if not nil) is
+// closed once the server welcomed the processor.
+func (p *Processor) Serve(ctx context.Context, address string, ready chan<- struct{}) error {
+	if len(p.handlers) == 0 {
+		return errors.New("register at least one hook with On")
+	}
+	conn, err := grpc.NewClient(address, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if p.Token != "" {
+		ctx = metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+p.Token)
+	}
+	stream, err := agentwirev1.NewProcessorServiceClient(conn).Connect(ctx)
+	if err != nil {
+		return err
+	}
+	hooks := make([]agentwirev1.Hook, 0, len(p.handlers))
+	for hook := range p.handlers {
+		hooks = append(hooks, hook)
+	}
+	hello := &agentwirev1.Hello{ProcessorId: p.ID, InstanceId: p.InstanceID, MinProtocolVersion: ProtocolVersion, MaxProtocolVersion: ProtocolVersion, Hooks: hooks}
+	if err := stream.Send(&agentwirev1.ProcessorMessage{Message: &agentwirev1.ProcessorMessage_Hello{Hello: hello}}); err != nil {
+		return err
+	}
+	var sending sync.Mutex // a gRPC stream takes one sender at a time
+	send := func(message *agentwirev1.ProcessorMessage) {
+		sending.Lock()
+		defer sending.Unlock()
+		_ = stream.Send(message)
+	}
+	for {
+		message, err := stream.Recv()
+		if err != nil {
+			return err
+		}
+		switch kind := message.GetMessage().(type) {
+		case *agentwirev1.ServerMessage_Welcome:
+			if ready != nil {
+				close(ready)
+				ready = nil
+			}
+		case *agentwirev1.ServerMessage_Ping:
+			send(&agentwirev1.ProcessorMessage{Message: &agentwirev1.ProcessorMessage_Pong{Pong: &agentwirev1.Pong{Nonce: kind.Ping.GetNonce()}}})
+		case *agentwirev1.ServerMessage_Call:
+			go func(call *agentwirev1.HookCall) {
+				result := p.answer(ctx, call)
+				send(&agentwirev1.ProcessorMessage{Message: &agentwirev1.ProcessorMessage_Result{Result: result}})
+			}(kind.Call)
+		}
+	}
+}
+
+func (p *Processor) answer(ctx context.Context, call *agentwirev1.HookCall) (result *agentwirev1.HookResult) {
+	defer func() {
+		if recovered := recover(); recovered != nil {
+			result = &agentwirev1.HookResult{Outcome: &agentwirev1.HookResult_Failure{Failure: &agentwirev1.Failure{Message: fmt.Sprint("handler panicked: ", recovered)}}}
+		}
+		result.CallId = call.GetCallId()
+	}()
+	if handler, ok := p.handlers[call.GetHook()]; ok {
+		result = handler(ctx, Call{call})
+	}
+	if result == nil {
+		result = Continue()
+	}
+	return result
+}
+
+// Run serves until ctx is done, reconnecting with backoff. A refusal (unknown id, bad token,
+// unsupported version) is returned, not retried.
+func (p *Processor) Run(ctx context.Context, address string) error {
+	backoff := 100 * time.Millisecond
+	for ctx.Err() == nil {
+		err := p.Serve(ctx, address, nil)
+		switch status.Code(err) {
+		case codes.NotFound, codes.FailedPrecondition, codes.InvalidArgument, codes.Unauthenticated, codes.PermissionDenied:
+			return err
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, 5*time.Second)
+	}
+	return nil
+}
