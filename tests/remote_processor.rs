@@ -183,6 +183,12 @@ async fn no_instance_follows_the_failure_policy() {
     );
     let open = server.generate(request("optional", "hi")).await;
     assert_eq!(open.text, "echo: hi");
+    let skipped = &open.skipped_processors;
+    assert!(!skipped.is_empty(), "the result lists the skipped processor");
+    assert_eq!(
+        (skipped[0].processor_id.as_str(), skipped[0].hook.as_str(), skipped[0].cause.as_str()),
+        ("optional", "processInput", "unavailable")
+    );
     assert_eq!(open.data.first().map(|chunk| chunk.r#type.as_str()), Some("data-processor-skipped"));
 }
 
@@ -347,4 +353,17 @@ async fn observers_are_never_waited_for() {
     assert_eq!(result.text, "echo: audit me");
     common::eventually("the observer to get the call", || seen.lock().unwrap().as_slice() == ["audit me"])
         .await;
+}
+
+/// A run cancelled by its client tells the instance to cancel the call it is working on.
+#[tokio::test]
+async fn a_cancelled_run_cancels_its_call() {
+    let server = TestServer::start(CONFIG).await;
+    let instance =
+        serve(server.channel().await, "word-guard", &[pb::Hook::ProcessInput], Arc::new(|_| None)).await;
+    let mut stream = server.client().await.stream(request("guarded", "hi")).await.unwrap().into_inner();
+    let first = stream.message().await.unwrap().expect("the start chunk");
+    assert_eq!(first.r#type, "start");
+    drop(stream); // the client goes away while word-guard holds the call
+    common::eventually("a Cancel for the abandoned call", || !instance.cancelled().is_empty()).await;
 }

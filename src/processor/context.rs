@@ -32,6 +32,19 @@ pub struct HookContext<'a> {
     /// How many consecutive retries processors have triggered in this run (from 0).
     pub retry_count: u32,
     emitted: &'a mut Vec<DataChunk>,
+    skipped: &'a mut Vec<SkippedProcessor>,
+}
+
+/// A processor that did not take part in a hook call (an unavailable remote processor under the
+/// `open` failure policy). Listed in the run's result.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SkippedProcessor {
+    /// The processor.
+    pub processor_id: String,
+    /// The hook it missed.
+    pub hook: String,
+    /// Why: `unavailable`, `timeout`, `disconnected`.
+    pub cause: String,
 }
 
 impl<'a> HookContext<'a> {
@@ -41,8 +54,14 @@ impl<'a> HookContext<'a> {
         state: &'a mut Map<String, Value>,
         retry_count: u32,
         emitted: &'a mut Vec<DataChunk>,
+        skipped: &'a mut Vec<SkippedProcessor>,
     ) -> HookContext<'a> {
-        HookContext { run, state, retry_count, emitted }
+        HookContext { run, state, retry_count, emitted, skipped }
+    }
+
+    /// Records that a processor was skipped for this call; the run's result lists it.
+    pub fn report_skipped(&mut self, skipped: SkippedProcessor) {
+        self.skipped.push(skipped);
     }
 
     /// Streams a custom `data-*` chunk to the client (after the hook returns). Non-transient

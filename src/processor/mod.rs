@@ -19,7 +19,7 @@ pub use self::args::{
     LlmResponseArgs, OutputResultArgs, OutputStepArgs, OutputStreamArgs, OutputSummary, StepOverrides,
     ToolResultArgs, ToolResultOutcome,
 };
-pub use self::context::{Abort, HookContext, HookError, HookResult, RunInfo};
+pub use self::context::{Abort, HookContext, HookError, HookResult, RunInfo, SkippedProcessor};
 pub use self::hook::{Hook, HookSet};
 pub use self::registry::{ProcessorFactory, ProcessorRegistry, parse_options};
 use crate::runtime::{Chunk, Message};

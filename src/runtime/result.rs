@@ -3,6 +3,7 @@
 use super::chunk::{DataChunk, FinishReason, RunFailure, Tripwire, Usage};
 use super::message::Message;
 use super::step::StepResult;
+use crate::processor::SkippedProcessor;
 
 /// Everything a run produced.
 #[derive(Debug, Clone, PartialEq)]
@@ -25,6 +26,8 @@ pub struct RunResult {
     pub messages: Vec<Message>,
     /// The custom chunks that reached the client, in order.
     pub data: Vec<DataChunk>,
+    /// Processors that did not take part in some call (open failure policy).
+    pub skipped: Vec<SkippedProcessor>,
     /// True when the client went away and the run was stopped.
     pub cancelled: bool,
 }

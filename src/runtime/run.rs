@@ -26,7 +26,7 @@ use crate::model::{ModelError, ModelRequest, ModelStream, PromptMessage};
 use crate::processor::{
     Abort, ApiErrorArgs, Hook, HookContext, HookError, HookResult, InputArgs, InputOutcome, InputStepArgs,
     LlmRequestArgs, LlmResponseArgs, OutputResultArgs, OutputStepArgs, OutputStreamArgs, OutputSummary,
-    Processor, RunInfo, StepOverrides, ToolResultArgs,
+    Processor, RunInfo, SkippedProcessor, StepOverrides, ToolResultArgs,
 };
 use crate::tool::{Tool, ToolError};
 
@@ -88,6 +88,8 @@ struct ProcessorStates {
     retry_count: u32,
     /// Custom chunks emitted by the hook being called, streamed after it returns.
     emitted: Vec<DataChunk>,
+    /// Processors that did not take part in a call, for the result.
+    skipped: Vec<SkippedProcessor>,
 }
 
 impl ProcessorStates {
@@ -96,7 +98,7 @@ impl ProcessorStates {
             self.states.insert(processor_id.to_owned(), Map::new());
         }
         let state = self.states.get_mut(processor_id).expect("inserted above");
-        HookContext::new(run, state, self.retry_count, &mut self.emitted)
+        HookContext::new(run, state, self.retry_count, &mut self.emitted, &mut self.skipped)
     }
 }
 
@@ -275,6 +277,7 @@ impl Run {
             error: None,
             messages: Vec::new(),
             data: std::mem::take(&mut self.data),
+            skipped: std::mem::take(&mut self.processors.skipped),
             cancelled: false,
         };
         match outcome {

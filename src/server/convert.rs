@@ -284,6 +284,15 @@ impl From<RunResult> for pb::GenerateResponse {
             error: result.error.map(pb::ErrorPayload::from),
             messages: result.messages.into_iter().map(pb::Message::from).collect(),
             data,
+            skipped_processors: result
+                .skipped
+                .into_iter()
+                .map(|skipped| pb::SkippedProcessor {
+                    processor_id: skipped.processor_id,
+                    hook: skipped.hook,
+                    cause: skipped.cause,
+                })
+                .collect(),
             run_id,
         }
     }

@@ -54,9 +54,15 @@ pub async fn open_with_token(
 /// A connected test processor; the session ends when it is killed or dropped.
 pub struct Instance {
     task: tokio::task::JoinHandle<()>,
+    cancelled: Arc<std::sync::Mutex<Vec<u64>>>,
 }
 
 impl Instance {
+    /// The call ids the server cancelled.
+    pub fn cancelled(&self) -> Vec<u64> {
+        self.cancelled.lock().unwrap().clone()
+    }
+
     /// Ends the session abruptly, as a crashing process would.
     pub fn kill(self) {
         self.task.abort();
@@ -75,9 +81,14 @@ pub async fn serve(channel: Channel, processor_id: &str, hooks: &[pb::Hook], ans
     let mut stream = stream.expect("the session is accepted");
     let welcome = stream.message().await.unwrap().expect("a welcome");
     assert!(matches!(welcome.message, Some(pb::server_message::Message::Welcome(_))));
+    let cancelled: Arc<std::sync::Mutex<Vec<u64>>> = Arc::default();
+    let cancels = Arc::clone(&cancelled);
     let task = tokio::spawn(async move {
         let replies = sender;
         while let Ok(Some(message)) = stream.message().await {
+            if let Some(pb::server_message::Message::Cancel(cancel)) = &message.message {
+                cancels.lock().unwrap().push(cancel.call_id);
+            }
             if let Some(pb::server_message::Message::Call(call)) = message.message
                 && let Some(mut result) = answer(&call)
             {
@@ -90,7 +101,7 @@ pub async fn serve(channel: Channel, processor_id: &str, hooks: &[pb::Hook], ans
             }
         }
     });
-    Instance { task }
+    Instance { task, cancelled }
 }
 
 pub fn outcome(outcome: pb::hook_result::Outcome) -> Option<pb::HookResult> {

@@ -1633,9 +1633,12 @@ type GenerateResponse struct {
 	// The messages this run added: the input messages and the response messages.
 	Messages []*Message `protobuf:"bytes,8,rep,name=messages,proto3" json:"messages,omitempty"`
 	// Custom `data-*` chunks emitted during the run, in order.
-	Data          []*Chunk `protobuf:"bytes,9,rep,name=data,proto3" json:"data,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Data []*Chunk `protobuf:"bytes,9,rep,name=data,proto3" json:"data,omitempty"`
+	// Processors that did not take part in some call (a remote processor under the `open` failure
+	// policy that was unavailable, too slow or gone).
+	SkippedProcessors []*SkippedProcessor `protobuf:"bytes,10,rep,name=skipped_processors,json=skippedProcessors,proto3" json:"skipped_processors,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *GenerateResponse) Reset() {
@@ -1731,6 +1734,76 @@ func (x *GenerateResponse) GetData() []*Chunk {
 	return nil
 }
 
+func (x *GenerateResponse) GetSkippedProcessors() []*SkippedProcessor {
+	if x != nil {
+		return x.SkippedProcessors
+	}
+	return nil
+}
+
+// A processor that missed a hook call, and why.
+type SkippedProcessor struct {
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	ProcessorId string                 `protobuf:"bytes,1,opt,name=processor_id,json=processorId,proto3" json:"processor_id,omitempty"`
+	// The hook, e.g. `processInput`.
+	Hook string `protobuf:"bytes,2,opt,name=hook,proto3" json:"hook,omitempty"`
+	// `unavailable`, `timeout` or `disconnected`.
+	Cause         string `protobuf:"bytes,3,opt,name=cause,proto3" json:"cause,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SkippedProcessor) Reset() {
+	*x = SkippedProcessor{}
+	mi := &file_agentwire_v1_agent_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SkippedProcessor) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SkippedProcessor) ProtoMessage() {}
+
+func (x *SkippedProcessor) ProtoReflect() protoreflect.Message {
+	mi := &file_agentwire_v1_agent_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SkippedProcessor.ProtoReflect.Descriptor instead.
+func (*SkippedProcessor) Descriptor() ([]byte, []int) {
+	return file_agentwire_v1_agent_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *SkippedProcessor) GetProcessorId() string {
+	if x != nil {
+		return x.ProcessorId
+	}
+	return ""
+}
+
+func (x *SkippedProcessor) GetHook() string {
+	if x != nil {
+		return x.Hook
+	}
+	return ""
+}
+
+func (x *SkippedProcessor) GetCause() string {
+	if x != nil {
+		return x.Cause
+	}
+	return ""
+}
+
 // The result of one model step.
 type StepResult struct {
 	state        protoimpl.MessageState `protogen:"open.v1"`
@@ -1751,7 +1824,7 @@ type StepResult struct {
 
 func (x *StepResult) Reset() {
 	*x = StepResult{}
-	mi := &file_agentwire_v1_agent_proto_msgTypes[21]
+	mi := &file_agentwire_v1_agent_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1763,7 +1836,7 @@ func (x *StepResult) String() string {
 func (*StepResult) ProtoMessage() {}
 
 func (x *StepResult) ProtoReflect() protoreflect.Message {
-	mi := &file_agentwire_v1_agent_proto_msgTypes[21]
+	mi := &file_agentwire_v1_agent_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1776,7 +1849,7 @@ func (x *StepResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StepResult.ProtoReflect.Descriptor instead.
 func (*StepResult) Descriptor() ([]byte, []int) {
-	return file_agentwire_v1_agent_proto_rawDescGZIP(), []int{21}
+	return file_agentwire_v1_agent_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *StepResult) GetStep() uint32 {
@@ -1851,7 +1924,7 @@ type ListAgentsRequest struct {
 
 func (x *ListAgentsRequest) Reset() {
 	*x = ListAgentsRequest{}
-	mi := &file_agentwire_v1_agent_proto_msgTypes[22]
+	mi := &file_agentwire_v1_agent_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1863,7 +1936,7 @@ func (x *ListAgentsRequest) String() string {
 func (*ListAgentsRequest) ProtoMessage() {}
 
 func (x *ListAgentsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentwire_v1_agent_proto_msgTypes[22]
+	mi := &file_agentwire_v1_agent_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1876,7 +1949,7 @@ func (x *ListAgentsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAgentsRequest.ProtoReflect.Descriptor instead.
 func (*ListAgentsRequest) Descriptor() ([]byte, []int) {
-	return file_agentwire_v1_agent_proto_rawDescGZIP(), []int{22}
+	return file_agentwire_v1_agent_proto_rawDescGZIP(), []int{23}
 }
 
 // The configured agents, ordered by id.
@@ -1889,7 +1962,7 @@ type ListAgentsResponse struct {
 
 func (x *ListAgentsResponse) Reset() {
 	*x = ListAgentsResponse{}
-	mi := &file_agentwire_v1_agent_proto_msgTypes[23]
+	mi := &file_agentwire_v1_agent_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1901,7 +1974,7 @@ func (x *ListAgentsResponse) String() string {
 func (*ListAgentsResponse) ProtoMessage() {}
 
 func (x *ListAgentsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentwire_v1_agent_proto_msgTypes[23]
+	mi := &file_agentwire_v1_agent_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1914,7 +1987,7 @@ func (x *ListAgentsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAgentsResponse.ProtoReflect.Descriptor instead.
 func (*ListAgentsResponse) Descriptor() ([]byte, []int) {
-	return file_agentwire_v1_agent_proto_rawDescGZIP(), []int{23}
+	return file_agentwire_v1_agent_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ListAgentsResponse) GetAgents() []*Agent {
@@ -1934,7 +2007,7 @@ type GetAgentRequest struct {
 
 func (x *GetAgentRequest) Reset() {
 	*x = GetAgentRequest{}
-	mi := &file_agentwire_v1_agent_proto_msgTypes[24]
+	mi := &file_agentwire_v1_agent_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1946,7 +2019,7 @@ func (x *GetAgentRequest) String() string {
 func (*GetAgentRequest) ProtoMessage() {}
 
 func (x *GetAgentRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentwire_v1_agent_proto_msgTypes[24]
+	mi := &file_agentwire_v1_agent_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1959,7 +2032,7 @@ func (x *GetAgentRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetAgentRequest.ProtoReflect.Descriptor instead.
 func (*GetAgentRequest) Descriptor() ([]byte, []int) {
-	return file_agentwire_v1_agent_proto_rawDescGZIP(), []int{24}
+	return file_agentwire_v1_agent_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *GetAgentRequest) GetAgentId() string {
@@ -1988,7 +2061,7 @@ type Agent struct {
 
 func (x *Agent) Reset() {
 	*x = Agent{}
-	mi := &file_agentwire_v1_agent_proto_msgTypes[25]
+	mi := &file_agentwire_v1_agent_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2000,7 +2073,7 @@ func (x *Agent) String() string {
 func (*Agent) ProtoMessage() {}
 
 func (x *Agent) ProtoReflect() protoreflect.Message {
-	mi := &file_agentwire_v1_agent_proto_msgTypes[25]
+	mi := &file_agentwire_v1_agent_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2013,7 +2086,7 @@ func (x *Agent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Agent.ProtoReflect.Descriptor instead.
 func (*Agent) Descriptor() ([]byte, []int) {
-	return file_agentwire_v1_agent_proto_rawDescGZIP(), []int{25}
+	return file_agentwire_v1_agent_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *Agent) GetId() string {
@@ -2216,7 +2289,7 @@ const file_agentwire_v1_agent_proto_rawDesc = "" +
 	"\x05Usage\x12!\n" +
 	"\finput_tokens\x18\x01 \x01(\x04R\vinputTokens\x12#\n" +
 	"\routput_tokens\x18\x02 \x01(\x04R\foutputTokens\x12!\n" +
-	"\ftotal_tokens\x18\x03 \x01(\x04R\vtotalTokens\"\xff\x02\n" +
+	"\ftotal_tokens\x18\x03 \x01(\x04R\vtotalTokens\"\xce\x03\n" +
 	"\x10GenerateResponse\x12\x15\n" +
 	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12\x12\n" +
 	"\x04text\x18\x02 \x01(\tR\x04text\x12#\n" +
@@ -2226,7 +2299,13 @@ const file_agentwire_v1_agent_proto_rawDesc = "" +
 	"\btripwire\x18\x06 \x01(\v2\x16.agentwire.v1.TripwireR\btripwire\x120\n" +
 	"\x05error\x18\a \x01(\v2\x1a.agentwire.v1.ErrorPayloadR\x05error\x121\n" +
 	"\bmessages\x18\b \x03(\v2\x15.agentwire.v1.MessageR\bmessages\x12'\n" +
-	"\x04data\x18\t \x03(\v2\x13.agentwire.v1.ChunkR\x04data\"\xe8\x02\n" +
+	"\x04data\x18\t \x03(\v2\x13.agentwire.v1.ChunkR\x04data\x12M\n" +
+	"\x12skipped_processors\x18\n" +
+	" \x03(\v2\x1e.agentwire.v1.SkippedProcessorR\x11skippedProcessors\"_\n" +
+	"\x10SkippedProcessor\x12!\n" +
+	"\fprocessor_id\x18\x01 \x01(\tR\vprocessorId\x12\x12\n" +
+	"\x04hook\x18\x02 \x01(\tR\x04hook\x12\x14\n" +
+	"\x05cause\x18\x03 \x01(\tR\x05cause\"\xe8\x02\n" +
 	"\n" +
 	"StepResult\x12\x12\n" +
 	"\x04step\x18\x01 \x01(\rR\x04step\x12\x12\n" +
@@ -2276,7 +2355,7 @@ func file_agentwire_v1_agent_proto_rawDescGZIP() []byte {
 	return file_agentwire_v1_agent_proto_rawDescData
 }
 
-var file_agentwire_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
+var file_agentwire_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 28)
 var file_agentwire_v1_agent_proto_goTypes = []any{
 	(*RunRequest)(nil),         // 0: agentwire.v1.RunRequest
 	(*ProcessorList)(nil),      // 1: agentwire.v1.ProcessorList
@@ -2299,32 +2378,33 @@ var file_agentwire_v1_agent_proto_goTypes = []any{
 	(*FinishPayload)(nil),      // 18: agentwire.v1.FinishPayload
 	(*Usage)(nil),              // 19: agentwire.v1.Usage
 	(*GenerateResponse)(nil),   // 20: agentwire.v1.GenerateResponse
-	(*StepResult)(nil),         // 21: agentwire.v1.StepResult
-	(*ListAgentsRequest)(nil),  // 22: agentwire.v1.ListAgentsRequest
-	(*ListAgentsResponse)(nil), // 23: agentwire.v1.ListAgentsResponse
-	(*GetAgentRequest)(nil),    // 24: agentwire.v1.GetAgentRequest
-	(*Agent)(nil),              // 25: agentwire.v1.Agent
-	nil,                        // 26: agentwire.v1.RunRequest.RequestContextEntry
-	(*structpb.Struct)(nil),    // 27: google.protobuf.Struct
-	(*structpb.Value)(nil),     // 28: google.protobuf.Value
+	(*SkippedProcessor)(nil),   // 21: agentwire.v1.SkippedProcessor
+	(*StepResult)(nil),         // 22: agentwire.v1.StepResult
+	(*ListAgentsRequest)(nil),  // 23: agentwire.v1.ListAgentsRequest
+	(*ListAgentsResponse)(nil), // 24: agentwire.v1.ListAgentsResponse
+	(*GetAgentRequest)(nil),    // 25: agentwire.v1.GetAgentRequest
+	(*Agent)(nil),              // 26: agentwire.v1.Agent
+	nil,                        // 27: agentwire.v1.RunRequest.RequestContextEntry
+	(*structpb.Struct)(nil),    // 28: google.protobuf.Struct
+	(*structpb.Value)(nil),     // 29: google.protobuf.Value
 }
 var file_agentwire_v1_agent_proto_depIdxs = []int32{
 	2,  // 0: agentwire.v1.RunRequest.messages:type_name -> agentwire.v1.Message
-	26, // 1: agentwire.v1.RunRequest.request_context:type_name -> agentwire.v1.RunRequest.RequestContextEntry
+	27, // 1: agentwire.v1.RunRequest.request_context:type_name -> agentwire.v1.RunRequest.RequestContextEntry
 	1,  // 2: agentwire.v1.RunRequest.input_processors:type_name -> agentwire.v1.ProcessorList
 	1,  // 3: agentwire.v1.RunRequest.output_processors:type_name -> agentwire.v1.ProcessorList
 	1,  // 4: agentwire.v1.RunRequest.error_processors:type_name -> agentwire.v1.ProcessorList
 	3,  // 5: agentwire.v1.Message.parts:type_name -> agentwire.v1.Part
-	27, // 6: agentwire.v1.Message.metadata:type_name -> google.protobuf.Struct
+	28, // 6: agentwire.v1.Message.metadata:type_name -> google.protobuf.Struct
 	4,  // 7: agentwire.v1.Part.text:type_name -> agentwire.v1.TextPart
 	5,  // 8: agentwire.v1.Part.reasoning:type_name -> agentwire.v1.ReasoningPart
 	6,  // 9: agentwire.v1.Part.tool_call:type_name -> agentwire.v1.ToolCallPart
 	7,  // 10: agentwire.v1.Part.tool_result:type_name -> agentwire.v1.ToolResultPart
 	8,  // 11: agentwire.v1.Part.file:type_name -> agentwire.v1.FilePart
 	9,  // 12: agentwire.v1.Part.data:type_name -> agentwire.v1.DataPart
-	28, // 13: agentwire.v1.ToolCallPart.args:type_name -> google.protobuf.Value
-	28, // 14: agentwire.v1.ToolResultPart.result:type_name -> google.protobuf.Value
-	28, // 15: agentwire.v1.DataPart.data:type_name -> google.protobuf.Value
+	29, // 13: agentwire.v1.ToolCallPart.args:type_name -> google.protobuf.Value
+	29, // 14: agentwire.v1.ToolResultPart.result:type_name -> google.protobuf.Value
+	29, // 15: agentwire.v1.DataPart.data:type_name -> google.protobuf.Value
 	11, // 16: agentwire.v1.Chunk.start:type_name -> agentwire.v1.StartPayload
 	12, // 17: agentwire.v1.Chunk.step_start:type_name -> agentwire.v1.StepStartPayload
 	13, // 18: agentwire.v1.Chunk.text_delta:type_name -> agentwire.v1.DeltaPayload
@@ -2338,33 +2418,34 @@ var file_agentwire_v1_agent_proto_depIdxs = []int32{
 	18, // 26: agentwire.v1.Chunk.finish:type_name -> agentwire.v1.FinishPayload
 	19, // 27: agentwire.v1.StepFinishPayload.usage:type_name -> agentwire.v1.Usage
 	16, // 28: agentwire.v1.StepFinishPayload.rejected:type_name -> agentwire.v1.Tripwire
-	28, // 29: agentwire.v1.DataPayload.data:type_name -> google.protobuf.Value
-	28, // 30: agentwire.v1.Tripwire.metadata:type_name -> google.protobuf.Value
+	29, // 29: agentwire.v1.DataPayload.data:type_name -> google.protobuf.Value
+	29, // 30: agentwire.v1.Tripwire.metadata:type_name -> google.protobuf.Value
 	19, // 31: agentwire.v1.FinishPayload.usage:type_name -> agentwire.v1.Usage
 	19, // 32: agentwire.v1.GenerateResponse.usage:type_name -> agentwire.v1.Usage
-	21, // 33: agentwire.v1.GenerateResponse.steps:type_name -> agentwire.v1.StepResult
+	22, // 33: agentwire.v1.GenerateResponse.steps:type_name -> agentwire.v1.StepResult
 	16, // 34: agentwire.v1.GenerateResponse.tripwire:type_name -> agentwire.v1.Tripwire
 	17, // 35: agentwire.v1.GenerateResponse.error:type_name -> agentwire.v1.ErrorPayload
 	2,  // 36: agentwire.v1.GenerateResponse.messages:type_name -> agentwire.v1.Message
 	10, // 37: agentwire.v1.GenerateResponse.data:type_name -> agentwire.v1.Chunk
-	19, // 38: agentwire.v1.StepResult.usage:type_name -> agentwire.v1.Usage
-	6,  // 39: agentwire.v1.StepResult.tool_calls:type_name -> agentwire.v1.ToolCallPart
-	7,  // 40: agentwire.v1.StepResult.tool_results:type_name -> agentwire.v1.ToolResultPart
-	16, // 41: agentwire.v1.StepResult.tripwire:type_name -> agentwire.v1.Tripwire
-	25, // 42: agentwire.v1.ListAgentsResponse.agents:type_name -> agentwire.v1.Agent
-	0,  // 43: agentwire.v1.AgentService.Stream:input_type -> agentwire.v1.RunRequest
-	0,  // 44: agentwire.v1.AgentService.Generate:input_type -> agentwire.v1.RunRequest
-	22, // 45: agentwire.v1.AgentService.ListAgents:input_type -> agentwire.v1.ListAgentsRequest
-	24, // 46: agentwire.v1.AgentService.GetAgent:input_type -> agentwire.v1.GetAgentRequest
-	10, // 47: agentwire.v1.AgentService.Stream:output_type -> agentwire.v1.Chunk
-	20, // 48: agentwire.v1.AgentService.Generate:output_type -> agentwire.v1.GenerateResponse
-	23, // 49: agentwire.v1.AgentService.ListAgents:output_type -> agentwire.v1.ListAgentsResponse
-	25, // 50: agentwire.v1.AgentService.GetAgent:output_type -> agentwire.v1.Agent
-	47, // [47:51] is the sub-list for method output_type
-	43, // [43:47] is the sub-list for method input_type
-	43, // [43:43] is the sub-list for extension type_name
-	43, // [43:43] is the sub-list for extension extendee
-	0,  // [0:43] is the sub-list for field type_name
+	21, // 38: agentwire.v1.GenerateResponse.skipped_processors:type_name -> agentwire.v1.SkippedProcessor
+	19, // 39: agentwire.v1.StepResult.usage:type_name -> agentwire.v1.Usage
+	6,  // 40: agentwire.v1.StepResult.tool_calls:type_name -> agentwire.v1.ToolCallPart
+	7,  // 41: agentwire.v1.StepResult.tool_results:type_name -> agentwire.v1.ToolResultPart
+	16, // 42: agentwire.v1.StepResult.tripwire:type_name -> agentwire.v1.Tripwire
+	26, // 43: agentwire.v1.ListAgentsResponse.agents:type_name -> agentwire.v1.Agent
+	0,  // 44: agentwire.v1.AgentService.Stream:input_type -> agentwire.v1.RunRequest
+	0,  // 45: agentwire.v1.AgentService.Generate:input_type -> agentwire.v1.RunRequest
+	23, // 46: agentwire.v1.AgentService.ListAgents:input_type -> agentwire.v1.ListAgentsRequest
+	25, // 47: agentwire.v1.AgentService.GetAgent:input_type -> agentwire.v1.GetAgentRequest
+	10, // 48: agentwire.v1.AgentService.Stream:output_type -> agentwire.v1.Chunk
+	20, // 49: agentwire.v1.AgentService.Generate:output_type -> agentwire.v1.GenerateResponse
+	24, // 50: agentwire.v1.AgentService.ListAgents:output_type -> agentwire.v1.ListAgentsResponse
+	26, // 51: agentwire.v1.AgentService.GetAgent:output_type -> agentwire.v1.Agent
+	48, // [48:52] is the sub-list for method output_type
+	44, // [44:48] is the sub-list for method input_type
+	44, // [44:44] is the sub-list for extension type_name
+	44, // [44:44] is the sub-list for extension extendee
+	0,  // [0:44] is the sub-list for field type_name
 }
 
 func init() { file_agentwire_v1_agent_proto_init() }
@@ -2394,14 +2475,14 @@ func file_agentwire_v1_agent_proto_init() {
 		(*Chunk_Error)(nil),
 		(*Chunk_Finish)(nil),
 	}
-	file_agentwire_v1_agent_proto_msgTypes[25].OneofWrappers = []any{}
+	file_agentwire_v1_agent_proto_msgTypes[26].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_agentwire_v1_agent_proto_rawDesc), len(file_agentwire_v1_agent_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   27,
+			NumMessages:   28,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

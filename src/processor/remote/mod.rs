@@ -20,8 +20,8 @@ pub use self::session::{AuthError, CallFailure, RemotePool, Session, SessionEven
 use super::{
     Abort, ApiErrorArgs, ApiErrorOutcome, Hook, HookContext, HookError, HookResult, HookSet, InputArgs,
     InputOutcome, InputStepArgs, LlmRequestArgs, LlmRequestOutcome, LlmResponseArgs, OutputResultArgs,
-    OutputStepArgs, OutputStreamArgs, Processor, StepOverrides, ToolResultArgs, ToolResultOutcome,
-    parse_options,
+    OutputStepArgs, OutputStreamArgs, Processor, SkippedProcessor, StepOverrides, ToolResultArgs,
+    ToolResultOutcome, parse_options,
 };
 use crate::model::ModelError;
 use crate::runtime::{Chunk, DataChunk, Message, ReconcileScope, now_millis};
@@ -233,6 +233,11 @@ impl RemoteProcessor {
                 Err(Abort::new(reason).metadata(details).into())
             }
             FailurePolicy::Open => {
+                ctx.report_skipped(SkippedProcessor {
+                    processor_id: self.id.clone(),
+                    hook: hook.name().to_owned(),
+                    cause: cause.to_owned(),
+                });
                 ctx.emit(DataChunk::new("processor-skipped", details).transient());
                 Ok(())
             }

@@ -259,7 +259,7 @@ class Usage(_message.Message):
     def __init__(self, input_tokens: _Optional[int] = ..., output_tokens: _Optional[int] = ..., total_tokens: _Optional[int] = ...) -> None: ...
 
 class GenerateResponse(_message.Message):
-    __slots__ = ("run_id", "text", "finish_reason", "usage", "steps", "tripwire", "error", "messages", "data")
+    __slots__ = ("run_id", "text", "finish_reason", "usage", "steps", "tripwire", "error", "messages", "data", "skipped_processors")
     RUN_ID_FIELD_NUMBER: _ClassVar[int]
     TEXT_FIELD_NUMBER: _ClassVar[int]
     FINISH_REASON_FIELD_NUMBER: _ClassVar[int]
@@ -269,6 +269,7 @@ class GenerateResponse(_message.Message):
     ERROR_FIELD_NUMBER: _ClassVar[int]
     MESSAGES_FIELD_NUMBER: _ClassVar[int]
     DATA_FIELD_NUMBER: _ClassVar[int]
+    SKIPPED_PROCESSORS_FIELD_NUMBER: _ClassVar[int]
     run_id: str
     text: str
     finish_reason: str
@@ -278,7 +279,18 @@ class GenerateResponse(_message.Message):
     error: ErrorPayload
     messages: _containers.RepeatedCompositeFieldContainer[Message]
     data: _containers.RepeatedCompositeFieldContainer[Chunk]
-    def __init__(self, run_id: _Optional[str] = ..., text: _Optional[str] = ..., finish_reason: _Optional[str] = ..., usage: _Optional[_Union[Usage, _Mapping]] = ..., steps: _Optional[_Iterable[_Union[StepResult, _Mapping]]] = ..., tripwire: _Optional[_Union[Tripwire, _Mapping]] = ..., error: _Optional[_Union[ErrorPayload, _Mapping]] = ..., messages: _Optional[_Iterable[_Union[Message, _Mapping]]] = ..., data: _Optional[_Iterable[_Union[Chunk, _Mapping]]] = ...) -> None: ...
+    skipped_processors: _containers.RepeatedCompositeFieldContainer[SkippedProcessor]
+    def __init__(self, run_id: _Optional[str] = ..., text: _Optional[str] = ..., finish_reason: _Optional[str] = ..., usage: _Optional[_Union[Usage, _Mapping]] = ..., steps: _Optional[_Iterable[_Union[StepResult, _Mapping]]] = ..., tripwire: _Optional[_Union[Tripwire, _Mapping]] = ..., error: _Optional[_Union[ErrorPayload, _Mapping]] = ..., messages: _Optional[_Iterable[_Union[Message, _Mapping]]] = ..., data: _Optional[_Iterable[_Union[Chunk, _Mapping]]] = ..., skipped_processors: _Optional[_Iterable[_Union[SkippedProcessor, _Mapping]]] = ...) -> None: ...
+
+class SkippedProcessor(_message.Message):
+    __slots__ = ("processor_id", "hook", "cause")
+    PROCESSOR_ID_FIELD_NUMBER: _ClassVar[int]
+    HOOK_FIELD_NUMBER: _ClassVar[int]
+    CAUSE_FIELD_NUMBER: _ClassVar[int]
+    processor_id: str
+    hook: str
+    cause: str
+    def __init__(self, processor_id: _Optional[str] = ..., hook: _Optional[str] = ..., cause: _Optional[str] = ...) -> None: ...
 
 class StepResult(_message.Message):
     __slots__ = ("step", "text", "reasoning", "finish_reason", "usage", "tool_calls", "tool_results", "tripwire", "model")
