@@ -22,9 +22,27 @@ const config = `
 kind = "remote"
 timeout_ms = 3000
 
+[processors.digit-redactor]
+kind = "remote"
+timeout_ms = 3000
+
+[processors.flaky]
+kind = "remote"
+timeout_ms = 5000
+
 [[agents]]
 id = "echo"
 model = "mock/echo"
+
+[[agents]]
+id = "redacted"
+model = "mock/echo"
+output_processors = ["digit-redactor"]
+
+[[agents]]
+id = "fragile"
+model = "mock/echo"
+input_processors = ["flaky"]
 
 [[agents]]
 id = "guarded"
@@ -115,5 +133,89 @@ func TestRemoteGuardrailTripsAndNothingIsSaved(t *testing.T) {
 	passed, err := client.Generate(ctx, &agentwirev1.RunRequest{AgentId: "guarded", Text: "hello", ThreadId: "go-thread-2", ResourceId: "ada"})
 	if err != nil || passed.GetText() != "echo: hello" {
 		t.Fatalf("clean input should pass: %v %v", passed, err)
+	}
+}
+
+// connect serves processor until the test ends and returns once it is connected.
+func connect(t *testing.T, ctx context.Context, processor *agentwire.Processor, address string) {
+	t.Helper()
+	ready := make(chan struct{})
+	go func() { _ = processor.Serve(ctx, address, ready) }()
+	select {
+	case <-ready:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the processor did not connect")
+	}
+}
+
+func TestRemoteStreamRewriterChangesTheAnswer(t *testing.T) {
+	address := startServer(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	redactor := agentwire.NewProcessor("digit-redactor").On(agentwirev1.Hook_HOOK_PROCESS_OUTPUT_STREAM,
+		func(ctx context.Context, call agentwire.Call) *agentwirev1.HookResult {
+			delta := call.GetPart().GetTextDelta()
+			if delta == nil {
+				return agentwire.Continue()
+			}
+			masked := strings.Map(func(r rune) rune {
+				if r >= '0' && r <= '9' {
+					return '#'
+				}
+				return r
+			}, delta.GetText())
+			part := &agentwirev1.Chunk{RunId: call.GetPart().GetRunId(), Type: "text-delta",
+				Payload: &agentwirev1.Chunk_TextDelta{TextDelta: &agentwirev1.DeltaPayload{Id: delta.GetId(), Text: masked}}}
+			return &agentwirev1.HookResult{Outcome: &agentwirev1.HookResult_Replace{Replace: &agentwirev1.Replacement{Part: part}}}
+		})
+	connect(t, ctx, redactor, address)
+	client, err := agentwire.Dial(address)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	result, err := client.Generate(ctx, &agentwirev1.RunRequest{AgentId: "redacted", Text: "call 555 1234"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if result.GetText() != "echo: call ### ####" {
+		t.Fatalf("the answer was not rewritten: %q", result.GetText())
+	}
+}
+
+func TestProcessorDeathMidRunFollowsTheFailurePolicy(t *testing.T) {
+	address := startServer(t)
+	processorCtx, killProcessor := context.WithCancel(context.Background())
+	called := make(chan struct{}, 1)
+	flaky := agentwire.NewProcessor("flaky").On(agentwirev1.Hook_HOOK_PROCESS_INPUT,
+		func(ctx context.Context, call agentwire.Call) *agentwirev1.HookResult {
+			called <- struct{}{}
+			<-ctx.Done() // never answers: the process "dies" meanwhile
+			return nil
+		})
+	connect(t, processorCtx, flaky, address)
+	client, err := agentwire.Dial(address)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	results := make(chan *agentwirev1.GenerateResponse, 1)
+	go func() {
+		result, err := client.Generate(context.Background(), &agentwirev1.RunRequest{AgentId: "fragile", Text: "hi"})
+		if err != nil {
+			t.Error(err)
+		}
+		results <- result
+	}()
+	select {
+	case <-called:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the processor was never called")
+	}
+	killProcessor()
+	result := <-results
+	reason := result.GetTripwire().GetReason()
+	if result.GetFinishReason() != "other" || !strings.Contains(reason, "flaky") || !strings.Contains(reason, "disconnected") {
+		t.Fatalf("expected a tripwire saying flaky disconnected, got %v", result)
 	}
 }
