@@ -32,8 +32,7 @@ fn storage_failure(action: &str, error: impl std::fmt::Display) -> HookError {
 /// What a run keeps: its input and response messages, without system messages and without the
 /// working-memory tool's calls and results (working memory itself is saved instead).
 fn persisted(list: &MessageList) -> Vec<Message> {
-    list.from_source(MessageSource::Input)
-        .chain(list.from_source(MessageSource::Response))
+    list.run_messages()
         .filter(|message| message.role != Role::System)
         .filter_map(|message| {
             let mut kept = message.clone();

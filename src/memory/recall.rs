@@ -148,10 +148,9 @@ impl Processor for SemanticRecall {
     }
 
     async fn process_output_result(&self, args: OutputResultArgs<'_>) -> HookResult<Option<Vec<Message>>> {
-        let list = &*args.message_list;
-        let (ids, texts): (Vec<String>, Vec<String>) = list
-            .from_source(MessageSource::Input)
-            .chain(list.from_source(MessageSource::Response))
+        let (ids, texts): (Vec<String>, Vec<String>) = args
+            .message_list
+            .run_messages()
             .filter_map(|message| embeddable(message).map(|text| (message.id.clone(), text)))
             .unzip();
         if texts.is_empty() {

@@ -14,7 +14,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::{LanguageModel, ModelError, ModelEvent, ModelRequest, ModelStream, PromptMessage};
-use crate::runtime::{FinishReason, Part, Role, ToolCall, Usage};
+use crate::runtime::{FinishReason, Role, ToolCall, Usage, text_of};
 
 /// Id of the echo model.
 pub const ECHO: &str = "mock/echo";
@@ -232,13 +232,7 @@ fn split_words(text: &str) -> Vec<String> {
 }
 
 fn prompt_text(message: &PromptMessage) -> String {
-    let mut text = String::new();
-    for part in &message.parts {
-        if let Part::Text { text: piece } = part {
-            text.push_str(piece);
-        }
-    }
-    text
+    text_of(&message.parts)
 }
 
 fn prompt_words(prompt: &[PromptMessage]) -> u64 {

@@ -156,14 +156,19 @@ impl Message {
 
     /// The concatenated text parts, the canonical way to read a message's text.
     pub fn text(&self) -> String {
-        let mut text = String::new();
-        for part in &self.parts {
-            if let Part::Text { text: piece } = part {
-                text.push_str(piece);
-            }
-        }
-        text
+        text_of(&self.parts)
     }
+}
+
+/// The concatenated text of these parts.
+pub fn text_of(parts: &[Part]) -> String {
+    let mut text = String::new();
+    for part in parts {
+        if let Part::Text { text: piece } = part {
+            text.push_str(piece);
+        }
+    }
+    text
 }
 
 /// A fresh, time-ordered unique id (UUID v7).

@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, HashSet};
 
 use serde_json::Value;
 
-use super::message::{Message, Part, Role};
+use super::message::{Message, Part, Role, ToolResult};
 
 /// Where a message of the list came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -155,20 +155,34 @@ impl MessageList {
         self.system.iter().chain(tagged).cloned().collect()
     }
 
+    /// The result of a tool call, if the list holds it.
+    pub fn tool_result(&self, tool_call_id: &str) -> Option<&ToolResult> {
+        self.all().flat_map(|message| &message.parts).find_map(|part| match part {
+            Part::ToolResult(stored) if stored.tool_call_id == tool_call_id => Some(stored),
+            _ => None,
+        })
+    }
+
     /// Replaces the result of a tool call in the tool message that holds it. Returns false when
     /// no such result is in the list.
     pub fn update_tool_result(&mut self, tool_call_id: &str, result: Value) -> bool {
-        for entry in &mut self.entries {
-            for part in &mut entry.message.parts {
-                if let Part::ToolResult(stored) = part
-                    && stored.tool_call_id == tool_call_id
-                {
-                    stored.result = result;
-                    return true;
-                }
+        let stored =
+            self.entries.iter_mut().flat_map(|entry| &mut entry.message.parts).find_map(|part| match part {
+                Part::ToolResult(stored) if stored.tool_call_id == tool_call_id => Some(stored),
+                _ => None,
+            });
+        match stored {
+            Some(stored) => {
+                stored.result = result;
+                true
             }
+            None => false,
         }
-        false
+    }
+
+    /// The run's own messages, input first then response — what a run adds to a thread.
+    pub fn run_messages(&self) -> impl Iterator<Item = &Message> {
+        self.from_source(MessageSource::Input).chain(self.from_source(MessageSource::Response))
     }
 
     /// Applies a message array returned by a processor to the list (see the module docs).

@@ -31,7 +31,7 @@ pub use self::agent::{Agent, NamedProcessor, ProcessorRef};
 pub use self::chunk::{
     Chunk, DATA_PREFIX, DataChunk, ErrorSource, FinishReason, RunFailure, Tripwire, Usage,
 };
-pub use self::message::{Message, Part, Role, ToolCall, ToolResult, new_id, now_millis};
+pub use self::message::{Message, Part, Role, ToolCall, ToolResult, new_id, now_millis, text_of};
 pub use self::message_list::{MessageList, MessageSource, ReconcileScope};
 pub use self::request::{RunError, RunRequest};
 pub use self::result::RunResult;

@@ -284,8 +284,7 @@ impl Run {
             Ok((finish_reason, text)) => {
                 result.finish_reason = finish_reason;
                 result.text = text;
-                result.messages = self.list.snapshot(ReconcileScope::Input);
-                result.messages.extend(self.list.snapshot(ReconcileScope::Response));
+                result.messages = self.list.run_messages().cloned().collect();
             }
             Err(RunStop::Tripwire(tripwire)) => {
                 result.tripwire = Some(tripwire.clone());
@@ -503,9 +502,7 @@ impl Run {
         if !parts.is_empty() {
             let mut message = Message::new(Role::Assistant, parts);
             message.id = message_id.clone();
-            message.thread_id.clone_from(&self.info.thread_id);
-            message.resource_id.clone_from(&self.info.resource_id);
-            self.list.add(message, MessageSource::Response);
+            self.add_response(message);
         }
         let rejection = self.process_output_step(step_number, &message_id).await?;
         let step_result = self.steps.last().cloned().expect("pushed above");
@@ -643,7 +640,7 @@ impl Run {
             Ok(result) => (result, false),
             Err(error) => (Value::String(error.to_string()), true),
         };
-        let mut message = Message::new(
+        self.add_response(Message::new(
             Role::Tool,
             vec![Part::ToolResult(ToolResult {
                 tool_call_id: call.tool_call_id.clone(),
@@ -651,10 +648,7 @@ impl Run {
                 result,
                 is_error,
             })],
-        );
-        message.thread_id.clone_from(&self.info.thread_id);
-        message.resource_id.clone_from(&self.info.resource_id);
-        self.list.add(message, MessageSource::Response);
+        ));
 
         let chains = Arc::clone(&self.chains);
         for processor in chains.of(Hook::ProcessToolResult) {
@@ -734,13 +728,15 @@ impl Run {
             .map(|message| message.id.clone());
         match last_assistant.and_then(|id| self.list.get_mut(&id)) {
             Some(message) => message.parts.extend(parts),
-            None => {
-                let mut message = Message::new(Role::Assistant, parts);
-                message.thread_id.clone_from(&self.info.thread_id);
-                message.resource_id.clone_from(&self.info.resource_id);
-                self.list.add(message, MessageSource::Response);
-            }
+            None => self.add_response(Message::new(Role::Assistant, parts)),
         }
+    }
+
+    /// Adds a message the run produced, in the run's thread and resource.
+    fn add_response(&mut self, mut message: Message) {
+        message.thread_id.clone_from(&self.info.thread_id);
+        message.resource_id.clone_from(&self.info.resource_id);
+        self.list.add(message, MessageSource::Response);
     }
 
     /// The run's text: the text of its response's assistant messages, as processors left them.
@@ -941,16 +937,7 @@ fn model_failure(model_id: &str, error: &ModelError) -> RunFailure {
 
 /// The result of a tool call as the message list holds it (`null` if a processor removed it).
 fn stored_tool_result(list: &MessageList, tool_call_id: &str) -> Value {
-    for message in list.all() {
-        for part in &message.parts {
-            if let Part::ToolResult(stored) = part
-                && stored.tool_call_id == tool_call_id
-            {
-                return stored.result.clone();
-            }
-        }
-    }
-    Value::Null
+    list.tool_result(tool_call_id).map(|stored| stored.result.clone()).unwrap_or(Value::Null)
 }
 
 /// The prompt for the model: every system message (untagged, then tagged), then the messages.

@@ -47,10 +47,7 @@ impl Lexical {
         for pair in words.windows(2) {
             add(&mut vector, &[b"b:", pair[0].as_bytes(), b" ", pair[1].as_bytes()], 0.7);
         }
-        let norm = vector.iter().map(|value| value * value).sum::<f32>().sqrt();
-        if norm > 0.0 {
-            vector.iter_mut().for_each(|value| *value /= norm);
-        }
+        super::normalise(&mut vector);
         vector
     }
 }

@@ -43,6 +43,14 @@ pub trait Embedder: Send + Sync + Debug {
     async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError>;
 }
 
+/// Scales a vector to unit length (a zero vector stays zero).
+pub fn normalise(vector: &mut [f32]) {
+    let norm = vector.iter().map(|value| value * value).sum::<f32>().sqrt();
+    if norm > 0.0 {
+        vector.iter_mut().for_each(|value| *value /= norm);
+    }
+}
+
 /// The embedders agents can name: `lexical` and the config's `[embedders.*]`.
 #[derive(Debug, Clone)]
 pub struct Embedders {

@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{EmbedError, Embedder};
+use super::{EmbedError, Embedder, normalise};
 
 /// An OpenAI-compatible embeddings endpoint.
 pub struct OpenAiEmbedder {
@@ -118,19 +118,11 @@ impl OpenAiEmbedder {
             let slot = vectors
                 .get_mut(item.index)
                 .ok_or_else(|| self.failure(format!("unexpected index {}", item.index)))?;
-            *slot = normalised(item.embedding);
+            *slot = item.embedding;
+            normalise(slot); // some endpoints do not
         }
         Ok(vectors)
     }
-}
-
-/// L2-normalises a vector (some endpoints do not).
-fn normalised(mut vector: Vec<f32>) -> Vec<f32> {
-    let norm = vector.iter().map(|value| value * value).sum::<f32>().sqrt();
-    if norm > 0.0 {
-        vector.iter_mut().for_each(|value| *value /= norm);
-    }
-    vector
 }
 
 #[async_trait::async_trait]
