@@ -79,12 +79,11 @@ impl std::fmt::Debug for PreparedRun {
     }
 }
 
-/// The per-run state of the processors: `state` by processor id, and the chunks each stream
-/// processor has seen.
+/// The per-run state of the processors: `state` by processor id, the retry count, and what the
+/// hook being called emitted or skipped.
 #[derive(Default)]
 struct ProcessorStates {
     states: HashMap<String, Map<String, Value>>,
-    stream_parts: HashMap<String, Vec<Chunk>>,
     retry_count: u32,
     /// Custom chunks emitted by the hook being called, streamed after it returns.
     emitted: Vec<DataChunk>,
@@ -145,6 +144,9 @@ struct Run {
     chains: Arc<Chains>,
     /// Tools of this run only (memory's `update_working_memory`), found before the registry's.
     run_tools: Vec<Arc<dyn Tool>>,
+    /// The chunks each stream processor has seen, by processor id. Beside `processors` (not in
+    /// it) so a processor's list can be lent to its hook together with its context.
+    stream_parts: HashMap<String, Vec<Chunk>>,
     max_processor_retries: Option<u32>,
     max_steps: u32,
     list: MessageList,
@@ -191,6 +193,8 @@ impl PreparedRun {
             info,
             chains: Arc::new(Chains::new(&input, &output, &error)),
             run_tools,
+            stream_parts: HashMap::new(),
+
             list,
             processors: ProcessorStates::default(),
             sink: ChunkSink::discard(),
@@ -807,16 +811,19 @@ impl Run {
             if current.is_data() && !processor.process_data_parts() {
                 continue;
             }
-            let mut seen = self.processors.stream_parts.remove(processor.id()).unwrap_or_default();
+            // The id is allocated once per processor per run, not once per chunk.
+            if !self.stream_parts.contains_key(processor.id()) {
+                self.stream_parts.insert(processor.id().to_owned(), Vec::new());
+            }
+            let seen = self.stream_parts.get_mut(processor.id()).expect("inserted above");
             seen.push(current.clone());
             let args = OutputStreamArgs {
                 ctx: self.processors.context(&self.info, processor.id()),
                 part: current,
-                stream_parts: &seen,
+                stream_parts: seen,
                 message_list: &self.list,
             };
             let outcome = guarded(processor.process_output_stream(args)).await;
-            self.processors.stream_parts.insert(processor.id().to_owned(), seen);
             match outcome.map_err(|error| stop(processor.as_ref(), Hook::ProcessOutputStream, error))? {
                 Some(next) => current = next,
                 None => return Ok(None),
