@@ -60,14 +60,19 @@ fn required(field: &str, value: &str) -> Result<(), Status> {
     Ok(())
 }
 
-fn page_size(page_size: u32) -> Result<usize, Status> {
-    match page_size {
-        0 => Ok(DEFAULT_PAGE_SIZE),
-        size if size > MAX_PAGE_SIZE => {
-            Err(RunError::invalid("page_size", format!("must be at most {MAX_PAGE_SIZE}, got {size}")).into())
+/// A requested count: 0 means `default`; above `max` is refused, naming `field`.
+fn bounded(field: &str, requested: u32, default: usize, max: u32) -> Result<usize, Status> {
+    match requested {
+        0 => Ok(default),
+        count if count > max => {
+            Err(RunError::invalid(field, format!("must be at most {max}, got {count}")).into())
         }
-        size => Ok(usize::try_from(size).unwrap_or(DEFAULT_PAGE_SIZE)),
+        count => Ok(usize::try_from(count).unwrap_or(default)),
     }
+}
+
+fn page_size(page_size: u32) -> Result<usize, Status> {
+    bounded("page_size", page_size, DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE)
 }
 
 fn scope_of(scope: Option<pb::WorkingMemoryScope>) -> Result<WorkingMemoryScope, Status> {
@@ -239,15 +244,7 @@ impl pb::memory_service_server::MemoryService for MemoryServiceImpl {
             Some(Scope::ThreadId(id)) if !id.is_empty() => RecallScope::Thread(id),
             _ => return Err(RunError::invalid("scope", "needs a resource_id or a thread_id").into()),
         };
-        let top_k = match request.top_k {
-            0 => DEFAULT_TOP_K,
-            top_k @ 1..=MAX_TOP_K => usize::try_from(top_k).unwrap_or(DEFAULT_TOP_K),
-            top_k => {
-                return Err(
-                    RunError::invalid("top_k", format!("must be at most {MAX_TOP_K}, got {top_k}")).into()
-                );
-            }
-        };
+        let top_k = bounded("top_k", request.top_k, DEFAULT_TOP_K, MAX_TOP_K)?;
         let embedder = Lexical::new();
         let vector = Lexical::embed_one(&request.query);
         let query = VectorQuery {
