@@ -82,7 +82,8 @@ impl TestServerBuilder {
             None => Some(tempfile::tempdir().expect("temp dir")),
         };
         let data_dir = self.data_dir.clone().unwrap_or_else(|| temp_dir.as_ref().unwrap().path().to_owned());
-        let store = open_store(&data_dir).await;
+        // `open` waits for a server stopped a moment ago on the same directory to release it.
+        let store = SledStore::open(&data_dir).expect("the store opens");
         let mut components = Components::builtin().with_store(Arc::new(store));
         components.processor_kinds = self.kinds;
         let runtime = Runtime::new(&config, components).expect("test config is valid");
@@ -103,21 +104,6 @@ impl TestServerBuilder {
             shutdown: Some(shutdown_tx),
             task: Some(task),
             _temp_dir: temp_dir,
-        }
-    }
-}
-
-/// Opens the store, waiting while a stopped server of the same directory releases it.
-async fn open_store(data_dir: &Path) -> SledStore {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        match SledStore::open(data_dir) {
-            Ok(store) => return store,
-            Err(error) if Instant::now() < deadline => {
-                let _ = error;
-                tokio::time::sleep(Duration::from_millis(20)).await;
-            }
-            Err(error) => panic!("cannot open the store: {error}"),
         }
     }
 }
