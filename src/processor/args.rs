@@ -163,6 +163,19 @@ pub struct OutputStreamArgs<'a> {
     pub message_list: &'a MessageList,
 }
 
+/// `processOutputStream` for a processor that takes windows: the window's chunks.
+#[derive(Debug)]
+pub struct OutputWindowArgs<'a> {
+    /// Hook context.
+    pub ctx: HookContext<'a>,
+    /// The window's chunks, in order, as rewritten by earlier processors.
+    pub parts: Vec<Chunk>,
+    /// Every chunk this processor has seen in this run, the window's included (last).
+    pub stream_parts: &'a [Chunk],
+    /// The live list, read-only.
+    pub message_list: &'a MessageList,
+}
+
 /// `processOutputStep`: after a model step, before its tools run.
 #[derive(Debug)]
 pub struct OutputStepArgs<'a> {

@@ -59,6 +59,18 @@ impl<'a> HookContext<'a> {
         HookContext { run, state, retry_count, emitted, skipped }
     }
 
+    /// A shorter-lived context over the same run, state and outputs, for calling another hook
+    /// method from inside one.
+    pub fn reborrow(&mut self) -> HookContext<'_> {
+        HookContext {
+            run: self.run,
+            state: self.state,
+            retry_count: self.retry_count,
+            emitted: self.emitted,
+            skipped: self.skipped,
+        }
+    }
+
     /// Records that a processor was skipped for this call; the run's result lists it.
     pub fn report_skipped(&mut self, skipped: SkippedProcessor) {
         self.skipped.push(skipped);

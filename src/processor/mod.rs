@@ -11,17 +11,19 @@ mod context;
 mod hook;
 mod registry;
 pub mod remote;
+mod window;
 
 use std::fmt;
 
 pub use self::args::{
     ApiErrorArgs, ApiErrorOutcome, InputArgs, InputOutcome, InputStepArgs, LlmRequestArgs, LlmRequestOutcome,
-    LlmResponseArgs, OutputResultArgs, OutputStepArgs, OutputStreamArgs, OutputSummary, StepOverrides,
-    ToolResultArgs, ToolResultOutcome,
+    LlmResponseArgs, OutputResultArgs, OutputStepArgs, OutputStreamArgs, OutputSummary, OutputWindowArgs,
+    StepOverrides, ToolResultArgs, ToolResultOutcome,
 };
 pub use self::context::{Abort, HookContext, HookError, HookResult, RunInfo, SkippedProcessor};
 pub use self::hook::{Hook, HookSet};
 pub use self::registry::{ProcessorFactory, ProcessorRegistry, parse_options};
+pub use self::window::StreamWindow;
 use crate::runtime::{Chunk, Message};
 
 /// Something that takes part in runs at one or more hooks.
@@ -69,6 +71,31 @@ pub trait Processor: Send + Sync {
     /// On every chunk: return it (maybe rewritten) to pass it on, `None` to drop it.
     async fn process_output_stream(&self, args: OutputStreamArgs<'_>) -> HookResult<Option<Chunk>> {
         Ok(Some(args.part))
+    }
+
+    /// How this processor takes `processOutputStream` chunks in `run`: `None` (the default) one
+    /// by one through [`Processor::process_output_stream`], or in windows through
+    /// [`Processor::process_output_window`]. Asked whenever a window would open.
+    fn stream_window(&self, _run: &RunInfo) -> Option<StreamWindow> {
+        None
+    }
+
+    /// A closed window of chunks: return the chunks that replace it, in order (fewer, more, or
+    /// rewritten). The default passes each through [`Processor::process_output_stream`].
+    async fn process_output_window(&self, mut args: OutputWindowArgs<'_>) -> HookResult<Vec<Chunk>> {
+        let seen_before = args.stream_parts.len() - args.parts.len();
+        let mut kept = Vec::with_capacity(args.parts.len());
+        for (index, part) in args.parts.into_iter().enumerate() {
+            let stream_parts = &args.stream_parts[..=seen_before + index];
+            let single = OutputStreamArgs {
+                ctx: args.ctx.reborrow(),
+                part,
+                stream_parts,
+                message_list: args.message_list,
+            };
+            kept.extend(self.process_output_stream(single).await?);
+        }
+        Ok(kept)
     }
 
     /// After each model step, before tools. `Some(messages)` replaces all messages.

@@ -228,4 +228,17 @@ impl Chunk {
     pub fn is_data(&self) -> bool {
         matches!(self, Chunk::Data(_))
     }
+
+    /// True for what the answer is made of — text, reasoning, tool calls and results, custom
+    /// data — as opposed to the run's and steps' lifecycle markers.
+    pub fn is_content(&self) -> bool {
+        matches!(
+            self,
+            Chunk::TextDelta { .. }
+                | Chunk::ReasoningDelta { .. }
+                | Chunk::ToolCall(_)
+                | Chunk::ToolResult(_)
+                | Chunk::Data(_)
+        )
+    }
 }

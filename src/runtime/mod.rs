@@ -26,6 +26,7 @@ mod step;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::time::Duration;
 
 pub use self::agent::{Agent, NamedProcessor, ProcessorRef};
 pub use self::chunk::{
@@ -42,7 +43,7 @@ use crate::config::{Config, ConfigError};
 use crate::memory::embedder::Embedders;
 use crate::memory::{MemoryKind, MemoryProcessors};
 use crate::model::ModelRegistry;
-use crate::processor::remote::{self, RemotePool, RemoteProcessor};
+use crate::processor::remote::{self, PoolTiming, RemotePool, RemoteProcessor};
 use crate::processor::{Processor, ProcessorRegistry};
 use crate::storage::Store;
 use crate::tool::ToolRegistry;
@@ -182,6 +183,13 @@ impl Runtime {
             }
             runtime.remote.allow_token(token, entry.get_ref().processors.iter().cloned());
         }
+        if config.remote.ping_interval_ms == 0 {
+            return Err(config.invalid_at(0, "remote.ping_interval_ms must be positive".to_owned()));
+        }
+        runtime.remote.set_timing(PoolTiming {
+            ping_interval: Duration::from_millis(config.remote.ping_interval_ms),
+            drain_timeout: Duration::from_millis(config.remote.drain_timeout_ms),
+        });
         for (index, agent) in config.agents.iter().enumerate() {
             let offset = agent.span().start;
             let resolved = runtime.resolve_agent(agent.get_ref()).map_err(|(key_offset, reason)| {

@@ -5,7 +5,7 @@
 //! ends the run at once, from wherever it happens, and [`PreparedRun::execute`] turns the stop
 //! into the terminal chunk and the result.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
@@ -25,10 +25,14 @@ use super::step::{StepInput, StepResult};
 use crate::model::{ModelError, ModelRequest, ModelStream, PromptMessage};
 use crate::processor::{
     Abort, ApiErrorArgs, Hook, HookContext, HookError, HookResult, InputArgs, InputOutcome, InputStepArgs,
-    LlmRequestArgs, LlmResponseArgs, OutputResultArgs, OutputStepArgs, OutputStreamArgs, OutputSummary,
-    Processor, RunInfo, SkippedProcessor, StepOverrides, ToolResultArgs,
+    LlmRequestArgs, LlmResponseArgs, OutputResultArgs, OutputStepArgs, OutputSummary, Processor, RunInfo,
+    SkippedProcessor, StepOverrides, ToolResultArgs,
 };
 use crate::tool::{Tool, ToolError};
+
+mod output_stream;
+
+use self::output_stream::{Closing, Windows};
 
 /// The tag of the system message that carries a rejected step's reason to the retry.
 pub const RETRY_FEEDBACK_TAG: &str = "processor-retry-feedback";
@@ -147,6 +151,8 @@ struct Run {
     /// The chunks each stream processor has seen, by processor id. Beside `processors` (not in
     /// it) so a processor's list can be lent to its hook together with its context.
     stream_parts: HashMap<String, Vec<Chunk>>,
+    /// The stream processors' open windows.
+    windows: Windows,
     max_processor_retries: Option<u32>,
     max_steps: u32,
     list: MessageList,
@@ -194,6 +200,7 @@ impl PreparedRun {
             chains: Arc::new(Chains::new(&input, &output, &error)),
             run_tools,
             stream_parts: HashMap::new(),
+            windows: Windows::default(),
 
             list,
             processors: ProcessorStates::default(),
@@ -329,7 +336,7 @@ impl Run {
                     self.list.reconcile(ReconcileScope::Input, messages, MessageSource::Input);
                 }
             }
-            self.flush_emitted(false).await?;
+            self.flush_emitted(false, Closing::All).await?;
         }
         Ok(())
     }
@@ -365,7 +372,7 @@ impl Run {
             if let Some(messages) = messages {
                 self.list.reconcile(ReconcileScope::All, messages, MessageSource::Input);
             }
-            self.flush_emitted(false).await?;
+            self.flush_emitted(false, Closing::All).await?;
         }
         Ok(step)
     }
@@ -398,7 +405,7 @@ impl Run {
             if response.is_none() {
                 response = outcome.response;
             }
-            self.flush_emitted(false).await?;
+            self.flush_emitted(false, Closing::All).await?;
         }
         Ok((prompt, response))
     }
@@ -420,7 +427,7 @@ impl Run {
             let outcome = guarded(processor.process_api_error(args))
                 .await
                 .map_err(|error| stop(processor.as_ref(), Hook::ProcessApiError, error))?;
-            self.flush_emitted(false).await?;
+            self.flush_emitted(false, Closing::All).await?;
             if outcome.retry {
                 retry = true;
                 break;
@@ -472,26 +479,35 @@ impl Run {
         let message_id = new_id();
         let step_start =
             Chunk::StepStart { step: step_number, message_id: message_id.clone(), model: step.model.clone() };
-        self.emit(step_start, true).await?;
+        self.emit_step_start(step_start).await?;
         let mut answer = StepAnswer::new(step_number, &step.model);
         let from_cache = matches!(source, StepSource::Replay(_));
         let mut raw_chunks = Vec::new();
         match source {
             StepSource::Replay(chunks) => {
                 for chunk in chunks {
-                    self.stream_chunk(chunk, &mut answer, &mut raw_chunks).await?;
+                    self.step_chunk(chunk, &mut answer, &mut raw_chunks).await?;
                 }
             }
-            StepSource::Model(mut stream) => {
-                while let Some(event) = stream.next().await {
-                    let event = event.map_err(|error| RunStop::Failed(model_failure(&step.model, &error)))?;
-                    let chunk = answer.chunk_of(event, &message_id);
-                    if let Some(chunk) = chunk {
-                        self.stream_chunk(chunk, &mut answer, &mut raw_chunks).await?;
-                    }
+            StepSource::Model(mut stream) => loop {
+                let event = match self.next_window_deadline() {
+                    None => stream.next().await,
+                    Some(deadline) => tokio::select! {
+                        event = stream.next() => event,
+                        () = tokio::time::sleep_until(deadline) => {
+                            self.close_due_windows(&mut answer).await?;
+                            continue;
+                        }
+                    },
+                };
+                let Some(event) = event else { break };
+                let event = event.map_err(|error| RunStop::Failed(model_failure(&step.model, &error)))?;
+                if let Some(chunk) = answer.chunk_of(event, &message_id) {
+                    self.step_chunk(chunk, &mut answer, &mut raw_chunks).await?;
                 }
-            }
+            },
         }
+        self.close_windows(&mut answer).await?;
         raw_chunks.push(Chunk::StepFinish {
             step: step_number,
             finish_reason: answer.result.finish_reason,
@@ -532,9 +548,8 @@ impl Run {
         Ok(StepOutcome::Continue)
     }
 
-    /// Sends one chunk of the model's answer through the stream processors to the client, and
-    /// adds what survives to the step's answer.
-    async fn stream_chunk(
+    /// One chunk of a step's answer: recorded raw for processLLMResponse, then streamed.
+    async fn step_chunk(
         &mut self,
         chunk: Chunk,
         answer: &mut StepAnswer,
@@ -547,11 +562,7 @@ impl Run {
             return Ok(());
         }
         raw_chunks.push(chunk.clone());
-        if let Some(processed) = self.process_output_stream(chunk).await? {
-            answer.absorb(&processed);
-            self.deliver(processed, true).await?;
-        }
-        self.flush_emitted(true).await
+        self.stream_model_chunk(chunk, answer).await
     }
 
     async fn process_llm_response(
@@ -574,7 +585,7 @@ impl Run {
             guarded(processor.process_llm_response(args))
                 .await
                 .map_err(|error| stop(processor.as_ref(), Hook::ProcessLlmResponse, error))?;
-            self.flush_emitted(false).await?;
+            self.flush_emitted(false, Closing::All).await?;
         }
         Ok(())
     }
@@ -618,7 +629,7 @@ impl Run {
                 }
                 Err(error) => return Err(stop(processor.as_ref(), Hook::ProcessOutputStep, error)),
             }
-            self.flush_emitted(true).await?;
+            self.flush_emitted(true, Closing::All).await?;
         }
         Ok(None)
     }
@@ -677,7 +688,7 @@ impl Run {
             if let Some(result) = outcome.result {
                 self.list.update_tool_result(&call.tool_call_id, result);
             }
-            self.flush_emitted(true).await?;
+            self.flush_emitted(true, Closing::All).await?;
         }
 
         let processed = ToolResult {
@@ -711,7 +722,7 @@ impl Run {
             if let Some(messages) = outcome {
                 self.list.reconcile(ReconcileScope::Response, messages, MessageSource::Response);
             }
-            self.flush_emitted(true).await?;
+            self.flush_emitted(true, Closing::All).await?;
         }
         self.attach_pending_data_parts();
         Ok(())
@@ -750,86 +761,6 @@ impl Run {
             .filter(|message| message.role == Role::Assistant)
             .map(Message::text)
             .collect()
-    }
-
-    // ---- emitting ----------------------------------------------------------------------------
-
-    /// Sends a chunk through the output processors' `processOutputStream` to the client, then
-    /// the custom chunks those processors emitted. `keep_data` keeps non-transient custom chunks
-    /// as message parts (true for output hooks).
-    async fn emit(&mut self, chunk: Chunk, keep_data: bool) -> Result<(), RunStop> {
-        if let Some(processed) = self.process_output_stream(chunk).await? {
-            self.deliver(processed, keep_data).await?;
-        }
-        self.flush_emitted(true).await
-    }
-
-    /// Streams the custom chunks the last hook emitted, through the stream processors.
-    async fn flush_emitted(&mut self, keep_data: bool) -> Result<(), RunStop> {
-        let mut queue: VecDeque<DataChunk> = std::mem::take(&mut self.processors.emitted).into();
-        let mut budget = MAX_DATA_CHUNKS_PER_EMIT;
-        while let Some(data) = queue.pop_front() {
-            if budget == 0 {
-                return Err(RunStop::Failed(RunFailure {
-                    message: format!(
-                        "processors emitted more than {MAX_DATA_CHUNKS_PER_EMIT} custom chunks in answer to one chunk"
-                    ),
-                    source: ErrorSource::Runtime,
-                    origin: String::new(),
-                }));
-            }
-            budget -= 1;
-            if let Some(processed) = self.process_output_stream(Chunk::Data(data)).await? {
-                self.deliver(processed, keep_data).await?;
-            }
-            queue.extend(std::mem::take(&mut self.processors.emitted));
-        }
-        Ok(())
-    }
-
-    /// Hands a processed chunk to the client, keeping custom chunks for the result.
-    async fn deliver(&mut self, chunk: Chunk, keep_data: bool) -> Result<(), RunStop> {
-        if let Chunk::Data(data) = &chunk {
-            self.data.push(data.clone());
-            if keep_data && !data.transient {
-                self.pending_data_parts.push(Part::Data {
-                    name: data.name.clone(),
-                    data: data.data.clone(),
-                    id: data.id.clone(),
-                });
-            }
-        }
-        self.sink.send(chunk).await.map_err(|_| RunStop::Cancelled)
-    }
-
-    /// `processOutputStream` over the output processors, in order. A processor that drops the
-    /// chunk ends the chain for it; `data-*` chunks reach only processors that opt in.
-    async fn process_output_stream(&mut self, chunk: Chunk) -> Result<Option<Chunk>, RunStop> {
-        let mut current = chunk;
-        let chains = Arc::clone(&self.chains);
-        for processor in chains.of(Hook::ProcessOutputStream) {
-            if current.is_data() && !processor.process_data_parts() {
-                continue;
-            }
-            // The id is allocated once per processor per run, not once per chunk.
-            if !self.stream_parts.contains_key(processor.id()) {
-                self.stream_parts.insert(processor.id().to_owned(), Vec::new());
-            }
-            let seen = self.stream_parts.get_mut(processor.id()).expect("inserted above");
-            seen.push(current.clone());
-            let args = OutputStreamArgs {
-                ctx: self.processors.context(&self.info, processor.id()),
-                part: current,
-                stream_parts: seen,
-                message_list: &self.list,
-            };
-            let outcome = guarded(processor.process_output_stream(args)).await;
-            match outcome.map_err(|error| stop(processor.as_ref(), Hook::ProcessOutputStream, error))? {
-                Some(next) => current = next,
-                None => return Ok(None),
-            }
-        }
-        Ok(Some(current))
     }
 }
 

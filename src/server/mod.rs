@@ -65,7 +65,14 @@ pub async fn serve(
     )
     .max_decoding_message_size(processor_service::MAX_FRAME_BYTES as usize)
     .max_encoding_message_size(processor_service::MAX_FRAME_BYTES as usize);
+    let pool = Arc::clone(runtime.remote_pool());
     let agent_service = pb::agent_service_server::AgentServiceServer::new(AgentServiceImpl::new(runtime));
+    // On shutdown, remote processors drain first: their sessions would otherwise keep the
+    // graceful stop waiting forever.
+    let shutdown = async move {
+        shutdown.await;
+        pool.drain().await;
+    };
 
     let (health_reporter, health_service) = tonic_health::server::health_reporter();
     health_reporter.set_serving::<pb::agent_service_server::AgentServiceServer<AgentServiceImpl>>().await;

@@ -4,6 +4,7 @@
 
 use std::pin::Pin;
 use std::sync::Arc;
+use std::time::Duration;
 
 use futures::Stream;
 use tokio::sync::mpsc;
@@ -13,10 +14,10 @@ use tonic::{Request, Response, Status, Streaming};
 
 use super::pb;
 use super::remote_convert::hook_from_pb;
-use crate::processor::HookSet;
 use crate::processor::remote::{
-    AuthError, PROTOCOL_VERSIONS, RemotePool, RemoteReply, Session, SessionEvent,
+    AuthError, PROTOCOL_VERSIONS, RemotePool, RemoteReply, Session, SessionEvent, SessionSpec,
 };
+use crate::processor::{Hook, HookSet, StreamWindow};
 use crate::runtime::new_id;
 
 /// Calls queued for one instance before callers wait.
@@ -43,7 +44,7 @@ fn server_message(message: pb::server_message::Message) -> Result<pb::ServerMess
 }
 
 /// Checks a `Hello`; the status says what is wrong.
-fn accept(hello: &pb::Hello, pool: &RemotePool) -> Result<HookSet, Status> {
+fn accept(hello: pb::Hello, pool: &RemotePool) -> Result<SessionSpec, Status> {
     if hello.processor_id.is_empty() {
         return Err(Status::invalid_argument("hello.processor_id is required"));
     }
@@ -72,7 +73,56 @@ fn accept(hello: &pb::Hello, pool: &RemotePool) -> Result<HookSet, Status> {
     if hooks.is_empty() {
         return Err(Status::invalid_argument("hello.hooks: name at least one hook"));
     }
-    Ok(HookSet::of(&hooks))
+    let hooks = HookSet::of(&hooks);
+    let mut observed = Vec::new();
+    let mut window = None;
+    for (index, options) in hello.hook_options.iter().enumerate() {
+        let field = format!("hello.hook_options[{index}]");
+        let hook = pb::Hook::try_from(options.hook)
+            .ok()
+            .and_then(hook_from_pb)
+            .filter(|hook| hooks.contains(*hook))
+            .ok_or_else(|| {
+                Status::invalid_argument(format!("{field}.hook: {} is not one of hello.hooks", options.hook))
+            })?;
+        match pb::HookMode::try_from(options.mode) {
+            Ok(pb::HookMode::Unspecified | pb::HookMode::Blocking) => {}
+            Ok(pb::HookMode::Observe) => observed.push(hook),
+            Err(_) => {
+                return Err(Status::invalid_argument(format!("{field}.mode: unknown mode {}", options.mode)));
+            }
+        }
+        if let Some(asked) = &options.window {
+            window = Some(window_of(hook, asked, &field)?);
+        }
+    }
+    Ok(SessionSpec {
+        processor_id: hello.processor_id,
+        instance_id: if hello.instance_id.is_empty() { new_id() } else { hello.instance_id },
+        hooks,
+        observed: HookSet::of(&observed),
+        window,
+        max_concurrency: usize::try_from(hello.max_concurrency).unwrap_or(usize::MAX),
+    })
+}
+
+/// The window a Hello asks for, checked.
+fn window_of(hook: Hook, asked: &pb::StreamWindow, field: &str) -> Result<StreamWindow, Status> {
+    if hook != Hook::ProcessOutputStream {
+        return Err(Status::invalid_argument(format!(
+            "{field}.window: only processOutputStream takes windows, not {hook}"
+        )));
+    }
+    let max_chunks = usize::try_from(asked.max_chunks).unwrap_or(usize::MAX);
+    if !(1..=StreamWindow::MAX_CHUNKS).contains(&max_chunks) {
+        return Err(Status::invalid_argument(format!(
+            "{field}.window.max_chunks: {} is not in 1..={}",
+            asked.max_chunks,
+            StreamWindow::MAX_CHUNKS
+        )));
+    }
+    let max_delay = (asked.max_delay_ms > 0).then(|| Duration::from_millis(u64::from(asked.max_delay_ms)));
+    Ok(StreamWindow::new(max_chunks, max_delay))
 }
 
 #[tonic::async_trait]
@@ -125,40 +175,80 @@ impl pb::processor_service_server::ProcessorService for ProcessorServiceImpl {
             AuthError::MissingToken | AuthError::InvalidToken => Status::unauthenticated(error.to_string()),
             AuthError::NotAllowed(_) => Status::permission_denied(error.to_string()),
         })?;
-        let hooks = accept(&hello, &self.pool)?;
+        if self.pool.is_draining() {
+            return Err(Status::unavailable("the server is shutting down; reconnect later"));
+        }
         // The highest version both sides speak.
         let protocol_version = hello.max_protocol_version.min(PROTOCOL_VERSIONS.1);
+        let spec = accept(hello, &self.pool)?;
         let (outbox, events) = mpsc::channel(SESSION_BUFFER);
-        let instance_id = if hello.instance_id.is_empty() { new_id() } else { hello.instance_id };
-        let session = Arc::new(Session::new(hello.processor_id, instance_id, hooks, outbox));
+        let session = Arc::new(Session::new(spec, outbox));
         self.pool.register(Arc::clone(&session));
         tracing::info!(processor = %session.processor_id, instance = %session.instance_id, "remote processor connected");
-
-        let pool = Arc::clone(&self.pool);
-        let reader_session = Arc::clone(&session);
-        tokio::spawn(async move {
-            while let Ok(Some(message)) = inbound.message().await {
-                if let Some(pb::processor_message::Message::Result(result)) = message.message {
-                    let call_id = result.call_id;
-                    if !reader_session.resolve(call_id, RemoteReply::from(result)) {
-                        tracing::debug!(call_id, "result for an unknown or abandoned call");
-                    }
-                }
-            }
-            pool.unregister(&reader_session);
-            tracing::info!(processor = %reader_session.processor_id, instance = %reader_session.instance_id, "remote processor disconnected");
-        });
+        tokio::spawn(read_answers(inbound, Arc::clone(&self.pool), Arc::clone(&session)));
+        tokio::spawn(keep_alive(Arc::clone(&self.pool), Arc::clone(&session)));
 
         let welcome =
             pb::Welcome { protocol_version, session_id: new_id(), max_frame_bytes: MAX_FRAME_BYTES };
-        let calls = ReceiverStream::new(events).map(|event| match event {
-            SessionEvent::Call(call) => server_message(pb::server_message::Message::Call((*call).into())),
-            SessionEvent::Cancel(call_id) => {
-                server_message(pb::server_message::Message::Cancel(pb::Cancel { call_id }))
-            }
+        let calls = ReceiverStream::new(events).map(|event| {
+            use pb::server_message::Message;
+            server_message(match event {
+                SessionEvent::Call(call) => Message::Call((*call).into()),
+                SessionEvent::Cancel(call_id) => Message::Cancel(pb::Cancel { call_id }),
+                SessionEvent::Ping(nonce) => Message::Ping(pb::Ping { nonce }),
+                SessionEvent::Drain(deadline_unix_ms) => Message::Drain(pb::Drain { deadline_unix_ms }),
+            })
         });
         let stream =
             tokio_stream::once(server_message(pb::server_message::Message::Welcome(welcome))).chain(calls);
+        // The stream ends with the session: when it is dropped as hung, or drained.
+        let stream = futures::StreamExt::take_until(stream, session.ended());
         Ok(Response::new(Box::pin(stream)))
+    }
+}
+
+/// Hands each answer of an instance to its caller, until the instance goes away.
+async fn read_answers(
+    mut inbound: Streaming<pb::ProcessorMessage>,
+    pool: Arc<RemotePool>,
+    session: Arc<Session>,
+) {
+    loop {
+        let message = tokio::select! {
+            message = inbound.message() => message,
+            () = session.ended() => break,
+        };
+        let Ok(Some(message)) = message else { break };
+        match message.message {
+            Some(pb::processor_message::Message::Result(result)) => {
+                let call_id = result.call_id;
+                if !session.resolve(call_id, RemoteReply::from(result)) {
+                    tracing::debug!(call_id, "result for an unknown or abandoned call");
+                }
+            }
+            Some(pb::processor_message::Message::Pong(pong)) => session.pong(pong.nonce),
+            Some(pb::processor_message::Message::Hello(_)) | None => {}
+        }
+    }
+    pool.unregister(&session);
+    tracing::info!(processor = %session.processor_id, instance = %session.instance_id, "remote processor disconnected");
+}
+
+/// Pings the instance every interval; one that has not answered the previous ping is hung, and
+/// is dropped so its calls fail over.
+async fn keep_alive(pool: Arc<RemotePool>, session: Arc<Session>) {
+    let interval = pool.timing().ping_interval;
+    let mut nonce = 0u64;
+    loop {
+        tokio::select! {
+            () = tokio::time::sleep(interval) => {}
+            () = session.ended() => return,
+        }
+        nonce += 1;
+        if !session.ping(nonce) {
+            tracing::warn!(processor = %session.processor_id, instance = %session.instance_id, "remote processor did not answer a ping; dropping it");
+            pool.unregister(&session);
+            return;
+        }
     }
 }

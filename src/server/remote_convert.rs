@@ -140,6 +140,16 @@ fn replacement_from_pb(replacement: pb::Replacement) -> Result<Replacement, Stri
         }),
         active_tools: replacement.active_tools.map(|list| list.values),
         prompt,
+        parts: replacement
+            .parts
+            .map(|list| {
+                list.chunks
+                    .into_iter()
+                    .enumerate()
+                    .map(|(index, chunk)| chunk_from_pb(chunk, &format!("replace.parts[{index}]")))
+                    .collect::<Result<Vec<_>, _>>()
+            })
+            .transpose()?,
     })
 }
 

@@ -2,6 +2,7 @@
 //! answers every call with a function of it.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use agentwire::server::pb;
 use agentwire::server::pb::processor_service_client::ProcessorServiceClient;
@@ -13,16 +14,35 @@ use tonic::transport::Channel;
 pub type Answer = Arc<dyn Fn(&pb::HookCall) -> Option<pb::HookResult> + Send + Sync>;
 
 pub fn hello(processor_id: &str, hooks: &[pb::Hook]) -> pb::ProcessorMessage {
-    pb::ProcessorMessage {
-        message: Some(pb::processor_message::Message::Hello(pb::Hello {
-            processor_id: processor_id.into(),
-            instance_id: format!("{processor_id}-test"),
-            min_protocol_version: 1,
-            max_protocol_version: 1,
-            hooks: hooks.iter().map(|hook| *hook as i32).collect(),
-            max_concurrency: 0,
-        })),
+    hello_message(hello_of(processor_id, hooks))
+}
+
+/// A Hello for `hooks`, one by one, blocking, with no concurrency limit.
+pub fn hello_of(processor_id: &str, hooks: &[pb::Hook]) -> pb::Hello {
+    pb::Hello {
+        processor_id: processor_id.into(),
+        instance_id: format!("{processor_id}-test"),
+        min_protocol_version: 1,
+        max_protocol_version: 1,
+        hooks: hooks.iter().map(|hook| *hook as i32).collect(),
+        max_concurrency: 0,
+        hook_options: Vec::new(),
     }
+}
+
+pub fn hello_message(hello: pb::Hello) -> pb::ProcessorMessage {
+    pb::ProcessorMessage { message: Some(pb::processor_message::Message::Hello(hello)) }
+}
+
+/// A Hello asking for processOutputStream in windows.
+pub fn windowed_hello(processor_id: &str, max_chunks: u32, max_delay_ms: u32) -> pb::Hello {
+    let mut hello = hello_of(processor_id, &[pb::Hook::ProcessOutputStream]);
+    hello.hook_options.push(pb::HookOptions {
+        hook: pb::Hook::ProcessOutputStream as i32,
+        mode: pb::HookMode::Blocking as i32,
+        window: Some(pb::StreamWindow { max_chunks, max_delay_ms }),
+    });
+    hello
 }
 
 /// Opens a session with `first` as the first message; returns the server's stream (or status)
@@ -54,13 +74,25 @@ pub async fn open_with_token(
 /// A connected test processor; the session ends when it is killed or dropped.
 pub struct Instance {
     task: tokio::task::JoinHandle<()>,
-    cancelled: Arc<std::sync::Mutex<Vec<u64>>>,
+    events: Arc<std::sync::Mutex<Vec<String>>>,
+    most_in_flight: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 impl Instance {
     /// The call ids the server cancelled.
     pub fn cancelled(&self) -> Vec<u64> {
-        self.cancelled.lock().unwrap().clone()
+        self.events().iter().filter_map(|event| event.strip_prefix("cancel ")?.parse().ok()).collect()
+    }
+
+    /// What the server sent, in order: `call <hook>`, `cancel <id>`, `ping`, `drain`, and `end`
+    /// when the server closed the stream.
+    pub fn events(&self) -> Vec<String> {
+        self.events.lock().unwrap().clone()
+    }
+
+    /// The most calls it held unanswered at once.
+    pub fn most_in_flight(&self) -> usize {
+        self.most_in_flight.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// Ends the session abruptly, as a crashing process would.
@@ -75,33 +107,97 @@ impl Drop for Instance {
     }
 }
 
+/// How a test instance behaves beyond its answers.
+#[derive(Debug, Clone, Copy)]
+pub struct Behaviour {
+    /// Answers this long after the call arrives (each call on its own task).
+    pub delay: Duration,
+    /// Answers pings.
+    pub pong: bool,
+}
+
+impl Default for Behaviour {
+    fn default() -> Behaviour {
+        Behaviour { delay: Duration::ZERO, pong: true }
+    }
+}
+
 /// Connects a processor answering with `answer`; returns once the server welcomed it.
 pub async fn serve(channel: Channel, processor_id: &str, hooks: &[pb::Hook], answer: Answer) -> Instance {
-    let (stream, sender) = open(channel, hello(processor_id, hooks)).await;
+    serve_hello(channel, hello_of(processor_id, hooks), answer).await
+}
+
+/// [`serve`] with a Hello of the test's making.
+pub async fn serve_hello(channel: Channel, hello: pb::Hello, answer: Answer) -> Instance {
+    serve_with(channel, hello, answer, Behaviour::default()).await
+}
+
+/// [`serve_hello`] with a [`Behaviour`].
+pub async fn serve_with(
+    channel: Channel,
+    hello: pb::Hello,
+    answer: Answer,
+    behaviour: Behaviour,
+) -> Instance {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let (stream, sender) = open(channel, hello_message(hello)).await;
     let mut stream = stream.expect("the session is accepted");
     let welcome = stream.message().await.unwrap().expect("a welcome");
     assert!(matches!(welcome.message, Some(pb::server_message::Message::Welcome(_))));
-    let cancelled: Arc<std::sync::Mutex<Vec<u64>>> = Arc::default();
-    let cancels = Arc::clone(&cancelled);
+    let events: Arc<std::sync::Mutex<Vec<String>>> = Arc::default();
+    let log = Arc::clone(&events);
+    let most_in_flight: Arc<AtomicUsize> = Arc::default();
+    let most = Arc::clone(&most_in_flight);
+    let in_flight: Arc<AtomicUsize> = Arc::default();
     let task = tokio::spawn(async move {
         let replies = sender;
         while let Ok(Some(message)) = stream.message().await {
-            if let Some(pb::server_message::Message::Cancel(cancel)) = &message.message {
-                cancels.lock().unwrap().push(cancel.call_id);
-            }
-            if let Some(pb::server_message::Message::Call(call)) = message.message
-                && let Some(mut result) = answer(&call)
-            {
-                result.call_id = call.call_id;
-                let message =
-                    pb::ProcessorMessage { message: Some(pb::processor_message::Message::Result(result)) };
-                if replies.send(message).await.is_err() {
-                    return;
+            use pb::server_message::Message;
+            match message.message {
+                Some(Message::Cancel(cancel)) => {
+                    log.lock().unwrap().push(format!("cancel {}", cancel.call_id))
                 }
+                Some(Message::Drain(_)) => log.lock().unwrap().push("drain".into()),
+                Some(Message::Ping(ping)) => {
+                    log.lock().unwrap().push("ping".into());
+                    if behaviour.pong {
+                        let pong = pb::Pong { nonce: ping.nonce };
+                        let message = pb::ProcessorMessage {
+                            message: Some(pb::processor_message::Message::Pong(pong)),
+                        };
+                        let _ = replies.send(message).await;
+                    }
+                }
+                Some(Message::Call(call)) => {
+                    log.lock().unwrap().push(format!("call {}", call.hook().as_str_name()));
+                    let held = in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+                    most.fetch_max(held, Ordering::SeqCst);
+                    let answer = Arc::clone(&answer);
+                    let replies = replies.clone();
+                    let in_flight = Arc::clone(&in_flight);
+                    let reply = async move {
+                        tokio::time::sleep(behaviour.delay).await;
+                        in_flight.fetch_sub(1, Ordering::SeqCst);
+                        if let Some(mut result) = answer(&call) {
+                            result.call_id = call.call_id;
+                            let message = pb::ProcessorMessage {
+                                message: Some(pb::processor_message::Message::Result(result)),
+                            };
+                            let _ = replies.send(message).await;
+                        }
+                    };
+                    if behaviour.delay.is_zero() {
+                        reply.await;
+                    } else {
+                        tokio::spawn(reply);
+                    }
+                }
+                _ => {}
             }
         }
+        log.lock().unwrap().push("end".into());
     });
-    Instance { task, cancelled }
+    Instance { task, events, most_in_flight }
 }
 
 pub fn outcome(outcome: pb::hook_result::Outcome) -> Option<pb::HookResult> {

@@ -55,7 +55,7 @@ pub struct RemoteArgs {
     pub error: Option<(i32, String)>,
     /// processLLMRequest's prompt.
     pub prompt: Vec<PromptMessage>,
-    /// processLLMResponse's chunks.
+    /// processLLMResponse's chunks, or a processOutputStream window.
     pub chunks: Vec<Chunk>,
     /// processInputStep's tools on offer.
     pub tools: Vec<String>,
@@ -108,4 +108,6 @@ pub struct Replacement {
     pub active_tools: Option<Vec<String>>,
     /// The outgoing prompt.
     pub prompt: Option<Vec<PromptMessage>>,
+    /// The chunks that replace a window.
+    pub parts: Option<Vec<Chunk>>,
 }

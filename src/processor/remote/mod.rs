@@ -16,12 +16,14 @@ use serde::Deserialize;
 use serde_json::json;
 
 pub use self::call::{RemoteArgs, RemoteCall, RemoteOutcome, RemoteReply, Replacement};
-pub use self::session::{AuthError, CallFailure, RemotePool, Session, SessionEvent, SessionStats};
+pub use self::session::{
+    AuthError, CallFailure, PoolTiming, RemotePool, Session, SessionEvent, SessionSpec, SessionStats,
+};
 use super::{
     Abort, ApiErrorArgs, ApiErrorOutcome, Hook, HookContext, HookError, HookResult, HookSet, InputArgs,
     InputOutcome, InputStepArgs, LlmRequestArgs, LlmRequestOutcome, LlmResponseArgs, OutputResultArgs,
-    OutputStepArgs, OutputStreamArgs, Processor, SkippedProcessor, StepOverrides, ToolResultArgs,
-    ToolResultOutcome, parse_options,
+    OutputStepArgs, OutputStreamArgs, OutputWindowArgs, Processor, RunInfo, SkippedProcessor, StepOverrides,
+    StreamWindow, ToolResultArgs, ToolResultOutcome, parse_options,
 };
 use crate::model::ModelError;
 use crate::runtime::{Chunk, DataChunk, Message, ReconcileScope, now_millis};
@@ -65,10 +67,61 @@ struct Options {
     timeout_ms: u64,
     #[serde(default)]
     on_failure: FailurePolicy,
+    /// Per hook (by contract name), what differs from the processor's own settings.
+    #[serde(default)]
+    hooks: std::collections::BTreeMap<String, HookOverrides>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct HookOverrides {
+    mode: Option<Mode>,
+    timeout_ms: Option<u64>,
+    on_failure: Option<FailurePolicy>,
 }
 
 fn default_timeout_ms() -> u64 {
     1000
+}
+
+/// How one hook of a remote processor is called.
+#[derive(Debug, Clone, Copy)]
+struct HookPolicy {
+    timeout: Duration,
+    on_failure: FailurePolicy,
+    mode: Mode,
+}
+
+fn timeout_of(field: &str, timeout_ms: u64) -> Result<Duration, String> {
+    if timeout_ms == 0 {
+        return Err(format!("`{field}` must be positive"));
+    }
+    Ok(Duration::from_millis(timeout_ms))
+}
+
+impl Options {
+    /// The policy of every hook, in [`Hook::ALL`] order.
+    fn policies(&self) -> Result<[HookPolicy; Hook::ALL.len()], String> {
+        let base = HookPolicy {
+            timeout: timeout_of("timeout_ms", self.timeout_ms)?,
+            on_failure: self.on_failure,
+            mode: self.mode,
+        };
+        let mut policies = [base; Hook::ALL.len()];
+        for (name, overrides) in &self.hooks {
+            let hook = Hook::from_name(name).ok_or_else(|| {
+                let names: Vec<&str> = Hook::ALL.iter().map(|hook| hook.name()).collect();
+                format!("`hooks.{name}`: unknown hook (one of {})", names.join(", "))
+            })?;
+            let policy = &mut policies[hook.index()];
+            if let Some(timeout_ms) = overrides.timeout_ms {
+                policy.timeout = timeout_of(&format!("hooks.{name}.timeout_ms"), timeout_ms)?;
+            }
+            policy.on_failure = overrides.on_failure.unwrap_or(policy.on_failure);
+            policy.mode = overrides.mode.unwrap_or(policy.mode);
+        }
+        Ok(policies)
+    }
 }
 
 /// How many runs' instances a processor remembers (oldest forgotten first).
@@ -110,16 +163,16 @@ pub struct RemoteProcessor {
     /// The id instances connect as.
     remote_id: String,
     pool: Arc<RemotePool>,
-    timeout: Duration,
-    on_failure: FailurePolicy,
-    mode: Mode,
+    /// By [`Hook::index`].
+    policies: [HookPolicy; Hook::ALL.len()],
     sticky: Mutex<Stickiness>,
 }
 
 /// Why a call could not be answered.
 enum Unanswered {
     NoInstance,
-    TimedOut,
+    Draining,
+    TimedOut(Duration),
     Disconnected,
 }
 
@@ -131,20 +184,35 @@ impl RemoteProcessor {
         pool: &Arc<RemotePool>,
     ) -> Result<RemoteProcessor, String> {
         let options: Options = parse_options(options)?;
-        if options.timeout_ms == 0 {
-            return Err("`timeout_ms` must be positive".to_owned());
-        }
+        let policies = options.policies()?;
         let remote_id = options.remote_id.unwrap_or_else(|| id.to_owned());
         pool.expect(&remote_id);
         Ok(RemoteProcessor {
             id: id.to_owned(),
             remote_id,
             pool: Arc::clone(pool),
-            timeout: Duration::from_millis(options.timeout_ms),
-            on_failure: options.on_failure,
-            mode: options.mode,
+            policies,
             sticky: Mutex::new(Stickiness::default()),
         })
+    }
+
+    fn policy(&self, hook: Hook) -> HookPolicy {
+        self.policies[hook.index()]
+    }
+
+    /// The instance serving `run` at `hook`: the one it already uses, else the least loaded
+    /// (which it then keeps). `failed` is an instance that just went away.
+    fn session_for(&self, run_id: &str, hook: Hook, failed: Option<&Arc<Session>>) -> Option<Arc<Session>> {
+        if self.pool.is_draining() {
+            return None;
+        }
+        let sticky = match failed {
+            None => self.sticky.lock().expect("sticky lock").get(run_id, hook),
+            Some(_) => None,
+        };
+        let session = sticky.or_else(|| self.pool.pick(&self.remote_id, hook, failed))?;
+        self.sticky.lock().expect("sticky lock").remember(run_id, &session);
+        Some(session)
     }
 
     /// Calls `hook` on an instance; `None` when the processor does not take part (no instance
@@ -156,7 +224,8 @@ impl RemoteProcessor {
         step: u32,
         args: RemoteArgs,
     ) -> HookResult<Option<RemoteOutcome>> {
-        let deadline = now_millis() + i64::try_from(self.timeout.as_millis()).unwrap_or(i64::MAX);
+        let policy = self.policy(hook);
+        let deadline = now_millis() + i64::try_from(policy.timeout.as_millis()).unwrap_or(i64::MAX);
         let call = RemoteCall {
             call_id: 0,
             hook,
@@ -167,37 +236,33 @@ impl RemoteProcessor {
             state: ctx.state.clone(),
             args,
         };
-        if self.mode == Mode::Observe {
-            if let Some(session) = self.pool.pick(&self.remote_id, hook, None) {
-                session.observe(call);
-            }
-            return Ok(None);
-        }
         let mut failed: Option<Arc<Session>> = None;
         let unanswered = loop {
-            let sticky = match failed {
-                None => self.sticky.lock().expect("sticky lock").get(&call.run.run_id, hook),
-                Some(_) => None,
-            };
-            let Some(session) = sticky.or_else(|| self.pool.pick(&self.remote_id, hook, failed.as_ref()))
-            else {
+            let Some(session) = self.session_for(&call.run.run_id, hook, failed.as_ref()) else {
+                let connected = self.pool.sessions(&self.remote_id);
                 if failed.is_some() {
                     break Unanswered::Disconnected;
                 }
-                if !self.pool.sessions(&self.remote_id).is_empty() {
+                if !connected.is_empty() && connected.iter().all(|session| !session.hooks.contains(hook)) {
                     return Ok(None); // connected, but no instance implements this hook
+                }
+                if self.pool.is_draining() {
+                    break Unanswered::Draining;
                 }
                 break Unanswered::NoInstance;
             };
-            self.sticky.lock().expect("sticky lock").remember(&call.run.run_id, &session);
-            match tokio::time::timeout(self.timeout, session.call(call.clone())).await {
+            if policy.mode == Mode::Observe || session.observed.contains(hook) {
+                session.observe(call);
+                return Ok(None);
+            }
+            match tokio::time::timeout(policy.timeout, session.call(call.clone())).await {
                 Ok(Ok(reply)) => return self.apply(ctx, reply).map(Some),
                 // The instance went away mid-call: move the call to another one, once.
                 Ok(Err(CallFailure::Gone)) if failed.is_none() => failed = Some(session),
                 Ok(Err(CallFailure::Gone)) => break Unanswered::Disconnected,
                 Err(_) => {
                     session.record_error();
-                    break Unanswered::TimedOut;
+                    break Unanswered::TimedOut(policy.timeout);
                 }
             }
         };
@@ -223,11 +288,16 @@ impl RemoteProcessor {
     fn unanswered(&self, ctx: &mut HookContext<'_>, hook: Hook, unanswered: Unanswered) -> HookResult<()> {
         let (cause, why) = match unanswered {
             Unanswered::NoInstance => ("unavailable", "is unavailable (no instance connected)".to_owned()),
+            Unanswered::Draining => {
+                ("unavailable", "is unavailable (the server is shutting down)".to_owned())
+            }
             Unanswered::Disconnected => ("disconnected", "disconnected before answering".to_owned()),
-            Unanswered::TimedOut => ("timeout", format!("timed out after {} ms", self.timeout.as_millis())),
+            Unanswered::TimedOut(timeout) => {
+                ("timeout", format!("timed out after {} ms", timeout.as_millis()))
+            }
         };
         let details = json!({ "processor": self.remote_id, "hook": hook.name(), "cause": cause });
-        match self.on_failure {
+        match self.policy(hook).on_failure {
             FailurePolicy::Closed => {
                 let reason = format!("remote processor `{}` {why} in {hook}", self.remote_id);
                 Err(Abort::new(reason).metadata(details).into())
@@ -341,6 +411,26 @@ impl Processor for RemoteProcessor {
             Some(RemoteOutcome::Drop) => Ok(None),
             Some(RemoteOutcome::Replace(replacement)) => Ok(Some(replacement.part.unwrap_or(args.part))),
             _ => Ok(Some(args.part)),
+        }
+    }
+
+    fn stream_window(&self, run: &RunInfo) -> Option<StreamWindow> {
+        let hook = Hook::ProcessOutputStream;
+        let window = self.session_for(&run.run_id, hook, None)?.window?;
+        Some(if self.policy(hook).mode == Mode::Observe { window.observed() } else { window })
+    }
+
+    async fn process_output_window(&self, mut args: OutputWindowArgs<'_>) -> HookResult<Vec<Chunk>> {
+        let remote = RemoteArgs { chunks: args.parts.clone(), ..RemoteArgs::default() };
+        match self.invoke(&mut args.ctx, Hook::ProcessOutputStream, 0, remote).await? {
+            Some(RemoteOutcome::Drop) => Ok(Vec::new()),
+            Some(RemoteOutcome::Replace(replacement)) => replacement.parts.ok_or_else(|| {
+                HookError::Failed(format!(
+                    "remote processor `{}` answered a window without `replace.parts`",
+                    self.remote_id
+                ))
+            }),
+            _ => Ok(args.parts),
         }
     }
 

@@ -4,11 +4,13 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{Semaphore, mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
 
 use super::call::{RemoteCall, RemoteReply};
-use crate::processor::{Hook, HookSet};
+use crate::processor::{Hook, HookSet, StreamWindow};
 
 /// What the server sends on a session's stream.
 #[derive(Debug)]
@@ -17,6 +19,28 @@ pub enum SessionEvent {
     Call(Box<RemoteCall>),
     /// A call whose answer is no longer wanted.
     Cancel(u64),
+    /// A liveness check; the instance answers with a pong carrying the nonce.
+    Ping(u64),
+    /// The server is shutting down: no new calls; answers to calls in flight are due by then
+    /// (milliseconds since the Unix epoch).
+    Drain(i64),
+}
+
+/// What an instance said about itself when it connected.
+#[derive(Debug, Clone, Default)]
+pub struct SessionSpec {
+    /// The processor id it serves.
+    pub processor_id: String,
+    /// Its instance id.
+    pub instance_id: String,
+    /// The hooks it implements.
+    pub hooks: HookSet,
+    /// The hooks it serves as an observer (sent, never awaited).
+    pub observed: HookSet,
+    /// How it takes processOutputStream chunks (`None`: one by one).
+    pub window: Option<StreamWindow>,
+    /// How many calls it takes at once (0: no limit).
+    pub max_concurrency: usize,
 }
 
 /// Why a call got no answer.
@@ -35,6 +59,13 @@ pub struct Session {
     pub instance_id: String,
     /// The hooks it implements.
     pub hooks: HookSet,
+    /// The hooks it serves as an observer.
+    pub observed: HookSet,
+    /// How it takes processOutputStream chunks.
+    pub window: Option<StreamWindow>,
+    /// Bounds the calls in flight to its `max_concurrency`.
+    permits: Option<Arc<Semaphore>>,
+    max_concurrency: usize,
     outbox: mpsc::Sender<SessionEvent>,
     pending: Mutex<HashMap<u64, oneshot::Sender<RemoteReply>>>,
     next_call_id: AtomicU64,
@@ -44,9 +75,12 @@ pub struct Session {
     answered: AtomicU64,
     errors: AtomicU64,
     latency_micros_total: AtomicU64,
-    closed: AtomicBool,
     /// Observe-mode calls dropped because the instance's queue was full.
     dropped: AtomicU64,
+    /// The nonce of the ping not answered yet (0: none).
+    unanswered_ping: AtomicU64,
+    /// Cancelled when the session ends: its outgoing stream closes.
+    ended: CancellationToken,
 }
 
 /// What an instance has done since it connected.
@@ -66,16 +100,15 @@ pub struct SessionStats {
 
 impl Session {
     /// A session whose calls go out on `outbox`.
-    pub fn new(
-        processor_id: String,
-        instance_id: String,
-        hooks: HookSet,
-        outbox: mpsc::Sender<SessionEvent>,
-    ) -> Session {
+    pub fn new(spec: SessionSpec, outbox: mpsc::Sender<SessionEvent>) -> Session {
         Session {
-            processor_id,
-            instance_id,
-            hooks,
+            processor_id: spec.processor_id,
+            instance_id: spec.instance_id,
+            hooks: spec.hooks,
+            observed: spec.observed,
+            window: spec.window,
+            permits: (spec.max_concurrency > 0).then(|| Arc::new(Semaphore::new(spec.max_concurrency))),
+            max_concurrency: spec.max_concurrency,
             outbox,
             pending: Mutex::new(HashMap::new()),
             next_call_id: AtomicU64::new(1),
@@ -84,9 +117,15 @@ impl Session {
             answered: AtomicU64::new(0),
             errors: AtomicU64::new(0),
             latency_micros_total: AtomicU64::new(0),
-            closed: AtomicBool::new(false),
             dropped: AtomicU64::new(0),
+            unanswered_ping: AtomicU64::new(0),
+            ended: CancellationToken::new(),
         }
+    }
+
+    /// True when it has fewer calls in flight than its `max_concurrency` (or has no limit).
+    pub fn has_capacity(&self) -> bool {
+        self.max_concurrency == 0 || self.in_flight() < self.max_concurrency
     }
 
     /// Sends a call and waits for its answer. Dropping the future abandons the call (the
@@ -99,6 +138,12 @@ impl Session {
         self.in_flight.fetch_add(1, Ordering::Relaxed);
         let guard = InFlight { session: self, call_id, done: false };
         let started = std::time::Instant::now();
+        // Beyond its max_concurrency a call waits here for one of its calls to end (the caller's
+        // timeout covers the wait).
+        let _permit = match &self.permits {
+            Some(permits) => Some(permits.acquire().await.map_err(|_| CallFailure::Gone)?),
+            None => None,
+        };
         if self.outbox.send(SessionEvent::Call(Box::new(call))).await.is_err() {
             self.record_error();
             return Err(CallFailure::Gone);
@@ -155,15 +200,43 @@ impl Session {
         }
     }
 
-    /// Fails every call in flight: the instance is gone.
+    /// Fails every call in flight and ends the outgoing stream: the instance is gone.
     pub fn close(&self) {
-        self.closed.store(true, Ordering::Relaxed);
         self.pending.lock().expect("pending lock").clear();
+        if let Some(permits) = &self.permits {
+            permits.close();
+        }
+        self.ended.cancel();
+    }
+
+    /// Resolves when the session has ended.
+    pub fn ended(&self) -> tokio_util::sync::WaitForCancellationFutureOwned {
+        self.ended.clone().cancelled_owned()
+    }
+
+    /// Sends a ping; false when the previous one is still unanswered (the instance is hung) or
+    /// the stream is gone.
+    pub fn ping(&self, nonce: u64) -> bool {
+        if self.unanswered_ping.swap(nonce, Ordering::Relaxed) != 0 {
+            return false;
+        }
+        // A full queue means calls are waiting anyway: the ping can wait for the next round.
+        !matches!(self.outbox.try_send(SessionEvent::Ping(nonce)), Err(mpsc::error::TrySendError::Closed(_)))
+    }
+
+    /// Takes the instance's answer to a ping.
+    pub fn pong(&self, nonce: u64) {
+        let _ = self.unanswered_ping.compare_exchange(nonce, 0, Ordering::Relaxed, Ordering::Relaxed);
+    }
+
+    /// Tells the instance the server is draining.
+    fn drain(&self, deadline_unix_ms: i64) {
+        let _ = self.outbox.try_send(SessionEvent::Drain(deadline_unix_ms));
     }
 
     /// True once the instance went away.
     pub fn is_closed(&self) -> bool {
-        self.closed.load(Ordering::Relaxed)
+        self.ended.is_cancelled()
     }
 
     /// Calls sent and not yet answered.
@@ -218,6 +291,25 @@ pub struct RemotePool {
     tokens: Mutex<Vec<(String, HashSet<String>)>>,
     /// Rotates the choice among equally loaded instances, so sequential runs spread too.
     rotation: AtomicUsize,
+    /// Set once the server drains: no new calls, no new sessions.
+    draining: AtomicBool,
+    timing: Mutex<PoolTiming>,
+}
+
+/// How often sessions are checked, and how long a drain waits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PoolTiming {
+    /// The server pings every instance this often; one that has not answered the previous ping
+    /// by the next is considered hung and dropped (its calls in flight fail over).
+    pub ping_interval: Duration,
+    /// On shutdown, how long calls in flight may take to be answered.
+    pub drain_timeout: Duration,
+}
+
+impl Default for PoolTiming {
+    fn default() -> PoolTiming {
+        PoolTiming { ping_interval: Duration::from_secs(10), drain_timeout: Duration::from_secs(5) }
+    }
 }
 
 impl std::fmt::Debug for RemotePool {
@@ -236,6 +328,43 @@ impl RemotePool {
     /// An empty pool.
     pub fn new() -> RemotePool {
         RemotePool::default()
+    }
+
+    /// Sets the ping interval and the drain timeout.
+    pub fn set_timing(&self, timing: PoolTiming) {
+        *self.timing.lock().expect("timing lock") = timing;
+    }
+
+    /// The ping interval and the drain timeout.
+    pub fn timing(&self) -> PoolTiming {
+        *self.timing.lock().expect("timing lock")
+    }
+
+    /// True once the server drains.
+    pub fn is_draining(&self) -> bool {
+        self.draining.load(Ordering::Relaxed)
+    }
+
+    /// Stops sending new calls, tells every instance, waits for the calls in flight to be
+    /// answered (up to the drain timeout), then ends every session. Calls not answered by then
+    /// fail, and their runs apply their failure policy.
+    pub async fn drain(&self) {
+        self.draining.store(true, Ordering::Relaxed);
+        let timeout = self.timing().drain_timeout;
+        let deadline = crate::runtime::now_millis() + i64::try_from(timeout.as_millis()).unwrap_or(i64::MAX);
+        let sessions = self.all_sessions();
+        for session in &sessions {
+            session.drain(deadline);
+        }
+        let settled = async {
+            while sessions.iter().any(|session| session.in_flight() > 0) {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        };
+        let _ = tokio::time::timeout(timeout, settled).await;
+        for session in &sessions {
+            self.unregister(session);
+        }
     }
 
     /// Records that the config names this processor id: only such ids may connect.
@@ -303,13 +432,17 @@ impl RemotePool {
     }
 
     /// The instance of `processor_id` implementing `hook` with the fewest calls in flight (ties
-    /// taken in turn), skipping `excluded` (an instance that just failed).
+    /// taken in turn; instances below their `max_concurrency` first), skipping `excluded` (an
+    /// instance that just failed). None while draining.
     pub fn pick(
         &self,
         processor_id: &str,
         hook: Hook,
         excluded: Option<&Arc<Session>>,
     ) -> Option<Arc<Session>> {
+        if self.is_draining() {
+            return None;
+        }
         let candidates: Vec<Arc<Session>> = self
             .sessions(processor_id)
             .into_iter()
@@ -325,7 +458,7 @@ impl RemotePool {
             .cycle()
             .skip(start)
             .take(candidates.len())
-            .min_by_key(|session| session.in_flight())
+            .min_by_key(|session| (!session.has_capacity(), session.in_flight()))
             .cloned()
     }
 }

@@ -21,6 +21,12 @@ class Hook(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     HOOK_PROCESS_OUTPUT_STEP: _ClassVar[Hook]
     HOOK_PROCESS_TOOL_RESULT: _ClassVar[Hook]
     HOOK_PROCESS_OUTPUT_RESULT: _ClassVar[Hook]
+
+class HookMode(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    HOOK_MODE_UNSPECIFIED: _ClassVar[HookMode]
+    HOOK_MODE_BLOCKING: _ClassVar[HookMode]
+    HOOK_MODE_OBSERVE: _ClassVar[HookMode]
 HOOK_UNSPECIFIED: Hook
 HOOK_PROCESS_INPUT: Hook
 HOOK_PROCESS_INPUT_STEP: Hook
@@ -31,6 +37,9 @@ HOOK_PROCESS_LLM_RESPONSE: Hook
 HOOK_PROCESS_OUTPUT_STEP: Hook
 HOOK_PROCESS_TOOL_RESULT: Hook
 HOOK_PROCESS_OUTPUT_RESULT: Hook
+HOOK_MODE_UNSPECIFIED: HookMode
+HOOK_MODE_BLOCKING: HookMode
+HOOK_MODE_OBSERVE: HookMode
 
 class ListProcessorsRequest(_message.Message):
     __slots__ = ()
@@ -75,32 +84,54 @@ class ProcessorMessage(_message.Message):
     def __init__(self, hello: _Optional[_Union[Hello, _Mapping]] = ..., result: _Optional[_Union[HookResult, _Mapping]] = ..., pong: _Optional[_Union[Pong, _Mapping]] = ...) -> None: ...
 
 class ServerMessage(_message.Message):
-    __slots__ = ("welcome", "call", "cancel", "ping")
+    __slots__ = ("welcome", "call", "cancel", "ping", "drain")
     WELCOME_FIELD_NUMBER: _ClassVar[int]
     CALL_FIELD_NUMBER: _ClassVar[int]
     CANCEL_FIELD_NUMBER: _ClassVar[int]
     PING_FIELD_NUMBER: _ClassVar[int]
+    DRAIN_FIELD_NUMBER: _ClassVar[int]
     welcome: Welcome
     call: HookCall
     cancel: Cancel
     ping: Ping
-    def __init__(self, welcome: _Optional[_Union[Welcome, _Mapping]] = ..., call: _Optional[_Union[HookCall, _Mapping]] = ..., cancel: _Optional[_Union[Cancel, _Mapping]] = ..., ping: _Optional[_Union[Ping, _Mapping]] = ...) -> None: ...
+    drain: Drain
+    def __init__(self, welcome: _Optional[_Union[Welcome, _Mapping]] = ..., call: _Optional[_Union[HookCall, _Mapping]] = ..., cancel: _Optional[_Union[Cancel, _Mapping]] = ..., ping: _Optional[_Union[Ping, _Mapping]] = ..., drain: _Optional[_Union[Drain, _Mapping]] = ...) -> None: ...
 
 class Hello(_message.Message):
-    __slots__ = ("processor_id", "instance_id", "min_protocol_version", "max_protocol_version", "hooks", "max_concurrency")
+    __slots__ = ("processor_id", "instance_id", "min_protocol_version", "max_protocol_version", "hooks", "max_concurrency", "hook_options")
     PROCESSOR_ID_FIELD_NUMBER: _ClassVar[int]
     INSTANCE_ID_FIELD_NUMBER: _ClassVar[int]
     MIN_PROTOCOL_VERSION_FIELD_NUMBER: _ClassVar[int]
     MAX_PROTOCOL_VERSION_FIELD_NUMBER: _ClassVar[int]
     HOOKS_FIELD_NUMBER: _ClassVar[int]
     MAX_CONCURRENCY_FIELD_NUMBER: _ClassVar[int]
+    HOOK_OPTIONS_FIELD_NUMBER: _ClassVar[int]
     processor_id: str
     instance_id: str
     min_protocol_version: int
     max_protocol_version: int
     hooks: _containers.RepeatedScalarFieldContainer[Hook]
     max_concurrency: int
-    def __init__(self, processor_id: _Optional[str] = ..., instance_id: _Optional[str] = ..., min_protocol_version: _Optional[int] = ..., max_protocol_version: _Optional[int] = ..., hooks: _Optional[_Iterable[_Union[Hook, str]]] = ..., max_concurrency: _Optional[int] = ...) -> None: ...
+    hook_options: _containers.RepeatedCompositeFieldContainer[HookOptions]
+    def __init__(self, processor_id: _Optional[str] = ..., instance_id: _Optional[str] = ..., min_protocol_version: _Optional[int] = ..., max_protocol_version: _Optional[int] = ..., hooks: _Optional[_Iterable[_Union[Hook, str]]] = ..., max_concurrency: _Optional[int] = ..., hook_options: _Optional[_Iterable[_Union[HookOptions, _Mapping]]] = ...) -> None: ...
+
+class HookOptions(_message.Message):
+    __slots__ = ("hook", "mode", "window")
+    HOOK_FIELD_NUMBER: _ClassVar[int]
+    MODE_FIELD_NUMBER: _ClassVar[int]
+    WINDOW_FIELD_NUMBER: _ClassVar[int]
+    hook: Hook
+    mode: HookMode
+    window: StreamWindow
+    def __init__(self, hook: _Optional[_Union[Hook, str]] = ..., mode: _Optional[_Union[HookMode, str]] = ..., window: _Optional[_Union[StreamWindow, _Mapping]] = ...) -> None: ...
+
+class StreamWindow(_message.Message):
+    __slots__ = ("max_chunks", "max_delay_ms")
+    MAX_CHUNKS_FIELD_NUMBER: _ClassVar[int]
+    MAX_DELAY_MS_FIELD_NUMBER: _ClassVar[int]
+    max_chunks: int
+    max_delay_ms: int
+    def __init__(self, max_chunks: _Optional[int] = ..., max_delay_ms: _Optional[int] = ...) -> None: ...
 
 class Welcome(_message.Message):
     __slots__ = ("protocol_version", "session_id", "max_frame_bytes")
@@ -225,7 +256,7 @@ class Failure(_message.Message):
     def __init__(self, message: _Optional[str] = ...) -> None: ...
 
 class Replacement(_message.Message):
-    __slots__ = ("messages", "system_messages", "part", "tool_result", "model", "tool_choice", "active_tools", "prompt")
+    __slots__ = ("messages", "system_messages", "part", "tool_result", "model", "tool_choice", "active_tools", "prompt", "parts")
     MESSAGES_FIELD_NUMBER: _ClassVar[int]
     SYSTEM_MESSAGES_FIELD_NUMBER: _ClassVar[int]
     PART_FIELD_NUMBER: _ClassVar[int]
@@ -234,6 +265,7 @@ class Replacement(_message.Message):
     TOOL_CHOICE_FIELD_NUMBER: _ClassVar[int]
     ACTIVE_TOOLS_FIELD_NUMBER: _ClassVar[int]
     PROMPT_FIELD_NUMBER: _ClassVar[int]
+    PARTS_FIELD_NUMBER: _ClassVar[int]
     messages: MessageList
     system_messages: StringList
     part: _agent_pb2.Chunk
@@ -242,7 +274,14 @@ class Replacement(_message.Message):
     tool_choice: str
     active_tools: StringList
     prompt: MessageList
-    def __init__(self, messages: _Optional[_Union[MessageList, _Mapping]] = ..., system_messages: _Optional[_Union[StringList, _Mapping]] = ..., part: _Optional[_Union[_agent_pb2.Chunk, _Mapping]] = ..., tool_result: _Optional[_Union[_struct_pb2.Value, _Mapping]] = ..., model: _Optional[str] = ..., tool_choice: _Optional[str] = ..., active_tools: _Optional[_Union[StringList, _Mapping]] = ..., prompt: _Optional[_Union[MessageList, _Mapping]] = ...) -> None: ...
+    parts: ChunkList
+    def __init__(self, messages: _Optional[_Union[MessageList, _Mapping]] = ..., system_messages: _Optional[_Union[StringList, _Mapping]] = ..., part: _Optional[_Union[_agent_pb2.Chunk, _Mapping]] = ..., tool_result: _Optional[_Union[_struct_pb2.Value, _Mapping]] = ..., model: _Optional[str] = ..., tool_choice: _Optional[str] = ..., active_tools: _Optional[_Union[StringList, _Mapping]] = ..., prompt: _Optional[_Union[MessageList, _Mapping]] = ..., parts: _Optional[_Union[ChunkList, _Mapping]] = ...) -> None: ...
+
+class ChunkList(_message.Message):
+    __slots__ = ("chunks",)
+    CHUNKS_FIELD_NUMBER: _ClassVar[int]
+    chunks: _containers.RepeatedCompositeFieldContainer[_agent_pb2.Chunk]
+    def __init__(self, chunks: _Optional[_Iterable[_Union[_agent_pb2.Chunk, _Mapping]]] = ...) -> None: ...
 
 class MessageList(_message.Message):
     __slots__ = ("messages",)
@@ -273,3 +312,9 @@ class Cancel(_message.Message):
     CALL_ID_FIELD_NUMBER: _ClassVar[int]
     call_id: int
     def __init__(self, call_id: _Optional[int] = ...) -> None: ...
+
+class Drain(_message.Message):
+    __slots__ = ("deadline_unix_ms",)
+    DEADLINE_UNIX_MS_FIELD_NUMBER: _ClassVar[int]
+    deadline_unix_ms: int
+    def __init__(self, deadline_unix_ms: _Optional[int] = ...) -> None: ...

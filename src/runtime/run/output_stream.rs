@@ -1,0 +1,280 @@
+//! The way out: every chunk goes through the output processors' `processOutputStream`, in order,
+//! to the client. A processor takes chunks one by one, or in windows ([`StreamWindow`]); a
+//! holding window keeps its chunks — and so everything behind it — until it closes, which keeps
+//! the order the client sees. Windows close when full, when their delay runs out (the model loop
+//! waits on [`Run::next_window_deadline`]), and when the model's stream of a step ends. Windows
+//! carry content only: lifecycle chunks (`start`, `step-start`, `step-finish`, `finish`) reach a
+//! windowed processor's successors right after its window, unsent.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use tokio::time::Instant;
+
+use super::{MAX_DATA_CHUNKS_PER_EMIT, Run, RunStop, StepAnswer, guarded, stop};
+use crate::processor::{Hook, OutputStreamArgs, OutputWindowArgs, Processor, StreamWindow};
+use crate::runtime::chunk::{Chunk, DataChunk, ErrorSource, RunFailure};
+use crate::runtime::message::Part;
+
+/// Whether chunks going out close the windows they pass.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Closing {
+    /// Windows close only when full (the model's chunks, and what comes with them).
+    WhenFull,
+    /// Every window closes after taking the chunks: nothing stays held.
+    All,
+}
+
+/// A stream processor's open window.
+#[derive(Debug)]
+struct OpenWindow {
+    window: StreamWindow,
+    parts: Vec<Chunk>,
+    closes_at: Option<Instant>,
+}
+
+/// The open windows, by position in the stream chain.
+#[derive(Debug, Default)]
+pub(super) struct Windows {
+    open: Vec<Option<OpenWindow>>,
+}
+
+impl Windows {
+    fn slot(&mut self, stage: usize) -> &mut Option<OpenWindow> {
+        if self.open.len() <= stage {
+            self.open.resize_with(stage + 1, || None);
+        }
+        &mut self.open[stage]
+    }
+
+    /// The first stage whose window's delay has run out by `now`.
+    fn first_due(&self, now: Instant) -> Option<usize> {
+        self.open.iter().position(|slot| {
+            slot.as_ref().and_then(|open| open.closes_at).is_some_and(|closes_at| closes_at <= now)
+        })
+    }
+}
+
+impl Run {
+    /// Sends a chunk through the stream processors to the client, closing every window, then
+    /// the custom chunks those processors emitted. `keep_data` keeps non-transient custom chunks
+    /// as message parts (true for output hooks).
+    pub(super) async fn emit(&mut self, chunk: Chunk, keep_data: bool) -> Result<(), RunStop> {
+        let out = self.stream_from(0, vec![chunk], Closing::All).await?;
+        self.deliver_all(out, keep_data).await?;
+        self.flush_emitted(keep_data, Closing::All).await
+    }
+
+    /// Sends a step's opening chunk: it may wait in a window for the step's text.
+    pub(super) async fn emit_step_start(&mut self, chunk: Chunk) -> Result<(), RunStop> {
+        let out = self.stream_from(0, vec![chunk], Closing::WhenFull).await?;
+        self.deliver_all(out, true).await?;
+        self.flush_emitted(true, Closing::WhenFull).await
+    }
+
+    /// Sends one chunk of the model's answer through the stream processors to the client, and
+    /// adds what comes out to the step's answer.
+    pub(super) async fn stream_model_chunk(
+        &mut self,
+        chunk: Chunk,
+        answer: &mut StepAnswer,
+    ) -> Result<(), RunStop> {
+        let out = self.stream_from(0, vec![chunk], Closing::WhenFull).await?;
+        self.deliver_answer(out, answer).await?;
+        self.flush_emitted(true, Closing::WhenFull).await
+    }
+
+    /// The model's stream of a step ended: closes every window, so the step's answer is whole.
+    pub(super) async fn close_windows(&mut self, answer: &mut StepAnswer) -> Result<(), RunStop> {
+        let out = self.stream_from(0, Vec::new(), Closing::All).await?;
+        self.deliver_answer(out, answer).await?;
+        self.flush_emitted(true, Closing::All).await
+    }
+
+    /// Closes the windows whose delay has run out, in chain order.
+    pub(super) async fn close_due_windows(&mut self, answer: &mut StepAnswer) -> Result<(), RunStop> {
+        while let Some(stage) = self.windows.first_due(Instant::now()) {
+            let processor = Arc::clone(&self.chains.of(Hook::ProcessOutputStream)[stage]);
+            let closed = self.close_window(stage, processor.as_ref()).await?;
+            let out = self.stream_from(stage + 1, closed, Closing::WhenFull).await?;
+            self.deliver_answer(out, answer).await?;
+            self.flush_emitted(true, Closing::WhenFull).await?;
+        }
+        Ok(())
+    }
+
+    /// When the next window's delay runs out, if any window is open with one.
+    pub(super) fn next_window_deadline(&self) -> Option<Instant> {
+        self.windows.open.iter().flatten().filter_map(|open| open.closes_at).min()
+    }
+
+    async fn deliver_answer(&mut self, out: Vec<Chunk>, answer: &mut StepAnswer) -> Result<(), RunStop> {
+        for chunk in out {
+            answer.absorb(&chunk);
+            self.deliver(chunk, true).await?;
+        }
+        Ok(())
+    }
+
+    async fn deliver_all(&mut self, out: Vec<Chunk>, keep_data: bool) -> Result<(), RunStop> {
+        for chunk in out {
+            self.deliver(chunk, keep_data).await?;
+        }
+        Ok(())
+    }
+
+    /// Streams the custom chunks the last hook emitted, through the stream processors.
+    pub(super) async fn flush_emitted(&mut self, keep_data: bool, closing: Closing) -> Result<(), RunStop> {
+        let mut queue: VecDeque<DataChunk> = std::mem::take(&mut self.processors.emitted).into();
+        let mut budget = MAX_DATA_CHUNKS_PER_EMIT;
+        while let Some(data) = queue.pop_front() {
+            if budget == 0 {
+                return Err(RunStop::Failed(RunFailure {
+                    message: format!(
+                        "processors emitted more than {MAX_DATA_CHUNKS_PER_EMIT} custom chunks in answer to one chunk"
+                    ),
+                    source: ErrorSource::Runtime,
+                    origin: String::new(),
+                }));
+            }
+            budget -= 1;
+            let out = self.stream_from(0, vec![Chunk::Data(data)], closing).await?;
+            self.deliver_all(out, keep_data).await?;
+            queue.extend(std::mem::take(&mut self.processors.emitted));
+        }
+        Ok(())
+    }
+
+    /// Hands a processed chunk to the client, keeping custom chunks for the result.
+    async fn deliver(&mut self, chunk: Chunk, keep_data: bool) -> Result<(), RunStop> {
+        if let Chunk::Data(data) = &chunk {
+            self.data.push(data.clone());
+            if keep_data && !data.transient {
+                self.pending_data_parts.push(Part::Data {
+                    name: data.name.clone(),
+                    data: data.data.clone(),
+                    id: data.id.clone(),
+                });
+            }
+        }
+        self.sink.send(chunk).await.map_err(|_| RunStop::Cancelled)
+    }
+
+    /// `processOutputStream` over the stream processors from position `first` on; returns what
+    /// comes out of the last one. A processor that drops a chunk ends the chain for it; `data-*`
+    /// chunks reach only processors that opt in (and pass a window, closing it, to keep order).
+    async fn stream_from(
+        &mut self,
+        first: usize,
+        mut chunks: Vec<Chunk>,
+        closing: Closing,
+    ) -> Result<Vec<Chunk>, RunStop> {
+        let chains = Arc::clone(&self.chains);
+        for (stage, processor) in chains.of(Hook::ProcessOutputStream).iter().enumerate().skip(first) {
+            let windowed = self.windows.open.get(stage).is_some_and(Option::is_some);
+            if chunks.is_empty() && !windowed {
+                continue;
+            }
+            let mut out = Vec::with_capacity(chunks.len());
+            for chunk in chunks {
+                if chunk.is_data() && !processor.process_data_parts() {
+                    out.extend(self.close_window(stage, processor.as_ref()).await?);
+                    out.push(chunk);
+                } else if self.windows.open.get(stage).is_some_and(Option::is_some) {
+                    if chunk.is_content() {
+                        out.extend(self.add_to_window(stage, processor.as_ref(), chunk).await?);
+                    } else {
+                        // Lifecycle chunks pass a windowed processor, after its window.
+                        out.extend(self.close_window(stage, processor.as_ref()).await?);
+                        out.push(chunk);
+                    }
+                } else if let Some(window) = processor.stream_window(&self.info) {
+                    if chunk.is_content() {
+                        let closes_at = window.max_delay.map(|delay| Instant::now() + delay);
+                        *self.windows.slot(stage) = Some(OpenWindow { window, parts: Vec::new(), closes_at });
+                        out.extend(self.add_to_window(stage, processor.as_ref(), chunk).await?);
+                    } else {
+                        out.push(chunk);
+                    }
+                } else {
+                    out.extend(self.process_one(processor.as_ref(), chunk).await?);
+                }
+            }
+            if closing == Closing::All {
+                out.extend(self.close_window(stage, processor.as_ref()).await?);
+            }
+            chunks = out;
+        }
+        Ok(chunks)
+    }
+
+    /// One chunk through one processor.
+    async fn process_one(
+        &mut self,
+        processor: &dyn Processor,
+        chunk: Chunk,
+    ) -> Result<Option<Chunk>, RunStop> {
+        let seen = self.seen_by(processor.id());
+        seen.push(chunk.clone());
+        let args = OutputStreamArgs {
+            ctx: self.processors.context(&self.info, processor.id()),
+            part: chunk,
+            stream_parts: self.stream_parts.get(processor.id()).expect("seen_by inserted it"),
+            message_list: &self.list,
+        };
+        guarded(processor.process_output_stream(args))
+            .await
+            .map_err(|error| stop(processor, Hook::ProcessOutputStream, error))
+    }
+
+    /// Adds a chunk to the open window at `stage`; returns what passes on now (the chunk itself
+    /// for an observed window, the window's answer when it is full, else nothing).
+    async fn add_to_window(
+        &mut self,
+        stage: usize,
+        processor: &dyn Processor,
+        chunk: Chunk,
+    ) -> Result<Vec<Chunk>, RunStop> {
+        self.seen_by(processor.id()).push(chunk.clone());
+        let open = self.windows.slot(stage).as_mut().expect("the window is open");
+        let mut out = Vec::new();
+        if !open.window.hold {
+            out.push(chunk.clone());
+        }
+        open.parts.push(chunk);
+        if open.parts.len() >= open.window.max_chunks {
+            out.extend(self.close_window(stage, processor).await?);
+        }
+        Ok(out)
+    }
+
+    /// Closes the window at `stage`, if one is open: the processor's answer replaces a held
+    /// window's chunks; an observed window's answer is ignored (its chunks already went on).
+    async fn close_window(&mut self, stage: usize, processor: &dyn Processor) -> Result<Vec<Chunk>, RunStop> {
+        let Some(open) = self.windows.open.get_mut(stage).and_then(Option::take) else {
+            return Ok(Vec::new());
+        };
+        if open.parts.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.seen_by(processor.id());
+        let args = OutputWindowArgs {
+            ctx: self.processors.context(&self.info, processor.id()),
+            parts: open.parts,
+            stream_parts: self.stream_parts.get(processor.id()).expect("seen_by inserted it"),
+            message_list: &self.list,
+        };
+        let answer = guarded(processor.process_output_window(args))
+            .await
+            .map_err(|error| stop(processor, Hook::ProcessOutputStream, error))?;
+        Ok(if open.window.hold { answer } else { Vec::new() })
+    }
+
+    /// The chunks `processor_id` has seen; the id is allocated once per processor per run.
+    fn seen_by(&mut self, processor_id: &str) -> &mut Vec<Chunk> {
+        if !self.stream_parts.contains_key(processor_id) {
+            self.stream_parts.insert(processor_id.to_owned(), Vec::new());
+        }
+        self.stream_parts.get_mut(processor_id).expect("inserted above")
+    }
+}
