@@ -8,6 +8,14 @@
 //		return agentwire.Continue()
 //	})
 //	err := guard.Run(ctx, "127.0.0.1:50051")
+//
+// A stream guard takes the answer's chunks in windows rather than one call per token:
+//
+//	guard.OnWindow(32, 50*time.Millisecond, func(ctx context.Context, call agentwire.Call) *agentwirev1.HookResult {
+//		return agentwire.ReplaceParts(redact(call.GetChunks())...)
+//	})
+//
+// Each call's ctx is cancelled when the server cancels the call (its run went away).
 package agentwire
 
 import (
@@ -80,6 +88,17 @@ func Abort(reason string) *agentwirev1.HookResult {
 	return &agentwirev1.HookResult{Outcome: &agentwirev1.HookResult_Abort{Abort: &agentwirev1.Abort{Reason: reason}}}
 }
 
+// Drop drops the chunk (processOutputStream) or the whole window.
+func Drop() *agentwirev1.HookResult {
+	return &agentwirev1.HookResult{Outcome: &agentwirev1.HookResult_Drop{Drop: &agentwirev1.Drop{}}}
+}
+
+// ReplaceParts replaces a window's chunks with these, in order.
+func ReplaceParts(chunks ...*agentwirev1.Chunk) *agentwirev1.HookResult {
+	replacement := &agentwirev1.Replacement{Parts: &agentwirev1.ChunkList{Chunks: chunks}}
+	return &agentwirev1.HookResult{Outcome: &agentwirev1.HookResult_Replace{Replace: replacement}}
+}
+
 // Handler answers one hook call; returning nil lets it pass.
 type Handler func(ctx context.Context, call Call) *agentwirev1.HookResult
 
@@ -88,18 +107,45 @@ type Processor struct {
 	ID         string
 	InstanceID string
 	// Token is sent as `authorization: Bearer <token>` when the server requires one.
-	Token    string
-	handlers map[agentwirev1.Hook]Handler
+	Token string
+	// MaxConcurrency is how many calls it takes at once (0: no limit); more wait on the server.
+	MaxConcurrency uint32
+	handlers       map[agentwirev1.Hook]Handler
+	options        map[agentwirev1.Hook]*agentwirev1.HookOptions
 }
 
 // NewProcessor makes a processor that connects as id.
 func NewProcessor(id string) *Processor {
-	return &Processor{ID: id, InstanceID: fmt.Sprintf("%s-%d", id, time.Now().UnixNano()), handlers: map[agentwirev1.Hook]Handler{}}
+	return &Processor{
+		ID:         id,
+		InstanceID: fmt.Sprintf("%s-%d", id, time.Now().UnixNano()),
+		handlers:   map[agentwirev1.Hook]Handler{},
+		options:    map[agentwirev1.Hook]*agentwirev1.HookOptions{},
+	}
 }
 
 // On serves hook with handler.
 func (p *Processor) On(hook agentwirev1.Hook, handler Handler) *Processor {
 	p.handlers[hook] = handler
+	return p
+}
+
+// Observe serves hook fire-and-forget: runs never wait for the handler, and its answer is ignored.
+func (p *Processor) Observe(hook agentwirev1.Hook, handler Handler) *Processor {
+	p.handlers[hook] = handler
+	p.options[hook] = &agentwirev1.HookOptions{Hook: hook, Mode: agentwirev1.HookMode_HOOK_MODE_OBSERVE}
+	return p
+}
+
+// OnWindow serves processOutputStream in windows of up to maxChunks content chunks
+// (call.GetChunks()), each sent when full, maxDelay after its first chunk (0: no time bound), or
+// when the step's stream ends. The answer replaces the window: ReplaceParts, Drop, Abort, or nil to
+// keep it.
+func (p *Processor) OnWindow(maxChunks int, maxDelay time.Duration, handler Handler) *Processor {
+	hook := agentwirev1.Hook_HOOK_PROCESS_OUTPUT_STREAM
+	p.handlers[hook] = handler
+	window := &agentwirev1.StreamWindow{MaxChunks: uint32(maxChunks), MaxDelayMs: uint32(maxDelay.Milliseconds())}
+	p.options[hook] = &agentwirev1.HookOptions{Hook: hook, Mode: agentwirev1.HookMode_HOOK_MODE_BLOCKING, Window: window}
 	return p
 }
 
@@ -125,7 +171,15 @@ func (p *Processor) Serve(ctx context.Context, address string, ready chan<- stru
 	for hook := range p.handlers {
 		hooks = append(hooks, hook)
 	}
-	hello := &agentwirev1.Hello{ProcessorId: p.ID, InstanceId: p.InstanceID, MinProtocolVersion: ProtocolVersion, MaxProtocolVersion: ProtocolVersion, Hooks: hooks}
+	options := make([]*agentwirev1.HookOptions, 0, len(p.options))
+	for _, option := range p.options {
+		options = append(options, option)
+	}
+	hello := &agentwirev1.Hello{
+		ProcessorId: p.ID, InstanceId: p.InstanceID,
+		MinProtocolVersion: ProtocolVersion, MaxProtocolVersion: ProtocolVersion,
+		Hooks: hooks, HookOptions: options, MaxConcurrency: p.MaxConcurrency,
+	}
 	if err := stream.Send(&agentwirev1.ProcessorMessage{Message: &agentwirev1.ProcessorMessage_Hello{Hello: hello}}); err != nil {
 		return err
 	}
@@ -135,6 +189,8 @@ func (p *Processor) Serve(ctx context.Context, address string, ready chan<- stru
 		defer sending.Unlock()
 		_ = stream.Send(message)
 	}
+	var calls sync.Map // call id → its context's cancel func
+	defer calls.Range(func(_, cancel any) bool { cancel.(context.CancelFunc)(); return true })
 	for {
 		message, err := stream.Recv()
 		if err != nil {
@@ -149,10 +205,24 @@ func (p *Processor) Serve(ctx context.Context, address string, ready chan<- stru
 		case *agentwirev1.ServerMessage_Ping:
 			send(&agentwirev1.ProcessorMessage{Message: &agentwirev1.ProcessorMessage_Pong{Pong: &agentwirev1.Pong{Nonce: kind.Ping.GetNonce()}}})
 		case *agentwirev1.ServerMessage_Call:
+			callCtx, cancel := context.WithCancel(ctx)
+			calls.Store(kind.Call.GetCallId(), cancel)
 			go func(call *agentwirev1.HookCall) {
-				result := p.answer(ctx, call)
+				defer func() {
+					if cancel, ok := calls.LoadAndDelete(call.GetCallId()); ok {
+						cancel.(context.CancelFunc)()
+					}
+				}()
+				result := p.answer(callCtx, call)
 				send(&agentwirev1.ProcessorMessage{Message: &agentwirev1.ProcessorMessage_Result{Result: result}})
 			}(kind.Call)
+		case *agentwirev1.ServerMessage_Cancel:
+			if cancel, ok := calls.LoadAndDelete(kind.Cancel.GetCallId()); ok {
+				cancel.(context.CancelFunc)()
+			}
+		case *agentwirev1.ServerMessage_Drain:
+			// The server is shutting down: it sends no new calls and closes the stream once the
+			// calls in flight are answered; Run then reconnects with backoff.
 		}
 	}
 }

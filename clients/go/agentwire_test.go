@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -180,6 +181,50 @@ func TestRemoteStreamRewriterChangesTheAnswer(t *testing.T) {
 	}
 	if result.GetText() != "echo: call ### ####" {
 		t.Fatalf("the answer was not rewritten: %q", result.GetText())
+	}
+}
+
+func TestWindowedStreamGuardRewritesWholeWindows(t *testing.T) {
+	address := startServer(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var windows []int
+	var mu sync.Mutex
+	redactor := agentwire.NewProcessor("digit-redactor").OnWindow(8, 0,
+		func(ctx context.Context, call agentwire.Call) *agentwirev1.HookResult {
+			mu.Lock()
+			windows = append(windows, len(call.GetChunks()))
+			mu.Unlock()
+			for _, chunk := range call.GetChunks() {
+				if delta := chunk.GetTextDelta(); delta != nil {
+					delta.Text = strings.Map(func(r rune) rune {
+						if r >= '0' && r <= '9' {
+							return '#'
+						}
+						return r
+					}, delta.GetText())
+				}
+			}
+			return agentwire.ReplaceParts(call.GetChunks()...)
+		})
+	connect(t, ctx, redactor, address)
+	client, err := agentwire.Dial(address)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	result, err := client.Generate(ctx, &agentwirev1.RunRequest{AgentId: "redacted", Text: "1 2 3 4 5 6 7 8 9 10"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if result.GetText() != "echo: # # # # # # # # # ##" {
+		t.Fatalf("the answer was not rewritten: %q", result.GetText())
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	// 11 text deltas in windows of up to eight: two calls, not eleven.
+	if len(windows) != 2 || windows[0] != 8 || windows[1] != 3 {
+		t.Fatalf("windows: %v", windows)
 	}
 }
 

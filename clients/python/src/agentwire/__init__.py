@@ -4,6 +4,6 @@
 """
 
 from agentwire.client import Client
-from agentwire.processor import Call, Processor, abort, drop, replace, retry_api_call
+from agentwire.processor import Call, Processor, Window, abort, drop, replace, retry_api_call
 
-__all__ = ["Call", "Client", "Processor", "abort", "drop", "replace", "retry_api_call"]
+__all__ = ["Call", "Client", "Processor", "abort", "drop", "replace", "retry_api_call", "Window"]

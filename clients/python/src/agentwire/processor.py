@@ -17,7 +17,15 @@ called only for agents whose config names its id (`[processors.<id>] kind = "rem
 A handler returns None to let things pass, or one of `abort(...)`, `replace(...)`, `drop()`,
 `retry_api_call()`. `call.state` is this processor's state for the run: change it in place and it
 travels with the run, so instances stay stateless. The helper handles the handshake, concurrent
-calls, and reconnects with backoff.
+calls, and reconnects with backoff (also after the server drains on shutdown).
+
+A stream guard can take the answer's chunks in windows instead of one call per token:
+
+    @guard.on("processOutputStream", window=Window(max_chunks=32, max_delay_ms=50))
+    def scan(call):          # call.chunks: the window's content chunks, in order
+        return replace(parts=[mask(chunk) for chunk in call.chunks])
+
+`observe=True` makes a hook fire-and-forget: the run never waits for it (audit, logging).
 """
 
 from __future__ import annotations
@@ -29,6 +37,7 @@ import threading
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any, Callable, Dict, Iterable, Optional
 
 import grpc
@@ -52,6 +61,17 @@ HOOKS: Dict[str, int] = {
 _HOOK_NAMES = {number: name for name, number in HOOKS.items()}
 
 PROTOCOL_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Window:
+    """processOutputStream in windows: a call carries up to `max_chunks` chunks (`call.chunks`),
+    sent when full, `max_delay_ms` after its first chunk (0: no time bound), or when the step's
+    stream ends. The answer replaces the whole window: `replace(parts=[...])`, `drop()`, or None
+    to keep it."""
+
+    max_chunks: int = 32
+    max_delay_ms: int = 50
 
 
 class Call:
@@ -89,11 +109,14 @@ def replace(
     system_messages: Optional[Iterable[str]] = None,
     part: Optional[agent_pb2.Chunk] = None,
     tool_result: Any = None,
+    parts: Optional[Iterable[agent_pb2.Chunk]] = None,
     **step: Any,
 ) -> processor_pb2.HookResult:
-    """Replaces what the hook allows: messages, system messages, the chunk, the tool result, or
-    (processInputStep) `model`, `tool_choice`, `active_tools`."""
+    """Replaces what the hook allows: messages, system messages, the chunk, a window's chunks
+    (`parts`), the tool result, or (processInputStep) `model`, `tool_choice`, `active_tools`."""
     replacement = processor_pb2.Replacement()
+    if parts is not None:
+        replacement.parts.chunks.extend(parts)
     if messages is not None:
         replacement.messages.messages.extend(messages)
     if system_messages is not None:
@@ -141,18 +164,31 @@ class Processor:
         self.instance_id = instance_id or f"{processor_id}-{uuid.uuid4().hex[:8]}"
         self.max_concurrency = max_concurrency
         self.handlers: Dict[str, Handler] = {}
+        self.options: Dict[str, processor_pb2.HookOptions] = {}
         self._stopping = threading.Event()
         self._connected = threading.Event()
         self._thread: Optional[threading.Thread] = None
         self._channel: Optional[grpc.Channel] = None
 
-    def on(self, hook: str) -> Callable[[Handler], Handler]:
-        """Decorator: serves `hook` (e.g. "processInput") with the function."""
+    def on(self, hook: str, window: Optional[Window] = None, observe: bool = False) -> Callable[[Handler], Handler]:
+        """Decorator: serves `hook` (e.g. "processInput") with the function; `window` takes
+        processOutputStream chunks in windows; `observe` makes the hook fire-and-forget."""
         if hook not in HOOKS:
             raise ValueError(f"unknown hook {hook!r}; expected one of {sorted(HOOKS)}")
+        if window is not None and hook != "processOutputStream":
+            raise ValueError("only processOutputStream takes windows")
 
         def register(handler: Handler) -> Handler:
             self.handlers[hook] = handler
+            if window is not None or observe:
+                options = processor_pb2.HookOptions(
+                    hook=HOOKS[hook],
+                    mode=processor_pb2.HOOK_MODE_OBSERVE if observe else processor_pb2.HOOK_MODE_BLOCKING,
+                )
+                if window is not None:
+                    options.window.max_chunks = window.max_chunks
+                    options.window.max_delay_ms = window.max_delay_ms
+                self.options[hook] = options
             return handler
 
         return register
@@ -181,6 +217,7 @@ class Processor:
             max_protocol_version=PROTOCOL_VERSION,
             hooks=[HOOKS[hook] for hook in self.handlers],
             max_concurrency=self.max_concurrency,
+            hook_options=list(self.options.values()),
         )
         outgoing.put(processor_pb2.ProcessorMessage(hello=hello))
 
@@ -207,6 +244,8 @@ class Processor:
                         future.add_done_callback(lambda done: outgoing.put(processor_pb2.ProcessorMessage(result=done.result())))
                     elif kind == "ping":
                         outgoing.put(processor_pb2.ProcessorMessage(pong=processor_pb2.Pong(nonce=message.ping.nonce)))
+                    elif kind == "drain":
+                        log.info("%s: the server is draining; will reconnect", self.processor_id)
             finally:
                 self._connected.clear()
                 outgoing.put(None)
