@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Regenerates the client stubs from proto/ — the only way stubs are produced. The results are
-# checked in; each client's `test` fails when they are stale. Usage: clients/generate.sh [python|go]...
-# (no argument: all). Tools are pinned and installed from the registries into target/codegen/.
+# checked in; each client's `test` runs `clients/generate.sh --check <language>`, which fails when
+# they are stale. Usage: clients/generate.sh [--check] [python|go|typescript]... (no language:
+# all). Tools are pinned and installed from the registries into target/codegen/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools=$PWD/target/codegen
@@ -41,8 +42,41 @@ generate_go() {
     --go_out=clients/go --go_opt="$go_opts" --go-grpc_out=clients/go --go-grpc_opt="$grpc_opts" "${protos[@]}"
 }
 
+generate_typescript() {
+  # protoc-gen-es is a pinned dev dependency of the TypeScript package.
+  local package=clients/typescript
+  if [[ ! -x $package/node_modules/.bin/protoc-gen-es ]]; then
+    (cd "$package" && npm ci --no-audit --no-fund --silent)
+  fi
+  rm -rf "$package/src/gen"
+  mkdir -p "$package/src/gen"
+  "${protoc[@]}" --plugin=protoc-gen-es="$package/node_modules/.bin/protoc-gen-es" \
+    --es_out="$package/src/gen" --es_opt=target=ts,import_extension=js "${protos[@]}"
+}
+
+# Where each language's stubs live, for --check.
+declare -A outputs=(
+  [python]=clients/python/src/agentwire/v1
+  [go]=clients/go/agentwirev1
+  [typescript]=clients/typescript/src/gen
+)
+
+check=false
+if [[ ${1:-} == --check ]]; then
+  check=true
+  shift
+fi
 languages=("$@")
-[[ ${#languages[@]} -gt 0 ]] || languages=(python go)
+[[ ${#languages[@]} -gt 0 ]] || languages=(python go typescript)
 for language in "${languages[@]}"; do
   "generate_$language"
+  # --check: the checked-in (or staged) stubs must be exactly what was just generated.
+  if $check; then
+    out=${outputs[$language]}
+    if ! git diff --quiet -- "$out" || [[ -n $(git ls-files --others --exclude-standard -- "$out") ]]; then
+      git status --short -- "$out"
+      echo "the $language stubs are stale: run clients/generate.sh and commit" >&2
+      exit 1
+    fi
+  fi
 done

@@ -1,0 +1,24 @@
+/**
+ * agentwire: call agents, and serve processor hooks from TypeScript.
+ *
+ *     import { Client, Processor, abort } from "@agentwire/client";
+ */
+export { Client, type RunOptions, transportTo } from "./client.js";
+export {
+  type Answer,
+  Call,
+  HOOKS,
+  type Handler,
+  type HookName,
+  type HookServing,
+  PROTOCOL_VERSION,
+  Processor,
+  type Window,
+  abort,
+  drop,
+  replace,
+  retryApiCall,
+} from "./processor.js";
+export * from "./gen/agentwire/v1/agent_pb.js";
+export * from "./gen/agentwire/v1/memory_pb.js";
+export * from "./gen/agentwire/v1/processor_pb.js";

@@ -1,0 +1,346 @@
+/**
+ * Remote processors in TypeScript. A processor connects to agentwire, says which hooks it
+ * serves, and answers each hook call. It is called only for agents whose config names its id
+ * (`[processors.<id>] kind = "remote"`):
+ *
+ *     const guard = new Processor("word-guard").on("processInput", (call) =>
+ *       call.text.includes("secret") ? abort("no secrets, please") : undefined,
+ *     );
+ *     await guard.run("127.0.0.1:50051");
+ *
+ * A handler returns `undefined` to let things pass, or one of `abort(...)`, `replace(...)`,
+ * `drop()`, `retryApiCall()`. `call.state` is this processor's state for the run: change it in
+ * place and it travels with the run, so instances stay stateless. The handler's `signal` aborts
+ * when the server cancels the call (its run went away). The helper handles the handshake,
+ * concurrent calls, pings, and reconnects with backoff (also after the server drains).
+ *
+ * A stream guard takes the answer's chunks in windows rather than one call per token:
+ *
+ *     guard.on("processOutputStream", (call) => replace({ parts: call.chunks.map(mask) }),
+ *              { window: { maxChunks: 32, maxDelayMs: 50 } });
+ */
+import { type JsonObject, type JsonValue, create, fromJson } from "@bufbuild/protobuf";
+import { ValueSchema } from "@bufbuild/protobuf/wkt";
+import { Code, ConnectError, createClient } from "@connectrpc/connect";
+
+import type { Chunk, Message } from "./gen/agentwire/v1/agent_pb.js";
+import {
+  Hook,
+  type HookCall,
+  HookMode,
+  type HookOptions,
+  HookOptionsSchema,
+  type HookResult,
+  HookResultSchema,
+  type ProcessorMessage,
+  ProcessorMessageSchema,
+  ProcessorService,
+  type ReplacementSchema,
+} from "./gen/agentwire/v1/processor_pb.js";
+import type { MessageInitShape } from "@bufbuild/protobuf";
+import { transportTo } from "./client.js";
+import { AsyncQueue } from "./queue.js";
+
+/** The remote-processor protocol version this package speaks. */
+export const PROTOCOL_VERSION = 1;
+
+/** The nine hooks, by their contract names. */
+export const HOOKS = {
+  processInput: Hook.PROCESS_INPUT,
+  processInputStep: Hook.PROCESS_INPUT_STEP,
+  processLLMRequest: Hook.PROCESS_LLM_REQUEST,
+  processAPIError: Hook.PROCESS_API_ERROR,
+  processOutputStream: Hook.PROCESS_OUTPUT_STREAM,
+  processLLMResponse: Hook.PROCESS_LLM_RESPONSE,
+  processOutputStep: Hook.PROCESS_OUTPUT_STEP,
+  processToolResult: Hook.PROCESS_TOOL_RESULT,
+  processOutputResult: Hook.PROCESS_OUTPUT_RESULT,
+} as const;
+
+export type HookName = keyof typeof HOOKS;
+
+const HOOK_NAMES = new Map<Hook, HookName>(
+  Object.entries(HOOKS).map(([name, hook]) => [hook, name as HookName]),
+);
+
+/**
+ * processOutputStream in windows: a call carries up to `maxChunks` content chunks
+ * (`call.chunks`), sent when full, `maxDelayMs` after its first chunk (0: no time bound), or when
+ * the step's stream ends. The answer replaces the whole window.
+ */
+export interface Window {
+  maxChunks: number;
+  maxDelayMs: number;
+}
+
+/** How a hook is served. */
+export interface HookServing {
+  /** processOutputStream only: take chunks in windows. */
+  window?: Window;
+  /** Fire-and-forget: runs never wait for the handler, and its answer is ignored. */
+  observe?: boolean;
+}
+
+/** One hook call: the raw `HookCall` plus conveniences. */
+export class Call {
+  readonly hook: HookName | "unknown";
+  /** This processor's state for the run; change it in place to keep changes. */
+  readonly state: JsonObject;
+
+  constructor(readonly raw: HookCall) {
+    this.hook = HOOK_NAMES.get(raw.hook) ?? "unknown";
+    this.state = structuredClone(raw.state ?? {});
+  }
+
+  /** The text of the call's messages, joined with spaces. */
+  get text(): string {
+    return this.raw.messages
+      .flatMap((message) => message.parts)
+      .flatMap((part) => (part.part.case === "text" ? [part.part.value.text] : []))
+      .join(" ");
+  }
+
+  /** processOutputStream's chunk (one by one). */
+  get part(): Chunk | undefined {
+    return this.raw.part;
+  }
+
+  /** A window's chunks (windowed processOutputStream), or processLLMResponse's chunks. */
+  get chunks(): Chunk[] {
+    return this.raw.chunks;
+  }
+}
+
+/** What a handler returns: `undefined` lets the call pass. */
+export type Answer = HookResult | undefined | void;
+export type Handler = (call: Call, signal: AbortSignal) => Answer | Promise<Answer>;
+
+/** Stops the run with a tripwire (`retry` asks processOutputStep for another attempt). */
+export function abort(reason: string, options: { retry?: boolean; metadata?: JsonValue } = {}): HookResult {
+  const metadata = options.metadata === undefined ? undefined : fromJson(ValueSchema, options.metadata);
+  return create(HookResultSchema, {
+    outcome: { case: "abort", value: { reason, retry: options.retry ?? false, metadata } },
+  });
+}
+
+/** Replaces what the hook allows. */
+export function replace(replacement: {
+  messages?: Message[];
+  systemMessages?: string[];
+  /** processOutputStream, one by one: the chunk. */
+  part?: Chunk;
+  /** Windowed processOutputStream: the chunks that replace the window. */
+  parts?: Chunk[];
+  toolResult?: JsonValue;
+  model?: string;
+  toolChoice?: string;
+  activeTools?: string[];
+  prompt?: Message[];
+}): HookResult {
+  const value: MessageInitShape<typeof ReplacementSchema> = {
+    part: replacement.part,
+    model: replacement.model,
+    toolChoice: replacement.toolChoice,
+  };
+  if (replacement.messages) value.messages = { messages: replacement.messages };
+  if (replacement.systemMessages) value.systemMessages = { values: replacement.systemMessages };
+  if (replacement.parts) value.parts = { chunks: replacement.parts };
+  if (replacement.toolResult !== undefined) value.toolResult = fromJson(ValueSchema, replacement.toolResult);
+  if (replacement.activeTools) value.activeTools = { values: replacement.activeTools };
+  if (replacement.prompt) value.prompt = { messages: replacement.prompt };
+  return create(HookResultSchema, { outcome: { case: "replace", value } });
+}
+
+/** processOutputStream: drops the chunk, or the whole window. */
+export function drop(): HookResult {
+  return create(HookResultSchema, { outcome: { case: "drop", value: {} } });
+}
+
+/** processAPIError: calls the model again. */
+export function retryApiCall(): HookResult {
+  return create(HookResultSchema, { outcome: { case: "retryApiCall", value: {} } });
+}
+
+/** Statuses that mean "this session will never be accepted": not retried. */
+const REFUSALS = new Set([
+  Code.NotFound,
+  Code.FailedPrecondition,
+  Code.InvalidArgument,
+  Code.Unauthenticated,
+  Code.PermissionDenied,
+]);
+
+/** A remote processor: register handlers with `on`, then `run` (or `start` / `stop`). */
+export class Processor {
+  readonly instanceId: string;
+  readonly token: string | undefined;
+  readonly maxConcurrency: number;
+  private readonly handlers = new Map<Hook, Handler>();
+  private readonly options = new Map<Hook, HookOptions>();
+  private stopping: AbortController | undefined;
+  private running: Promise<void> | undefined;
+
+  constructor(
+    readonly processorId: string,
+    options: { instanceId?: string; token?: string; maxConcurrency?: number } = {},
+  ) {
+    this.instanceId = options.instanceId ?? `${processorId}-${Math.random().toString(16).slice(2, 10)}`;
+    this.token = options.token ?? process.env.AGENTWIRE_PROCESSOR_TOKEN;
+    this.maxConcurrency = options.maxConcurrency ?? 0;
+  }
+
+  /** Serves `hook` (e.g. "processInput") with `handler`. */
+  on(hook: HookName, handler: Handler, serving: HookServing = {}): this {
+    const number = HOOKS[hook];
+    if (number === undefined) throw new Error(`unknown hook ${JSON.stringify(hook)}`);
+    if (serving.window && hook !== "processOutputStream") throw new Error("only processOutputStream takes windows");
+    this.handlers.set(number, handler);
+    if (serving.window || serving.observe) {
+      this.options.set(
+        number,
+        create(HookOptionsSchema, {
+          hook: number,
+          mode: serving.observe ? HookMode.OBSERVE : HookMode.BLOCKING,
+          window: serving.window,
+        }),
+      );
+    }
+    return this;
+  }
+
+  /**
+   * One session: resolves when the server ends the stream (e.g. after a drain), rejects with a
+   * `ConnectError` when it refuses or the connection fails. `onReady` runs once welcomed.
+   */
+  async serve(address: string, signal?: AbortSignal, onReady?: () => void): Promise<void> {
+    if (this.handlers.size === 0) throw new Error("register at least one hook with on(...)");
+    const client = createClient(ProcessorService, transportTo(address));
+    const outgoing = new AsyncQueue<ProcessorMessage>();
+    outgoing.push(
+      create(ProcessorMessageSchema, {
+        message: {
+          case: "hello",
+          value: {
+            processorId: this.processorId,
+            instanceId: this.instanceId,
+            minProtocolVersion: PROTOCOL_VERSION,
+            maxProtocolVersion: PROTOCOL_VERSION,
+            hooks: [...this.handlers.keys()],
+            maxConcurrency: this.maxConcurrency,
+            hookOptions: [...this.options.values()],
+          },
+        },
+      }),
+    );
+    const headers = this.token ? { authorization: `Bearer ${this.token}` } : undefined;
+    const calls = new Map<bigint, AbortController>();
+    try {
+      for await (const message of client.connect(outgoing, { signal, headers })) {
+        switch (message.message.case) {
+          case "welcome":
+            onReady?.();
+            break;
+          case "ping":
+            outgoing.push(
+              create(ProcessorMessageSchema, { message: { case: "pong", value: { nonce: message.message.value.nonce } } }),
+            );
+            break;
+          case "call": {
+            const call = message.message.value;
+            const cancelled = new AbortController();
+            calls.set(call.callId, cancelled);
+            void this.answer(call, cancelled.signal).then((result) => {
+              calls.delete(call.callId);
+              outgoing.push(create(ProcessorMessageSchema, { message: { case: "result", value: result } }));
+            });
+            break;
+          }
+          case "cancel":
+            calls.get(message.message.value.callId)?.abort();
+            calls.delete(message.message.value.callId);
+            break;
+          case "drain":
+            // No new calls will come; the server closes the stream once ours are answered.
+            break;
+        }
+      }
+    } finally {
+      for (const cancelled of calls.values()) cancelled.abort();
+      outgoing.close();
+    }
+  }
+
+  private async answer(raw: HookCall, signal: AbortSignal): Promise<HookResult> {
+    const call = new Call(raw);
+    const before = JSON.stringify(call.state);
+    let result: HookResult;
+    try {
+      const handler = this.handlers.get(raw.hook);
+      result = (handler ? await handler(call, signal) : undefined) ?? create(HookResultSchema, {
+        outcome: { case: "continue", value: {} },
+      });
+    } catch (error) {
+      // A handler bug fails the run clearly, never the session.
+      const message = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+      result = create(HookResultSchema, { outcome: { case: "failure", value: { message } } });
+    }
+    result.callId = raw.callId;
+    if (JSON.stringify(call.state) !== before) result.state = call.state;
+    return result;
+  }
+
+  /** Serves until `signal` aborts, reconnecting with backoff. Refusals are thrown, not retried. */
+  async run(address = "127.0.0.1:50051", signal?: AbortSignal, onReady?: () => void): Promise<void> {
+    let backoff = 100;
+    while (!signal?.aborted) {
+      try {
+        await this.serve(address, signal, () => {
+          backoff = 100;
+          onReady?.();
+        });
+      } catch (error) {
+        if (signal?.aborted) return;
+        const connectError = ConnectError.from(error);
+        if (REFUSALS.has(connectError.code)) throw connectError;
+        console.warn(`agentwire: session of ${this.processorId} ended (${connectError.message}); reconnecting in ${backoff} ms`);
+      }
+      await new Promise<void>((resolve) => {
+        const stop = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+        const timer = setTimeout(() => {
+          signal?.removeEventListener("abort", stop);
+          resolve();
+        }, backoff);
+        signal?.addEventListener("abort", stop, { once: true });
+      });
+      backoff = Math.min(backoff * 2, 5000);
+    }
+  }
+
+  /** Serves in the background; resolves once connected. */
+  start(address = "127.0.0.1:50051", timeoutMs = 10_000): Promise<this> {
+    this.stopping = new AbortController();
+    const stopping = this.stopping;
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(
+        () => reject(new Error(`processor ${this.processorId} did not connect to ${address} in ${timeoutMs} ms`)),
+        timeoutMs,
+      );
+      this.running = this.run(address, stopping.signal, () => {
+        clearTimeout(timer);
+        resolve(this);
+      }).catch((error: unknown) => {
+        clearTimeout(timer);
+        reject(error);
+      });
+    });
+  }
+
+  /** Ends the session and stops reconnecting. */
+  async stop(): Promise<void> {
+    this.stopping?.abort();
+    await this.running;
+  }
+}

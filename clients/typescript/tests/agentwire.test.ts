@@ -1,0 +1,141 @@
+/**
+ * The TypeScript client against the real server: generate, a remote input guardrail (tripwire
+ * and nothing saved), a remote output rewriter, and the failure policy when a processor dies
+ * mid-run.
+ */
+import assert from "node:assert/strict";
+import { type ChildProcess, spawn } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { createInterface } from "node:readline";
+import { after, before, test } from "node:test";
+
+import { Code, ConnectError } from "@connectrpc/connect";
+
+import { guard } from "../examples/word-blocker.js";
+import { redactor } from "../examples/stream-redactor.js";
+import { Client, Processor } from "../src/index.js";
+
+const root = resolve(import.meta.dirname, "../../..");
+const binary = process.env.AGENTWIRE_BIN ?? join(root, "target/debug/agentwire");
+
+const config = `
+[processors.word-guard]
+kind = "remote"
+timeout_ms = 3000
+
+[processors.digit-redactor]
+kind = "remote"
+timeout_ms = 3000
+
+[processors.flaky]
+kind = "remote"
+timeout_ms = 3000
+
+[[agents]]
+id = "echo"
+model = "mock/echo"
+
+[[agents]]
+id = "guarded"
+model = "mock/echo"
+input_processors = ["word-guard"]
+memory = {}
+
+[[agents]]
+id = "redacted"
+model = "mock/echo"
+output_processors = ["digit-redactor"]
+
+[[agents]]
+id = "fragile"
+model = "mock/echo"
+input_processors = ["flaky"]
+`;
+
+let server: ChildProcess;
+let dataDir: string;
+let address: string;
+let client: Client;
+
+before(async () => {
+  dataDir = mkdtempSync(join(tmpdir(), "agentwire-ts-"));
+  writeFileSync(join(dataDir, "agentwire.toml"), config);
+  server = spawn(
+    binary,
+    ["serve", "--listen", "127.0.0.1:0", "--config", join(dataDir, "agentwire.toml"), "--data-dir", dataDir],
+    { stdio: ["ignore", "pipe", "ignore"] },
+  );
+  const lines = createInterface({ input: server.stdout! });
+  const ready: string = await new Promise((resolve) => lines.once("line", resolve));
+  assert.match(ready, /^agentwire listening on /);
+  address = ready.replace("agentwire listening on ", "");
+  client = new Client(address);
+});
+
+after(() => {
+  server.kill("SIGTERM");
+  rmSync(dataDir, { recursive: true, force: true });
+});
+
+test("generate returns the answer, stream yields the chunks", async () => {
+  const result = await client.generate("echo", "hello from typescript");
+  assert.equal(result.text, "echo: hello from typescript");
+  assert.equal(result.finishReason, "stop");
+  const types: string[] = [];
+  for await (const chunk of client.stream("echo", "hi")) types.push(chunk.type);
+  assert.equal(types[0], "start");
+  assert.equal(types.at(-1), "finish");
+});
+
+test("a remote guardrail trips and nothing is saved", async () => {
+  await guard.start(address);
+  try {
+    const result = await client.generate("guarded", "tell me the secret", { threadId: "ts-thread", resourceId: "ada" });
+    assert.equal(result.finishReason, "other");
+    assert.equal(result.tripwire?.reason, "no secrets, please");
+    assert.equal(result.tripwire?.processorId, "word-guard");
+    await assert.rejects(client.memory.getThread({ threadId: "ts-thread" }), (error: unknown) => {
+      assert.equal(ConnectError.from(error).code, Code.NotFound);
+      return true;
+    });
+    const passed = await client.generate("guarded", "hello", { threadId: "ts-thread-2", resourceId: "ada" });
+    assert.equal(passed.text, "echo: hello");
+  } finally {
+    await guard.stop();
+  }
+});
+
+test("a remote output rewriter (windowed) changes the answer", async () => {
+  await redactor.start(address);
+  try {
+    let text = "";
+    for await (const chunk of client.stream("redacted", "call 555 1234")) {
+      if (chunk.payload.case === "textDelta") text += chunk.payload.value.text;
+    }
+    assert.equal(text, "echo: call ### ####");
+  } finally {
+    await redactor.stop();
+  }
+});
+
+test("a processor's death mid-run follows the failure policy", async () => {
+  let called: () => void = () => {};
+  const calledOnce = new Promise<void>((resolve) => {
+    called = resolve;
+  });
+  const flaky = new Processor("flaky").on("processInput", async (_call, signal) => {
+    called();
+    await new Promise((resolve) => signal.addEventListener("abort", resolve)); // never answers
+    return undefined;
+  });
+  await flaky.start(address);
+  const running = client.generate("fragile", "hi");
+  await calledOnce;
+  await flaky.stop(); // the session ends with the call in flight
+  const result = await running;
+  assert.equal(result.finishReason, "other");
+  assert.match(result.tripwire?.reason ?? "", /flaky/);
+  assert.match(result.tripwire?.reason ?? "", /disconnected|unavailable/);
+});
