@@ -9,6 +9,7 @@
 //! id = "echo"
 //! model = "mock/echo"
 //! input_processors = ["no-secrets", "lowercase"]   # definitions, or built-in kinds by name
+//! output_processors = [{ remote = "pii-guard", timeout_ms = 1500 }]   # or a remote one, inline
 //! ```
 //!
 //! Unknown keys and bad values are errors that name the key and its line.
@@ -72,6 +73,22 @@ pub struct ProcessorTokenConfig {
     pub token_env: Option<String>,
     /// The processor ids a holder may register as.
     pub processors: Vec<String>,
+}
+
+/// One entry of an agent's processor list.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(untagged)]
+pub enum ProcessorEntry {
+    /// A `[processors.*]` definition, a memory kind, or a built-in kind, by name.
+    Name(String),
+    /// A remote processor declared in place: `{ remote = "pii-guard", timeout_ms = 1500,
+    /// on_failure = "closed", mode = "blocking" }` (the options of `kind = "remote"`, with the
+    /// processor id under `remote`).
+    Inline(toml::Table),
+}
+
+fn no_entries() -> Spanned<Vec<ProcessorEntry>> {
+    Spanned::new(0..0, Vec::new())
 }
 
 /// The `[remote]` table.
@@ -141,15 +158,15 @@ pub struct AgentConfig {
     /// Tools by name.
     #[serde(default = "no_names")]
     pub tools: Spanned<Vec<String>>,
-    /// Input processors, in order: definition names or built-in kinds.
-    #[serde(default = "no_names")]
-    pub input_processors: Spanned<Vec<String>>,
+    /// Input processors, in order: definition names, built-in kinds, or inline remote processors.
+    #[serde(default = "no_entries")]
+    pub input_processors: Spanned<Vec<ProcessorEntry>>,
     /// Output processors, in order.
-    #[serde(default = "no_names")]
-    pub output_processors: Spanned<Vec<String>>,
+    #[serde(default = "no_entries")]
+    pub output_processors: Spanned<Vec<ProcessorEntry>>,
     /// Error processors (`processAPIError`), in order.
-    #[serde(default = "no_names")]
-    pub error_processors: Spanned<Vec<String>>,
+    #[serde(default = "no_entries")]
+    pub error_processors: Spanned<Vec<ProcessorEntry>>,
     /// Retries processors may ask for; unset means a processor's retry request aborts.
     #[serde(default)]
     pub max_processor_retries: Option<u32>,

@@ -9,7 +9,7 @@ use std::time::Duration;
 use agentwire::config::Config;
 use agentwire::server::pb;
 use agentwire::server::pb::processor_service_client::ProcessorServiceClient;
-use common::remote::{Behaviour, cont, hello_of, serve_hello, serve_with};
+use common::remote::{Behaviour, abort, call_text, cont, hello_of, serve_hello, serve_with};
 use common::{TestServer, request};
 
 const CONFIG: &str = r#"
@@ -35,6 +35,11 @@ input_processors = ["guard"]
 id = "picky"
 model = "mock/echo"
 input_processors = ["picky"]
+
+[[agents]]
+id = "inline"
+model = "mock/echo"
+input_processors = ["lowercase", { remote = "inline-guard", timeout_ms = 2000, on_failure = "closed" }]
 "#;
 
 async fn instances(server: &TestServer) -> Vec<String> {
@@ -160,4 +165,30 @@ async fn shutdown_drains_instances() {
     let drain = events.iter().position(|event| event == "drain").expect("a drain message");
     assert_eq!(events.last().map(String::as_str), Some("end"), "{events:?}");
     assert!(drain > events.iter().position(|event| event == "call HOOK_PROCESS_INPUT").unwrap());
+}
+
+/// A remote processor may be declared in place in an agent's list, at its position.
+#[tokio::test]
+async fn a_remote_processor_may_be_declared_inline() {
+    let server = TestServer::start(CONFIG).await;
+    let _guard = serve_hello(
+        server.channel().await,
+        hello_of("inline-guard", &[pb::Hook::ProcessInput]),
+        // After `lowercase`: it sees the input lower-cased.
+        Arc::new(|call| if call_text(call).contains("secret") { abort("no secrets") } else { cont() }),
+    )
+    .await;
+    let result = server.generate(request("inline", "The SECRET")).await;
+    let tripwire = result.tripwire.expect("a tripwire");
+    assert_eq!((tripwire.processor_id.as_str(), tripwire.reason.as_str()), ("inline-guard", "no secrets"));
+    assert_eq!(server.generate(request("inline", "Hello")).await.text, "echo: hello");
+
+    let bad = "[[agents]]\nid = \"a\"\nmodel = \"mock/echo\"\ninput_processors = [{ timeout_ms = 5 }]\n";
+    let error = agentwire::runtime::Runtime::new(
+        &Config::parse(bad).unwrap(),
+        agentwire::runtime::Components::builtin(),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(error.contains("agents[0].input_processors[0]") && error.contains("remote ="), "{error}");
 }

@@ -6,9 +6,10 @@ use std::sync::Arc;
 use toml::Spanned;
 
 use super::{Agent, MAX_STEPS_LIMIT, NamedProcessor, ProcessorRef, RunError, Runtime};
-use crate::config::AgentConfig;
+use crate::config::{AgentConfig, ProcessorEntry};
 use crate::memory::MemoryKind;
 use crate::memory::embedder::LEXICAL;
+use crate::processor::remote::RemoteProcessor;
 
 impl Runtime {
     /// The processor a name stands for: a definition of the config, a memory kind, or a
@@ -43,6 +44,47 @@ impl Runtime {
             processors.push(NamedProcessor { name: name.clone(), processor });
         }
         Ok(processors)
+    }
+
+    /// The processors of an agent's list: names, and remote processors declared inline.
+    fn configured_processors(
+        &self,
+        entries: &[ProcessorEntry],
+        field: &str,
+    ) -> Result<Vec<NamedProcessor>, (String, String)> {
+        let mut processors = Vec::with_capacity(entries.len());
+        for (index, entry) in entries.iter().enumerate() {
+            let named = match entry {
+                ProcessorEntry::Name(name) => self.named_processors(std::slice::from_ref(name), field),
+                ProcessorEntry::Inline(options) => {
+                    self.inline_remote(options.clone()).map(|named| vec![named])
+                }
+            };
+            processors.extend(named.map_err(|(_, reason)| (format!("{field}[{index}]"), reason))?);
+        }
+        Ok(processors)
+    }
+
+    /// `{ remote = "<id>", ... }`: a remote processor with that id and those options.
+    fn inline_remote(&self, mut options: toml::Table) -> Result<NamedProcessor, (String, String)> {
+        let invalid = |reason: String| (String::new(), reason);
+        let remote_id = match options.remove("remote") {
+            Some(toml::Value::String(id)) if !id.is_empty() => id,
+            Some(_) => return Err(invalid("`remote` must be a non-empty processor id".to_owned())),
+            None => {
+                return Err(invalid(
+                    "an inline processor needs `remote = \"<processor id>\"` (other kinds are declared \
+                     under [processors.*])"
+                        .to_owned(),
+                ));
+            }
+        };
+        if options.contains_key("remote_id") {
+            return Err(invalid("give the processor id once, as `remote`".to_owned()));
+        }
+        let processor =
+            RemoteProcessor::from_options(&remote_id, options, self.remote_pool()).map_err(invalid)?;
+        Ok(NamedProcessor { name: remote_id, processor: ProcessorRef::Fixed(Arc::new(processor)) })
     }
 
     /// A request's processor list when it overrides one, else the agent's.
@@ -123,9 +165,9 @@ impl Runtime {
                 }
             },
         };
-        let processors = |names: &Spanned<Vec<String>>, field: &str| {
-            self.named_processors(names.get_ref(), field)
-                .map_err(|(field, reason)| at(names.span(), format!("{field}: {reason}")))
+        let processors = |entries: &Spanned<Vec<ProcessorEntry>>, field: &str| {
+            self.configured_processors(entries.get_ref(), field)
+                .map_err(|(field, reason)| at(entries.span(), format!("{field}: {reason}")))
         };
         Ok(Agent {
             id: config.id.clone(),
