@@ -192,6 +192,18 @@ pub fn text(chunks: &[pb::Chunk]) -> String {
         .collect()
 }
 
+/// The text parts of a message, joined.
+pub fn message_text(message: &pb::Message) -> String {
+    message
+        .parts
+        .iter()
+        .filter_map(|part| match &part.part {
+            Some(pb::part::Part::Text(text)) => Some(text.text.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
 /// The tripwire of the last chunk, if it is one.
 pub fn tripwire(chunks: &[pb::Chunk]) -> Option<pb::Tripwire> {
     match chunks.last().and_then(|chunk| chunk.payload.clone()) {
