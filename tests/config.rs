@@ -70,6 +70,22 @@ fn mistakes_name_the_key_and_the_line() {
             ["last_message", "line 4"],
         ),
         ("[processors.h]\nkind = \"message-history\"\n", ["processors.h", "`memory` table"]),
+        (
+            "[processors.x]\nkind = \"remote\"\nhooks.processInptu = { timeout_ms = 5 }\n",
+            ["hooks.processInptu", "processInput"],
+        ),
+        (
+            "[processors.x]\nkind = \"remote\"\nhooks.processInput = { timeout_ms = 0 }\n",
+            ["hooks.processInput.timeout_ms", "positive"],
+        ),
+        (
+            "[[agents]]\nid = \"a\"\nmodel = \"mock/echo\"\ninput_processors = [{ timeout_ms = 5 }]\n",
+            ["agents[0].input_processors[0]", "remote ="],
+        ),
+        (
+            "[[agents]]\nid = \"a\"\nmodel = \"mock/echo\"\noutput_processors = [{ remote = \"g\", mood = \"x\" }]\n",
+            ["agents[0].output_processors[0]", "mood"],
+        ),
         ("[[processor_tokens]]\nprocessors = [\"p\"]\n", ["processor_tokens[0]", "exactly one"]),
         (
             "[[processor_tokens]]\ntoken_env = \"AGENTWIRE_SURELY_UNSET_TOKEN\"\nprocessors = [\"p\"]\n",

@@ -124,17 +124,6 @@ fn data_chunks(chunks: &[pb::Chunk]) -> Vec<(String, Value)> {
         .collect()
 }
 
-fn message_text(message: &pb::Message) -> String {
-    message
-        .parts
-        .iter()
-        .filter_map(|part| match &part.part {
-            Some(pb::part::Part::Text(text)) => Some(text.text.as_str()),
-            _ => None,
-        })
-        .collect()
-}
-
 /// A rewritten chunk reaches the client, and the stored answer is what the client saw.
 #[tokio::test]
 async fn process_output_stream_rewrites_chunks() {
@@ -143,7 +132,7 @@ async fn process_output_stream_rewrites_chunks() {
     assert_eq!(text(&chunks), "ECHO: QUIET WORDS");
     let result = server.generate(with_processors("echo", "quiet words", &[], &["shout"])).await;
     assert_eq!(result.text, "ECHO: QUIET WORDS");
-    assert_eq!(message_text(&result.messages[1]), "ECHO: QUIET WORDS");
+    assert_eq!(common::message_text(&result.messages[1]), "ECHO: QUIET WORDS");
 }
 
 /// A dropped chunk reaches neither the client nor the processors after the one that dropped it,
@@ -202,8 +191,12 @@ async fn process_output_step_retry_feeds_the_reason_back() {
     assert!(rejected.retry);
     assert_eq!(rejected.processor_id, "quality");
     assert_eq!(result.steps[0].text, "");
-    let answers: Vec<String> =
-        result.messages.iter().filter(|message| message.role == "assistant").map(message_text).collect();
+    let answers: Vec<String> = result
+        .messages
+        .iter()
+        .filter(|message| message.role == "assistant")
+        .map(common::message_text)
+        .collect();
     assert_eq!(answers, ["a long enough answer"], "the rejected answer was rolled back");
 
     let chunks = server.stream(request("short-then-long", "tell me")).await;
@@ -308,7 +301,7 @@ async fn process_output_result_rewrites_the_final_text() {
     assert_eq!(finish.text, "echo: hi -- signed");
     let result = server.generate(run).await;
     assert_eq!(result.text, "echo: hi -- signed");
-    assert_eq!(message_text(&result.messages[1]), "echo: hi -- signed");
+    assert_eq!(common::message_text(&result.messages[1]), "echo: hi -- signed");
 }
 
 /// `state` is one object per processor per run, shared by all its hooks, input and output, and

@@ -18,39 +18,8 @@ import (
 	"github.com/agentwire/agentwire/clients/go/agentwirev1"
 )
 
-const config = `
-[processors.word-guard]
-kind = "remote"
-timeout_ms = 3000
-
-[processors.digit-redactor]
-kind = "remote"
-timeout_ms = 3000
-
-[processors.flaky]
-kind = "remote"
-timeout_ms = 5000
-
-[[agents]]
-id = "echo"
-model = "mock/echo"
-
-[[agents]]
-id = "redacted"
-model = "mock/echo"
-output_processors = ["digit-redactor"]
-
-[[agents]]
-id = "fragile"
-model = "mock/echo"
-input_processors = ["flaky"]
-
-[[agents]]
-id = "guarded"
-model = "mock/echo"
-input_processors = ["word-guard"]
-memory = {}
-`
+// config is the server config all client suites share.
+var config = filepath.Join("..", "testdata", "agentwire.toml")
 
 // startServer runs the real agentwire binary on a free port and returns its address.
 func startServer(t *testing.T) string {
@@ -60,11 +29,7 @@ func startServer(t *testing.T) string {
 		binary = filepath.Join("..", "..", "target", "debug", "agentwire")
 	}
 	dir := t.TempDir()
-	configPath := filepath.Join(dir, "agentwire.toml")
-	if err := os.WriteFile(configPath, []byte(config), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	server := exec.Command(binary, "serve", "--listen", "127.0.0.1:0", "--config", configPath, "--data-dir", dir)
+	server := exec.Command(binary, "serve", "--listen", "127.0.0.1:0", "--config", config, "--data-dir", dir)
 	stdout, err := server.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

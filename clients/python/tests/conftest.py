@@ -1,5 +1,5 @@
-"""Starts the real agentwire binary on a free port for the tests, with a config naming the
-processors the tests serve."""
+"""Starts the real agentwire binary on a free port for the tests, with the config all client
+suites share (clients/testdata/agentwire.toml), which names the processors the tests serve."""
 
 import os
 import pathlib
@@ -13,48 +13,14 @@ from agentwire import Client
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 BINARY = os.environ.get("AGENTWIRE_BIN", str(ROOT / "target" / "debug" / "agentwire"))
 
-CONFIG = """
-[processors.word-guard]
-kind = "remote"
-timeout_ms = 3000
-
-[processors.digit-redactor]
-kind = "remote"
-timeout_ms = 3000
-
-[processors.flaky]
-kind = "remote"
-timeout_ms = 3000
-
-[[agents]]
-id = "echo"
-model = "mock/echo"
-
-[[agents]]
-id = "guarded"
-model = "mock/echo"
-input_processors = ["word-guard"]
-memory = {}
-
-[[agents]]
-id = "redacted"
-model = "mock/echo"
-output_processors = ["digit-redactor"]
-
-[[agents]]
-id = "fragile"
-model = "mock/echo"
-input_processors = ["flaky"]
-"""
+CONFIG = ROOT / "clients" / "testdata" / "agentwire.toml"
 
 
 @pytest.fixture(scope="session")
 def server():
     with tempfile.TemporaryDirectory() as data_dir:
-        config = pathlib.Path(data_dir) / "agentwire.toml"
-        config.write_text(CONFIG)
         process = subprocess.Popen(
-            [BINARY, "serve", "--listen", "127.0.0.1:0", "--config", str(config), "--data-dir", data_dir],
+            [BINARY, "serve", "--listen", "127.0.0.1:0", "--config", str(CONFIG), "--data-dir", data_dir],
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
             text=True,

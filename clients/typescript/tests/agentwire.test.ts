@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { type ChildProcess, spawn } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { createInterface } from "node:readline";
@@ -20,39 +20,8 @@ import { Client, Processor } from "../src/index.js";
 const root = resolve(import.meta.dirname, "../../..");
 const binary = process.env.AGENTWIRE_BIN ?? join(root, "target/debug/agentwire");
 
-const config = `
-[processors.word-guard]
-kind = "remote"
-timeout_ms = 3000
-
-[processors.digit-redactor]
-kind = "remote"
-timeout_ms = 3000
-
-[processors.flaky]
-kind = "remote"
-timeout_ms = 3000
-
-[[agents]]
-id = "echo"
-model = "mock/echo"
-
-[[agents]]
-id = "guarded"
-model = "mock/echo"
-input_processors = ["word-guard"]
-memory = {}
-
-[[agents]]
-id = "redacted"
-model = "mock/echo"
-output_processors = ["digit-redactor"]
-
-[[agents]]
-id = "fragile"
-model = "mock/echo"
-input_processors = ["flaky"]
-`;
+/** The server config all client suites share. */
+const config = join(root, "clients/testdata/agentwire.toml");
 
 let server: ChildProcess;
 let dataDir: string;
@@ -61,10 +30,9 @@ let client: Client;
 
 before(async () => {
   dataDir = mkdtempSync(join(tmpdir(), "agentwire-ts-"));
-  writeFileSync(join(dataDir, "agentwire.toml"), config);
   server = spawn(
     binary,
-    ["serve", "--listen", "127.0.0.1:0", "--config", join(dataDir, "agentwire.toml"), "--data-dir", dataDir],
+    ["serve", "--listen", "127.0.0.1:0", "--config", config, "--data-dir", dataDir],
     { stdio: ["ignore", "pipe", "ignore"] },
   );
   const lines = createInterface({ input: server.stdout! });
