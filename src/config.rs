@@ -22,6 +22,7 @@ use toml::Spanned;
 
 use crate::memory::MemoryConfig;
 use crate::memory::embedder::EmbedderConfig;
+use crate::model::provider::ProviderConfig;
 use crate::model::{MockScript, ModelSettings};
 
 /// The config used when no `--config` is given: one `echo` agent on `mock/echo`.
@@ -56,6 +57,9 @@ pub struct Config {
     /// How the server keeps remote processor sessions.
     #[serde(default)]
     pub remote: RemoteConfig,
+    /// Model providers by name (the part of a model id before `/`), over the built-in ones.
+    #[serde(default)]
+    pub providers: BTreeMap<String, Spanned<ProviderConfig>>,
     /// The source text, to turn byte offsets into line numbers.
     #[serde(skip)]
     source: String,

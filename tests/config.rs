@@ -70,6 +70,11 @@ fn mistakes_name_the_key_and_the_line() {
             ["last_message", "line 4"],
         ),
         ("[processors.h]\nkind = \"message-history\"\n", ["processors.h", "`memory` table"]),
+        ("[providers.groq]\napi_key_env = \"GROQ_API_KEY\"\n", ["providers.groq", "base_url"]),
+        ("[providers.x]\nbase_url = \"ftp://x\"\n", ["providers.x", "http(s)"]),
+        ("[providers.x]\nbase_url = \"http://x\"\napi = \"gemini\"\n", ["api", "line 3"]),
+        ("[providers.mock]\nbase_url = \"http://x\"\n", ["providers.mock", "built in"]),
+        ("[[agents]]\nid = \"a\"\nmodel = \"nowhere/model\"\n", ["agents[0].model", "[providers.*]"]),
         (
             "[processors.x]\nkind = \"remote\"\nhooks.processInptu = { timeout_ms = 5 }\n",
             ["hooks.processInptu", "processInput"],

@@ -2,11 +2,13 @@
 //! streams back, and the registry that resolves `provider/model` ids.
 //!
 //! The mock provider ([`mock`]) is production code: deterministic, offline, and the default of the
-//! quick start, the demos and the tests.
+//! quick start, the demos and the tests. Real models come from HTTP [`provider`]s.
 
 pub mod mock;
+pub mod provider;
 mod request;
 
+use std::collections::BTreeMap;
 use std::pin::Pin;
 use std::sync::Arc;
 
@@ -47,8 +49,26 @@ pub enum ModelError {
         /// The provider's message.
         message: String,
     },
+    /// The provider could not be reached, broke off the stream, or is not set up (no key).
+    #[error("model `{model}` is unavailable: {message}")]
+    Unavailable {
+        /// The model that was called.
+        model: String,
+        /// What went wrong.
+        message: String,
+    },
+    /// The provider stayed silent longer than its read timeout.
+    #[error("model `{model}` stalled: nothing arrived for {after_ms} ms")]
+    Stalled {
+        /// The model that was called.
+        model: String,
+        /// The read timeout.
+        after_ms: u64,
+    },
     /// The model id names no known provider or model. The config or a processor is at fault.
-    #[error("unknown model `{0}`: expected `mock/echo`, `mock/inspect` or `mock/script`")]
+    #[error(
+        "unknown model `{0}`: expected `<provider>/<model>` with a configured provider (openai, anthropic, ollama, `[providers.*]`) or `mock/echo`, `mock/inspect`, `mock/script`"
+    )]
     UnknownModel(String),
     /// `mock/script` was asked for by an agent that declares no script.
     #[error("model `mock/script` needs a `script` in the agent's config")]
@@ -69,13 +89,28 @@ pub trait LanguageModel: Send + Sync {
 }
 
 /// Resolves `provider/model` ids to models.
-#[derive(Debug, Default, Clone)]
-pub struct ModelRegistry {}
+#[derive(Debug, Clone)]
+pub struct ModelRegistry {
+    providers: BTreeMap<String, Arc<provider::Provider>>,
+}
+
+impl Default for ModelRegistry {
+    fn default() -> ModelRegistry {
+        ModelRegistry::new()
+    }
+}
 
 impl ModelRegistry {
-    /// The registry with the built-in providers.
+    /// The registry with the built-in providers (mock, openai, anthropic, ollama).
     pub fn new() -> ModelRegistry {
-        ModelRegistry {}
+        let providers =
+            provider::Provider::builtins().into_iter().map(|p| (p.name().to_owned(), Arc::new(p))).collect();
+        ModelRegistry { providers }
+    }
+
+    /// Adds a provider, or replaces the one of the same name.
+    pub fn add_provider(&mut self, provider: provider::Provider) {
+        self.providers.insert(provider.name().to_owned(), Arc::new(provider));
     }
 
     /// The model for an id. `script` is the agent's mock script, used by `mock/script`.
@@ -91,7 +126,15 @@ impl ModelRegistry {
                 Some(script) => Ok(Arc::new(mock::MockModel::scripted(Arc::clone(script)))),
                 None => Err(ModelError::MissingScript),
             },
-            other => Err(ModelError::UnknownModel(other.to_owned())),
+            other => match other.split_once('/') {
+                Some((name, model)) if !model.is_empty() && name != "mock" => {
+                    match self.providers.get(name) {
+                        Some(provider) => Ok(Arc::new(provider::HttpModel::new(Arc::clone(provider), model))),
+                        None => Err(ModelError::UnknownModel(other.to_owned())),
+                    }
+                }
+                _ => Err(ModelError::UnknownModel(other.to_owned())),
+            },
         }
     }
 }

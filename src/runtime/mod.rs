@@ -43,6 +43,7 @@ use crate::config::{Config, ConfigError};
 use crate::memory::embedder::Embedders;
 use crate::memory::{MemoryKind, MemoryProcessors};
 use crate::model::ModelRegistry;
+use crate::model::provider::Provider;
 use crate::processor::remote::{self, PoolTiming, RemotePool, RemoteProcessor};
 use crate::processor::{Processor, ProcessorRegistry};
 use crate::storage::Store;
@@ -129,6 +130,17 @@ impl Runtime {
                 .build(name)
                 .map_err(|reason| config.invalid_at(offset, format!("embedders.{name}.{reason}")))?;
             runtime.embedders.insert(name, built);
+        }
+        for (name, provider) in &config.providers {
+            if name == "mock" {
+                return Err(
+                    config.invalid_at(provider.span().start, "providers.mock: `mock` is built in".to_owned())
+                );
+            }
+            let built = Provider::new(name, provider.get_ref()).map_err(|reason| {
+                config.invalid_at(provider.span().start, format!("providers.{name}: {reason}"))
+            })?;
+            runtime.models.add_provider(built);
         }
         for (name, definition) in &config.processors {
             let offset = definition.span().start;

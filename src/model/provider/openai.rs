@@ -1,0 +1,206 @@
+//! The OpenAI chat completions API (`POST {base_url}/chat/completions`, streamed), spoken by
+//! OpenAI, Ollama, vLLM, llama.cpp's server, LM Studio, Groq, Together and others.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Map, Value, json};
+
+use super::decode::{Decoded, Decoder, finish_reason_of, tool_call_of};
+use super::sse::SseEvent;
+use crate::model::{ModelEvent, ModelRequest, PromptMessage, ToolChoice};
+use crate::runtime::{Part, Role, Usage};
+
+/// The request body for `model`.
+pub(super) fn body(model: &str, request: &ModelRequest) -> Value {
+    let mut body = Map::new();
+    body.insert("model".into(), json!(model));
+    body.insert("messages".into(), Value::Array(request.prompt.iter().flat_map(messages_of).collect()));
+    body.insert("stream".into(), json!(true));
+    body.insert("stream_options".into(), json!({ "include_usage": true }));
+    if !request.tools.is_empty() {
+        let tools = request
+            .tools
+            .iter()
+            .map(|tool| {
+                json!({
+                    "type": "function",
+                    "function": { "name": tool.name, "description": tool.description, "parameters": tool.parameters },
+                })
+            })
+            .collect();
+        body.insert("tools".into(), Value::Array(tools));
+        let choice = match &request.tool_choice {
+            ToolChoice::Auto => json!("auto"),
+            ToolChoice::None => json!("none"),
+            ToolChoice::Required => json!("required"),
+            ToolChoice::Tool(name) => json!({ "type": "function", "function": { "name": name } }),
+        };
+        body.insert("tool_choice".into(), choice);
+    }
+    let settings = &request.settings;
+    if let Some(temperature) = settings.temperature {
+        body.insert("temperature".into(), json!(temperature));
+    }
+    if let Some(max_tokens) = settings.max_tokens {
+        body.insert("max_tokens".into(), json!(max_tokens));
+    }
+    if let Some(top_p) = settings.top_p {
+        body.insert("top_p".into(), json!(top_p));
+    }
+    if !settings.stop.is_empty() {
+        body.insert("stop".into(), json!(settings.stop));
+    }
+    if let Some(seed) = settings.seed {
+        body.insert("seed".into(), json!(seed));
+    }
+    if let Some(schema) = &request.structured_output {
+        body.insert(
+            "response_format".into(),
+            json!({ "type": "json_schema", "json_schema": { "name": "output", "schema": schema, "strict": true } }),
+        );
+    }
+    // Provider options pass through untouched, last, so they can override anything above.
+    if let Value::Object(options) = &request.provider_options {
+        body.extend(options.clone());
+    }
+    Value::Object(body)
+}
+
+/// One prompt message as chat messages: tool results become one `tool` message each.
+fn messages_of(message: &PromptMessage) -> Vec<Value> {
+    let text: String = message
+        .parts
+        .iter()
+        .filter_map(|part| match part {
+            Part::Text { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    match message.role {
+        Role::System => vec![json!({ "role": "system", "content": text })],
+        Role::User => vec![json!({ "role": "user", "content": user_content(message, text) })],
+        Role::Assistant => {
+            let calls: Vec<Value> = message
+                .parts
+                .iter()
+                .filter_map(|part| match part {
+                    Part::ToolCall(call) => Some(json!({
+                        "id": call.tool_call_id,
+                        "type": "function",
+                        "function": { "name": call.tool_name, "arguments": call.args.to_string() },
+                    })),
+                    _ => None,
+                })
+                .collect();
+            let mut assistant = json!({ "role": "assistant", "content": if text.is_empty() { Value::Null } else { json!(text) } });
+            if !calls.is_empty() {
+                assistant["tool_calls"] = Value::Array(calls);
+            }
+            vec![assistant]
+        }
+        Role::Tool => message
+            .parts
+            .iter()
+            .filter_map(|part| match part {
+                Part::ToolResult(result) => Some(json!({
+                    "role": "tool",
+                    "tool_call_id": result.tool_call_id,
+                    "content": match &result.result { Value::String(text) => text.clone(), other => other.to_string() },
+                })),
+                _ => None,
+            })
+            .collect(),
+    }
+}
+
+/// A user message's content: plain text, or parts when it carries images.
+fn user_content(message: &PromptMessage, text: String) -> Value {
+    let images: Vec<Value> = message
+        .parts
+        .iter()
+        .filter_map(|part| match part {
+            Part::File { media_type, url, .. } if media_type.starts_with("image/") && !url.is_empty() => {
+                Some(json!({ "type": "image_url", "image_url": { "url": url } }))
+            }
+            _ => None,
+        })
+        .collect();
+    if images.is_empty() {
+        return json!(text);
+    }
+    let mut parts = vec![json!({ "type": "text", "text": text })];
+    parts.extend(images);
+    Value::Array(parts)
+}
+
+/// Turns streamed `chat.completion.chunk`s into model events. Tool calls arrive in pieces (by
+/// index) and are emitted whole when the stream ends.
+#[derive(Debug, Default)]
+pub(super) struct OpenAiDecoder {
+    tool_calls: BTreeMap<u64, (String, String, String)>,
+    finish_reason: Option<String>,
+    usage: Usage,
+}
+
+impl Decoder for OpenAiDecoder {
+    fn event(&mut self, event: SseEvent) -> Decoded {
+        if event.data == "[DONE]" {
+            return Decoded::End;
+        }
+        let chunk: Value = match serde_json::from_str(&event.data) {
+            Ok(chunk) => chunk,
+            Err(error) => return Decoded::Malformed(format!("a chunk is not JSON: {error}")),
+        };
+        if let Some(error) = chunk.get("error") {
+            let message = error.get("message").and_then(Value::as_str).unwrap_or("unknown error");
+            return Decoded::Failed(message.to_owned());
+        }
+        if let Some(usage) = chunk.get("usage").filter(|usage| usage.is_object()) {
+            self.usage.input_tokens = usage["prompt_tokens"].as_u64().unwrap_or(self.usage.input_tokens);
+            self.usage.output_tokens =
+                usage["completion_tokens"].as_u64().unwrap_or(self.usage.output_tokens);
+        }
+        let mut events = Vec::new();
+        let Some(choice) = chunk.get("choices").and_then(|choices| choices.get(0)) else {
+            return Decoded::Events(events);
+        };
+        let delta = &choice["delta"];
+        for key in ["reasoning_content", "reasoning"] {
+            if let Some(reasoning) = delta.get(key).and_then(Value::as_str).filter(|text| !text.is_empty()) {
+                events.push(ModelEvent::ReasoningDelta(reasoning.to_owned()));
+            }
+        }
+        if let Some(text) = delta.get("content").and_then(Value::as_str).filter(|text| !text.is_empty()) {
+            events.push(ModelEvent::TextDelta(text.to_owned()));
+        }
+        for call in delta.get("tool_calls").and_then(Value::as_array).into_iter().flatten() {
+            let index = call.get("index").and_then(Value::as_u64).unwrap_or(0);
+            let entry = self.tool_calls.entry(index).or_default();
+            if let Some(id) = call.get("id").and_then(Value::as_str) {
+                entry.0 = id.to_owned();
+            }
+            let function = &call["function"];
+            if let Some(name) = function.get("name").and_then(Value::as_str) {
+                entry.1.push_str(name);
+            }
+            if let Some(arguments) = function.get("arguments").and_then(Value::as_str) {
+                entry.2.push_str(arguments);
+            }
+        }
+        if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
+            self.finish_reason = Some(reason.to_owned());
+        }
+        Decoded::Events(events)
+    }
+
+    fn end(&mut self) -> Vec<ModelEvent> {
+        let mut events: Vec<ModelEvent> = std::mem::take(&mut self.tool_calls)
+            .into_values()
+            .map(|(id, name, arguments)| tool_call_of(id, name, &arguments))
+            .collect();
+        let finish_reason = finish_reason_of(self.finish_reason.as_deref(), !events.is_empty());
+        events.push(ModelEvent::Finish { finish_reason, usage: self.usage });
+        events
+    }
+}

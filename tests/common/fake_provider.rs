@@ -1,0 +1,167 @@
+//! A fake model provider on loopback: a real HTTP/1.1 server that answers each request with the
+//! next scripted reply — a server-sent-event stream (optionally slow, or stalling), or an error
+//! status — and records what it was sent and whether the client hung up early.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::TcpListener;
+
+/// One scripted answer.
+#[derive(Debug, Clone)]
+pub enum Reply {
+    /// `200` and these SSE `data:` payloads (each its own event), `gap` apart; then, if
+    /// `stall` is set, silence for that long before closing.
+    Events { data: Vec<String>, gap: Duration, stall: Option<Duration> },
+    /// An error status with a JSON body, and a `Retry-After` header when set.
+    Status { status: u16, retry_after: Option<String>, message: String },
+}
+
+impl Reply {
+    /// A quick SSE stream of these `data:` payloads.
+    pub fn events(data: Vec<String>) -> Reply {
+        Reply::Events { data, gap: Duration::ZERO, stall: None }
+    }
+
+    pub fn status(status: u16, message: &str) -> Reply {
+        Reply::Status { status, retry_after: None, message: message.into() }
+    }
+}
+
+/// What the fake saw of one request.
+#[derive(Debug, Clone)]
+pub struct Seen {
+    pub path: String,
+    pub headers: Vec<(String, String)>,
+    pub body: Value,
+}
+
+impl Seen {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.iter().find(|(key, _)| key.eq_ignore_ascii_case(name)).map(|(_, value)| value.as_str())
+    }
+}
+
+#[derive(Clone)]
+pub struct FakeProvider {
+    pub base_url: String,
+    replies: Arc<Mutex<VecDeque<Reply>>>,
+    seen: Arc<Mutex<Vec<Seen>>>,
+    hung_up: Arc<Mutex<bool>>,
+}
+
+impl FakeProvider {
+    pub async fn start(replies: impl IntoIterator<Item = Reply>) -> FakeProvider {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let fake = FakeProvider {
+            base_url: format!("http://{}/v1", listener.local_addr().unwrap()),
+            replies: Arc::new(Mutex::new(replies.into_iter().collect())),
+            seen: Arc::default(),
+            hung_up: Arc::default(),
+        };
+        let server = fake.clone();
+        tokio::spawn(async move {
+            while let Ok((socket, _)) = listener.accept().await {
+                let server = server.clone();
+                tokio::spawn(async move { server.answer(socket).await });
+            }
+        });
+        fake
+    }
+
+    /// Every request so far.
+    pub fn seen(&self) -> Vec<Seen> {
+        self.seen.lock().unwrap().clone()
+    }
+
+    /// True once a client closed a stream before it ended.
+    pub fn hung_up(&self) -> bool {
+        *self.hung_up.lock().unwrap()
+    }
+
+    async fn answer(&self, socket: tokio::net::TcpStream) {
+        let mut reader = BufReader::new(socket);
+        let mut request_line = String::new();
+        if reader.read_line(&mut request_line).await.unwrap_or(0) == 0 {
+            return;
+        }
+        let mut headers = Vec::new();
+        let mut content_length = 0;
+        loop {
+            let mut header = String::new();
+            reader.read_line(&mut header).await.unwrap();
+            if header == "\r\n" {
+                break;
+            }
+            if let Some((name, value)) = header.split_once(':') {
+                if name.eq_ignore_ascii_case("content-length") {
+                    content_length = value.trim().parse().unwrap();
+                }
+                headers.push((name.trim().to_owned(), value.trim().to_owned()));
+            }
+        }
+        let mut body = vec![0; content_length];
+        reader.read_exact(&mut body).await.unwrap();
+        let path = request_line.split_whitespace().nth(1).unwrap_or_default().to_owned();
+        let body = serde_json::from_slice(&body).unwrap_or(Value::Null);
+        self.seen.lock().unwrap().push(Seen { path, headers, body });
+        let reply = {
+            let mut replies = self.replies.lock().unwrap();
+            if replies.len() > 1 { replies.pop_front() } else { replies.front().cloned() }
+        };
+        let socket = reader.get_mut();
+        match reply.expect("a scripted reply") {
+            Reply::Status { status, retry_after, message } => {
+                let body = serde_json::json!({ "error": { "message": message } }).to_string();
+                let retry = retry_after.map(|value| format!("Retry-After: {value}\r\n")).unwrap_or_default();
+                let response = format!(
+                    "HTTP/1.1 {status} Error\r\nContent-Type: application/json\r\n{retry}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                let _ = socket.write_all(response.as_bytes()).await;
+            }
+            Reply::Events { data, gap, stall } => {
+                let head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n";
+                if socket.write_all(head.as_bytes()).await.is_err() {
+                    return;
+                }
+                for event in data {
+                    if !gap.is_zero() {
+                        tokio::time::sleep(gap).await;
+                    }
+                    let written = socket.write_all(format!("data: {event}\n\n").as_bytes()).await;
+                    if written.is_err() || socket.flush().await.is_err() {
+                        *self.hung_up.lock().unwrap() = true;
+                        return;
+                    }
+                }
+                if let Some(stall) = stall {
+                    tokio::time::sleep(stall).await;
+                }
+            }
+        }
+        let _ = reader.get_mut().shutdown().await;
+    }
+}
+
+/// JSON payloads as SSE data.
+pub fn json_events(values: impl IntoIterator<Item = Value>) -> Vec<String> {
+    values.into_iter().map(|value| value.to_string()).collect()
+}
+
+/// OpenAI chunks streaming `text` word by word, then a finish reason, usage and `[DONE]`.
+pub fn openai_text(text: &str) -> Vec<String> {
+    let mut events = json_events(
+        text.split_inclusive(' ')
+            .map(|word| serde_json::json!({ "choices": [{ "index": 0, "delta": { "content": word } }] })),
+    );
+    events.extend(json_events([
+        serde_json::json!({ "choices": [{ "index": 0, "delta": {}, "finish_reason": "stop" }] }),
+        serde_json::json!({ "choices": [], "usage": { "prompt_tokens": 11, "completion_tokens": 7 } }),
+    ]));
+    events.push("[DONE]".into());
+    events
+}
