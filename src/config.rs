@@ -186,6 +186,9 @@ pub struct AgentConfig {
     /// How the agent remembers (needs a thread id in the request).
     #[serde(default)]
     pub memory: Option<Spanned<MemoryConfig>>,
+    /// A JSON schema every final answer must follow (structured output).
+    #[serde(default)]
+    pub output_schema: Option<Spanned<serde_json::Value>>,
 }
 
 /// A default has no place in the file: its span is empty.

@@ -62,6 +62,11 @@ id = "claude"
 model = "claude/claude-test"
 tools = ["calculator"]
 
+[[agents]]
+id = "structured"
+model = "fake/gpt-test"
+output_schema = {{ type = "object", properties = {{ answer = {{ type = "integer" }} }}, required = ["answer"] }}
+
 [providers.keyed]
 base_url = "{base_url}"
 api_key_env = "AGENTWIRE_TEST_SURELY_UNSET_KEY"
@@ -318,4 +323,29 @@ async fn a_missing_key_is_named() {
     let failure = error(&chunks).expect("an error chunk");
     assert!(failure.message.contains("AGENTWIRE_TEST_SURELY_UNSET_KEY"), "{}", failure.message);
     assert!(fake.seen().is_empty());
+}
+
+/// An output schema goes to the provider as its JSON mode; the final object is validated and
+/// returned; an answer that does not follow it fails the run, saying why.
+#[tokio::test]
+async fn structured_output_is_requested_validated_and_returned() {
+    let fake = FakeProvider::start([
+        Reply::events(openai_text("{\"answer\": 42}")),
+        Reply::events(openai_text("{\"answer\": \"many\"}")),
+    ])
+    .await;
+    let server = server(&fake).await;
+    let result = server.generate(request("structured", "the answer?")).await;
+    assert_eq!(common::json(&result.object), json!({ "answer": 42 }));
+    let format = &fake.seen()[0].body["response_format"];
+    assert_eq!(format["type"], "json_schema");
+    assert_eq!(format["json_schema"]["schema"]["required"], json!(["answer"]));
+
+    let chunks = server.stream(request("structured", "again?")).await;
+    let failure = error(&chunks).expect("an error chunk");
+    assert!(
+        failure.message.contains("output schema") && failure.message.contains("/answer"),
+        "{}",
+        failure.message
+    );
 }

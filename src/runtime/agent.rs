@@ -56,4 +56,6 @@ pub struct Agent {
     pub memory: Option<Arc<MemoryConfig>>,
     /// The embedder of semantic recall (the lexical one when the agent has none).
     pub embedder: Arc<dyn Embedder>,
+    /// The JSON schema every final answer must follow, if any.
+    pub output_schema: Option<super::OutputSchema>,
 }

@@ -203,6 +203,8 @@ pub enum Chunk {
         usage: Usage,
         /// The final text.
         text: String,
+        /// The final answer as an object, when the run has an output schema.
+        object: Option<Value>,
     },
 }
 

@@ -17,6 +17,7 @@ mod assembly;
 mod chunk;
 mod message;
 mod message_list;
+mod output_schema;
 mod request;
 mod resolve;
 mod result;
@@ -34,6 +35,7 @@ pub use self::chunk::{
 };
 pub use self::message::{Message, Part, Role, ToolCall, ToolResult, new_id, now_millis, text_of};
 pub use self::message_list::{MessageList, MessageSource, ReconcileScope};
+pub use self::output_schema::OutputSchema;
 pub use self::request::{RunError, RunRequest};
 pub use self::result::RunResult;
 pub use self::run::{PreparedRun, RETRY_FEEDBACK_TAG};
@@ -256,6 +258,13 @@ impl Runtime {
                 format!("must be between 1 and {MAX_STEPS_LIMIT}, got {max_steps}"),
             ));
         }
+        let output_schema = match &request.output_schema {
+            Some(schema) => Some(
+                OutputSchema::new(schema.clone())
+                    .map_err(|reason| RunError::invalid("output_schema", reason))?,
+            ),
+            None => agent.output_schema.clone(),
+        };
         let input =
             self.override_or(&request.input_processors, &agent.input_processors, "input_processors")?;
         let output =
@@ -272,6 +281,6 @@ impl Runtime {
             assembly::chain(&output, memory.as_ref(), assembly::Placement::Output),
             assembly::chain(&error, None, assembly::Placement::Error),
         ];
-        Ok(PreparedRun::new(Arc::clone(self), Arc::clone(agent), request, chains, run_tools))
+        Ok(PreparedRun::new(Arc::clone(self), Arc::clone(agent), request, chains, run_tools, output_schema))
     }
 }

@@ -29,6 +29,8 @@ pub struct RunRequest {
     pub max_processor_retries: Option<u32>,
     /// Replaces the agent's `max_steps`.
     pub max_steps: Option<u32>,
+    /// A JSON schema the final answer must follow (replaces the agent's).
+    pub output_schema: Option<serde_json::Value>,
 }
 
 /// Why a run request was refused. Nothing ran.

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use toml::Spanned;
 
-use super::{Agent, MAX_STEPS_LIMIT, NamedProcessor, ProcessorRef, RunError, Runtime};
+use super::{Agent, MAX_STEPS_LIMIT, NamedProcessor, OutputSchema, ProcessorRef, RunError, Runtime};
 use crate::config::{AgentConfig, ProcessorEntry};
 use crate::memory::MemoryKind;
 use crate::memory::embedder::LEXICAL;
@@ -169,6 +169,13 @@ impl Runtime {
             self.configured_processors(entries.get_ref(), field)
                 .map_err(|(field, reason)| at(entries.span(), format!("{field}: {reason}")))
         };
+        let output_schema = match &config.output_schema {
+            Some(schema) => Some(
+                OutputSchema::new(schema.get_ref().clone())
+                    .map_err(|reason| at(schema.span(), format!("output_schema: {reason}")))?,
+            ),
+            None => None,
+        };
         Ok(Agent {
             id: config.id.clone(),
             name: config.name.clone().unwrap_or_else(|| config.id.clone()),
@@ -184,6 +191,7 @@ impl Runtime {
             script,
             memory: config.memory.as_ref().map(|memory| Arc::new(memory.get_ref().clone())),
             embedder,
+            output_schema,
         })
     }
 }

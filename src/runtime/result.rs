@@ -12,6 +12,8 @@ pub struct RunResult {
     pub run_id: String,
     /// The final text (empty after a tripwire).
     pub text: String,
+    /// The final answer as an object, when the run has an output schema.
+    pub object: Option<serde_json::Value>,
     /// Why the run ended: `other` after a tripwire, `error` after a failure.
     pub finish_reason: FinishReason,
     /// Total usage.

@@ -18,6 +18,7 @@ use super::agent::Agent;
 use super::chunk::{Chunk, DataChunk, ErrorSource, FinishReason, RunFailure, Tripwire, Usage};
 use super::message::{Message, Part, Role, ToolCall, ToolResult, new_id};
 use super::message_list::{MessageList, MessageSource, ReconcileScope};
+use super::output_schema::OutputSchema;
 use super::request::RunRequest;
 use super::result::RunResult;
 use super::sink::ChunkSink;
@@ -33,6 +34,13 @@ use crate::tool::{Tool, ToolError};
 mod output_stream;
 
 use self::output_stream::{Closing, Windows};
+
+/// How a run that was not stopped ended.
+struct Completed {
+    finish_reason: FinishReason,
+    text: String,
+    object: Option<Value>,
+}
 
 /// The tag of the system message that carries a rejected step's reason to the retry.
 pub const RETRY_FEEDBACK_TAG: &str = "processor-retry-feedback";
@@ -153,6 +161,8 @@ struct Run {
     stream_parts: HashMap<String, Vec<Chunk>>,
     /// The stream processors' open windows.
     windows: Windows,
+    /// The schema the final answer must follow.
+    output_schema: Option<OutputSchema>,
     max_processor_retries: Option<u32>,
     max_steps: u32,
     list: MessageList,
@@ -174,6 +184,7 @@ impl PreparedRun {
         request: RunRequest,
         [input, output, error]: [Vec<Arc<dyn Processor>>; 3],
         run_tools: Vec<Arc<dyn Tool>>,
+        output_schema: Option<OutputSchema>,
     ) -> PreparedRun {
         let info = RunInfo {
             run_id: new_id(),
@@ -201,6 +212,7 @@ impl PreparedRun {
             run_tools,
             stream_parts: HashMap::new(),
             windows: Windows::default(),
+            output_schema,
 
             list,
             processors: ProcessorStates::default(),
@@ -233,7 +245,7 @@ impl PreparedRun {
 }
 
 impl Run {
-    async fn drive(&mut self) -> Result<(FinishReason, String), RunStop> {
+    async fn drive(&mut self) -> Result<Completed, RunStop> {
         let start = Chunk::Start {
             agent_id: self.info.agent_id.clone(),
             thread_id: self.info.thread_id.clone(),
@@ -271,16 +283,28 @@ impl Run {
         }
         self.process_output_result(finish_reason).await?;
         let text = self.final_text();
-        let finish = Chunk::Finish { finish_reason, usage: self.usage, text: text.clone() };
+        let object = match &self.output_schema {
+            Some(schema) => Some(schema.object_of(&text).map_err(|message| {
+                RunStop::Failed(RunFailure {
+                    message,
+                    source: ErrorSource::Model,
+                    origin: self.agent.model.clone(),
+                })
+            })?),
+            None => None,
+        };
+        let finish =
+            Chunk::Finish { finish_reason, usage: self.usage, text: text.clone(), object: object.clone() };
         self.emit(finish, true).await?;
-        Ok((finish_reason, text))
+        Ok(Completed { finish_reason, text, object })
     }
 
     /// Sends the terminal chunk of a stopped run and assembles the result.
-    async fn conclude(mut self, outcome: Result<(FinishReason, String), RunStop>) -> RunResult {
+    async fn conclude(mut self, outcome: Result<Completed, RunStop>) -> RunResult {
         let mut result = RunResult {
             run_id: self.info.run_id.clone(),
             text: String::new(),
+            object: None,
             finish_reason: FinishReason::Other,
             usage: self.usage,
             steps: std::mem::take(&mut self.steps),
@@ -292,9 +316,10 @@ impl Run {
             cancelled: false,
         };
         match outcome {
-            Ok((finish_reason, text)) => {
+            Ok(Completed { finish_reason, text, object }) => {
                 result.finish_reason = finish_reason;
                 result.text = text;
+                result.object = object;
                 result.messages = self.list.run_messages().cloned().collect();
             }
             Err(RunStop::Tripwire(tripwire)) => {
@@ -349,7 +374,7 @@ impl Run {
             active_tools: None,
             settings: self.agent.settings.clone(),
             provider_options: Value::Null,
-            structured_output: None,
+            structured_output: self.output_schema.as_ref().map(|schema| schema.schema().clone()),
         };
         let chains = Arc::clone(&self.chains);
         for processor in chains.of(Hook::ProcessInputStep) {

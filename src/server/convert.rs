@@ -35,6 +35,7 @@ impl TryFrom<pb::RunRequest> for RunRequest {
             error_processors: request.error_processors.map(|list| list.names),
             max_processor_retries: request.max_processor_retries,
             max_steps: request.max_steps,
+            output_schema: request.output_schema.map(|schema| serde_json::Value::Object(from_struct(schema))),
         })
     }
 }
@@ -238,10 +239,11 @@ pub(super) fn chunk_to_pb(run_id: &str, chunk: Chunk) -> pb::Chunk {
         Chunk::Data(data) => Payload::Data(data_payload(data)),
         Chunk::Tripwire(tripwire) => Payload::Tripwire(tripwire.into()),
         Chunk::Error(failure) => Payload::Error(failure.into()),
-        Chunk::Finish { finish_reason, usage, text } => Payload::Finish(pb::FinishPayload {
+        Chunk::Finish { finish_reason, usage, text, object } => Payload::Finish(pb::FinishPayload {
             finish_reason: finish_reason.as_str().to_owned(),
             usage: Some(usage.into()),
             text,
+            object: object.as_ref().map(to_proto),
         }),
     };
     pb::Chunk { run_id: run_id.to_owned(), r#type: chunk_type, payload: Some(payload) }
@@ -277,6 +279,7 @@ impl From<RunResult> for pb::GenerateResponse {
         let data = result.data.into_iter().map(|data| chunk_to_pb(&run_id, Chunk::Data(data))).collect();
         pb::GenerateResponse {
             text: result.text,
+            object: result.object.as_ref().map(to_proto),
             finish_reason: result.finish_reason.as_str().to_owned(),
             usage: Some(result.usage.into()),
             steps: result.steps.into_iter().map(pb::StepResult::from).collect(),

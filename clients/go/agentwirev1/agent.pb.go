@@ -53,7 +53,11 @@ type RunRequest struct {
 	// Replaces the agent's `max_processor_retries` for this run.
 	MaxProcessorRetries *uint32 `protobuf:"varint,10,opt,name=max_processor_retries,json=maxProcessorRetries,proto3,oneof" json:"max_processor_retries,omitempty"`
 	// Replaces the agent's `max_steps` for this run.
-	MaxSteps      *uint32 `protobuf:"varint,11,opt,name=max_steps,json=maxSteps,proto3,oneof" json:"max_steps,omitempty"`
+	MaxSteps *uint32 `protobuf:"varint,11,opt,name=max_steps,json=maxSteps,proto3,oneof" json:"max_steps,omitempty"`
+	// A JSON schema the final answer must follow (replaces the agent's `output_schema`). The
+	// object is returned in `finish.object` / `GenerateResponse.object`; an answer that does not
+	// follow it fails the run.
+	OutputSchema  *structpb.Struct `protobuf:"bytes,12,opt,name=output_schema,json=outputSchema,proto3" json:"output_schema,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -163,6 +167,13 @@ func (x *RunRequest) GetMaxSteps() uint32 {
 		return *x.MaxSteps
 	}
 	return 0
+}
+
+func (x *RunRequest) GetOutputSchema() *structpb.Struct {
+	if x != nil {
+		return x.OutputSchema
+	}
+	return nil
 }
 
 // A list of processors by name, from the config's `[processors.<name>]` definitions or built-in
@@ -1500,7 +1511,9 @@ type FinishPayload struct {
 	FinishReason string `protobuf:"bytes,1,opt,name=finish_reason,json=finishReason,proto3" json:"finish_reason,omitempty"`
 	Usage        *Usage `protobuf:"bytes,2,opt,name=usage,proto3" json:"usage,omitempty"`
 	// The final text, after `processOutputResult`.
-	Text          string `protobuf:"bytes,3,opt,name=text,proto3" json:"text,omitempty"`
+	Text string `protobuf:"bytes,3,opt,name=text,proto3" json:"text,omitempty"`
+	// The final answer as an object, when the run has an output schema.
+	Object        *structpb.Value `protobuf:"bytes,4,opt,name=object,proto3" json:"object,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1554,6 +1567,13 @@ func (x *FinishPayload) GetText() string {
 		return x.Text
 	}
 	return ""
+}
+
+func (x *FinishPayload) GetObject() *structpb.Value {
+	if x != nil {
+		return x.Object
+	}
+	return nil
 }
 
 // Token usage.
@@ -1637,8 +1657,10 @@ type GenerateResponse struct {
 	// Processors that did not take part in some call (a remote processor under the `open` failure
 	// policy that was unavailable, too slow or gone).
 	SkippedProcessors []*SkippedProcessor `protobuf:"bytes,10,rep,name=skipped_processors,json=skippedProcessors,proto3" json:"skipped_processors,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// The final answer as an object, when the run has an output schema.
+	Object        *structpb.Value `protobuf:"bytes,11,opt,name=object,proto3" json:"object,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *GenerateResponse) Reset() {
@@ -1737,6 +1759,13 @@ func (x *GenerateResponse) GetData() []*Chunk {
 func (x *GenerateResponse) GetSkippedProcessors() []*SkippedProcessor {
 	if x != nil {
 		return x.SkippedProcessors
+	}
+	return nil
+}
+
+func (x *GenerateResponse) GetObject() *structpb.Value {
+	if x != nil {
+		return x.Object
 	}
 	return nil
 }
@@ -2163,7 +2192,7 @@ var File_agentwire_v1_agent_proto protoreflect.FileDescriptor
 
 const file_agentwire_v1_agent_proto_rawDesc = "" +
 	"\n" +
-	"\x18agentwire/v1/agent.proto\x12\fagentwire.v1\x1a\x1cgoogle/protobuf/struct.proto\"\xa3\x05\n" +
+	"\x18agentwire/v1/agent.proto\x12\fagentwire.v1\x1a\x1cgoogle/protobuf/struct.proto\"\xe1\x05\n" +
 	"\n" +
 	"RunRequest\x12\x19\n" +
 	"\bagent_id\x18\x01 \x01(\tR\aagentId\x12\x12\n" +
@@ -2178,7 +2207,8 @@ const file_agentwire_v1_agent_proto_rawDesc = "" +
 	"\x10error_processors\x18\t \x01(\v2\x1b.agentwire.v1.ProcessorListR\x0ferrorProcessors\x127\n" +
 	"\x15max_processor_retries\x18\n" +
 	" \x01(\rH\x00R\x13maxProcessorRetries\x88\x01\x01\x12 \n" +
-	"\tmax_steps\x18\v \x01(\rH\x01R\bmaxSteps\x88\x01\x01\x1aA\n" +
+	"\tmax_steps\x18\v \x01(\rH\x01R\bmaxSteps\x88\x01\x01\x12<\n" +
+	"\routput_schema\x18\f \x01(\v2\x17.google.protobuf.StructR\foutputSchema\x1aA\n" +
 	"\x13RequestContextEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\x18\n" +
@@ -2281,15 +2311,16 @@ const file_agentwire_v1_agent_proto_rawDesc = "" +
 	"\fErrorPayload\x12\x18\n" +
 	"\amessage\x18\x01 \x01(\tR\amessage\x12\x16\n" +
 	"\x06source\x18\x02 \x01(\tR\x06source\x12\x16\n" +
-	"\x06origin\x18\x03 \x01(\tR\x06origin\"s\n" +
+	"\x06origin\x18\x03 \x01(\tR\x06origin\"\xa3\x01\n" +
 	"\rFinishPayload\x12#\n" +
 	"\rfinish_reason\x18\x01 \x01(\tR\ffinishReason\x12)\n" +
 	"\x05usage\x18\x02 \x01(\v2\x13.agentwire.v1.UsageR\x05usage\x12\x12\n" +
-	"\x04text\x18\x03 \x01(\tR\x04text\"r\n" +
+	"\x04text\x18\x03 \x01(\tR\x04text\x12.\n" +
+	"\x06object\x18\x04 \x01(\v2\x16.google.protobuf.ValueR\x06object\"r\n" +
 	"\x05Usage\x12!\n" +
 	"\finput_tokens\x18\x01 \x01(\x04R\vinputTokens\x12#\n" +
 	"\routput_tokens\x18\x02 \x01(\x04R\foutputTokens\x12!\n" +
-	"\ftotal_tokens\x18\x03 \x01(\x04R\vtotalTokens\"\xce\x03\n" +
+	"\ftotal_tokens\x18\x03 \x01(\x04R\vtotalTokens\"\xfe\x03\n" +
 	"\x10GenerateResponse\x12\x15\n" +
 	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12\x12\n" +
 	"\x04text\x18\x02 \x01(\tR\x04text\x12#\n" +
@@ -2301,7 +2332,8 @@ const file_agentwire_v1_agent_proto_rawDesc = "" +
 	"\bmessages\x18\b \x03(\v2\x15.agentwire.v1.MessageR\bmessages\x12'\n" +
 	"\x04data\x18\t \x03(\v2\x13.agentwire.v1.ChunkR\x04data\x12M\n" +
 	"\x12skipped_processors\x18\n" +
-	" \x03(\v2\x1e.agentwire.v1.SkippedProcessorR\x11skippedProcessors\"_\n" +
+	" \x03(\v2\x1e.agentwire.v1.SkippedProcessorR\x11skippedProcessors\x12.\n" +
+	"\x06object\x18\v \x01(\v2\x16.google.protobuf.ValueR\x06object\"_\n" +
 	"\x10SkippedProcessor\x12!\n" +
 	"\fprocessor_id\x18\x01 \x01(\tR\vprocessorId\x12\x12\n" +
 	"\x04hook\x18\x02 \x01(\tR\x04hook\x12\x14\n" +
@@ -2394,58 +2426,61 @@ var file_agentwire_v1_agent_proto_depIdxs = []int32{
 	1,  // 2: agentwire.v1.RunRequest.input_processors:type_name -> agentwire.v1.ProcessorList
 	1,  // 3: agentwire.v1.RunRequest.output_processors:type_name -> agentwire.v1.ProcessorList
 	1,  // 4: agentwire.v1.RunRequest.error_processors:type_name -> agentwire.v1.ProcessorList
-	3,  // 5: agentwire.v1.Message.parts:type_name -> agentwire.v1.Part
-	28, // 6: agentwire.v1.Message.metadata:type_name -> google.protobuf.Struct
-	4,  // 7: agentwire.v1.Part.text:type_name -> agentwire.v1.TextPart
-	5,  // 8: agentwire.v1.Part.reasoning:type_name -> agentwire.v1.ReasoningPart
-	6,  // 9: agentwire.v1.Part.tool_call:type_name -> agentwire.v1.ToolCallPart
-	7,  // 10: agentwire.v1.Part.tool_result:type_name -> agentwire.v1.ToolResultPart
-	8,  // 11: agentwire.v1.Part.file:type_name -> agentwire.v1.FilePart
-	9,  // 12: agentwire.v1.Part.data:type_name -> agentwire.v1.DataPart
-	29, // 13: agentwire.v1.ToolCallPart.args:type_name -> google.protobuf.Value
-	29, // 14: agentwire.v1.ToolResultPart.result:type_name -> google.protobuf.Value
-	29, // 15: agentwire.v1.DataPart.data:type_name -> google.protobuf.Value
-	11, // 16: agentwire.v1.Chunk.start:type_name -> agentwire.v1.StartPayload
-	12, // 17: agentwire.v1.Chunk.step_start:type_name -> agentwire.v1.StepStartPayload
-	13, // 18: agentwire.v1.Chunk.text_delta:type_name -> agentwire.v1.DeltaPayload
-	13, // 19: agentwire.v1.Chunk.reasoning_delta:type_name -> agentwire.v1.DeltaPayload
-	6,  // 20: agentwire.v1.Chunk.tool_call:type_name -> agentwire.v1.ToolCallPart
-	7,  // 21: agentwire.v1.Chunk.tool_result:type_name -> agentwire.v1.ToolResultPart
-	14, // 22: agentwire.v1.Chunk.step_finish:type_name -> agentwire.v1.StepFinishPayload
-	15, // 23: agentwire.v1.Chunk.data:type_name -> agentwire.v1.DataPayload
-	16, // 24: agentwire.v1.Chunk.tripwire:type_name -> agentwire.v1.Tripwire
-	17, // 25: agentwire.v1.Chunk.error:type_name -> agentwire.v1.ErrorPayload
-	18, // 26: agentwire.v1.Chunk.finish:type_name -> agentwire.v1.FinishPayload
-	19, // 27: agentwire.v1.StepFinishPayload.usage:type_name -> agentwire.v1.Usage
-	16, // 28: agentwire.v1.StepFinishPayload.rejected:type_name -> agentwire.v1.Tripwire
-	29, // 29: agentwire.v1.DataPayload.data:type_name -> google.protobuf.Value
-	29, // 30: agentwire.v1.Tripwire.metadata:type_name -> google.protobuf.Value
-	19, // 31: agentwire.v1.FinishPayload.usage:type_name -> agentwire.v1.Usage
-	19, // 32: agentwire.v1.GenerateResponse.usage:type_name -> agentwire.v1.Usage
-	22, // 33: agentwire.v1.GenerateResponse.steps:type_name -> agentwire.v1.StepResult
-	16, // 34: agentwire.v1.GenerateResponse.tripwire:type_name -> agentwire.v1.Tripwire
-	17, // 35: agentwire.v1.GenerateResponse.error:type_name -> agentwire.v1.ErrorPayload
-	2,  // 36: agentwire.v1.GenerateResponse.messages:type_name -> agentwire.v1.Message
-	10, // 37: agentwire.v1.GenerateResponse.data:type_name -> agentwire.v1.Chunk
-	21, // 38: agentwire.v1.GenerateResponse.skipped_processors:type_name -> agentwire.v1.SkippedProcessor
-	19, // 39: agentwire.v1.StepResult.usage:type_name -> agentwire.v1.Usage
-	6,  // 40: agentwire.v1.StepResult.tool_calls:type_name -> agentwire.v1.ToolCallPart
-	7,  // 41: agentwire.v1.StepResult.tool_results:type_name -> agentwire.v1.ToolResultPart
-	16, // 42: agentwire.v1.StepResult.tripwire:type_name -> agentwire.v1.Tripwire
-	26, // 43: agentwire.v1.ListAgentsResponse.agents:type_name -> agentwire.v1.Agent
-	0,  // 44: agentwire.v1.AgentService.Stream:input_type -> agentwire.v1.RunRequest
-	0,  // 45: agentwire.v1.AgentService.Generate:input_type -> agentwire.v1.RunRequest
-	23, // 46: agentwire.v1.AgentService.ListAgents:input_type -> agentwire.v1.ListAgentsRequest
-	25, // 47: agentwire.v1.AgentService.GetAgent:input_type -> agentwire.v1.GetAgentRequest
-	10, // 48: agentwire.v1.AgentService.Stream:output_type -> agentwire.v1.Chunk
-	20, // 49: agentwire.v1.AgentService.Generate:output_type -> agentwire.v1.GenerateResponse
-	24, // 50: agentwire.v1.AgentService.ListAgents:output_type -> agentwire.v1.ListAgentsResponse
-	26, // 51: agentwire.v1.AgentService.GetAgent:output_type -> agentwire.v1.Agent
-	48, // [48:52] is the sub-list for method output_type
-	44, // [44:48] is the sub-list for method input_type
-	44, // [44:44] is the sub-list for extension type_name
-	44, // [44:44] is the sub-list for extension extendee
-	0,  // [0:44] is the sub-list for field type_name
+	28, // 5: agentwire.v1.RunRequest.output_schema:type_name -> google.protobuf.Struct
+	3,  // 6: agentwire.v1.Message.parts:type_name -> agentwire.v1.Part
+	28, // 7: agentwire.v1.Message.metadata:type_name -> google.protobuf.Struct
+	4,  // 8: agentwire.v1.Part.text:type_name -> agentwire.v1.TextPart
+	5,  // 9: agentwire.v1.Part.reasoning:type_name -> agentwire.v1.ReasoningPart
+	6,  // 10: agentwire.v1.Part.tool_call:type_name -> agentwire.v1.ToolCallPart
+	7,  // 11: agentwire.v1.Part.tool_result:type_name -> agentwire.v1.ToolResultPart
+	8,  // 12: agentwire.v1.Part.file:type_name -> agentwire.v1.FilePart
+	9,  // 13: agentwire.v1.Part.data:type_name -> agentwire.v1.DataPart
+	29, // 14: agentwire.v1.ToolCallPart.args:type_name -> google.protobuf.Value
+	29, // 15: agentwire.v1.ToolResultPart.result:type_name -> google.protobuf.Value
+	29, // 16: agentwire.v1.DataPart.data:type_name -> google.protobuf.Value
+	11, // 17: agentwire.v1.Chunk.start:type_name -> agentwire.v1.StartPayload
+	12, // 18: agentwire.v1.Chunk.step_start:type_name -> agentwire.v1.StepStartPayload
+	13, // 19: agentwire.v1.Chunk.text_delta:type_name -> agentwire.v1.DeltaPayload
+	13, // 20: agentwire.v1.Chunk.reasoning_delta:type_name -> agentwire.v1.DeltaPayload
+	6,  // 21: agentwire.v1.Chunk.tool_call:type_name -> agentwire.v1.ToolCallPart
+	7,  // 22: agentwire.v1.Chunk.tool_result:type_name -> agentwire.v1.ToolResultPart
+	14, // 23: agentwire.v1.Chunk.step_finish:type_name -> agentwire.v1.StepFinishPayload
+	15, // 24: agentwire.v1.Chunk.data:type_name -> agentwire.v1.DataPayload
+	16, // 25: agentwire.v1.Chunk.tripwire:type_name -> agentwire.v1.Tripwire
+	17, // 26: agentwire.v1.Chunk.error:type_name -> agentwire.v1.ErrorPayload
+	18, // 27: agentwire.v1.Chunk.finish:type_name -> agentwire.v1.FinishPayload
+	19, // 28: agentwire.v1.StepFinishPayload.usage:type_name -> agentwire.v1.Usage
+	16, // 29: agentwire.v1.StepFinishPayload.rejected:type_name -> agentwire.v1.Tripwire
+	29, // 30: agentwire.v1.DataPayload.data:type_name -> google.protobuf.Value
+	29, // 31: agentwire.v1.Tripwire.metadata:type_name -> google.protobuf.Value
+	19, // 32: agentwire.v1.FinishPayload.usage:type_name -> agentwire.v1.Usage
+	29, // 33: agentwire.v1.FinishPayload.object:type_name -> google.protobuf.Value
+	19, // 34: agentwire.v1.GenerateResponse.usage:type_name -> agentwire.v1.Usage
+	22, // 35: agentwire.v1.GenerateResponse.steps:type_name -> agentwire.v1.StepResult
+	16, // 36: agentwire.v1.GenerateResponse.tripwire:type_name -> agentwire.v1.Tripwire
+	17, // 37: agentwire.v1.GenerateResponse.error:type_name -> agentwire.v1.ErrorPayload
+	2,  // 38: agentwire.v1.GenerateResponse.messages:type_name -> agentwire.v1.Message
+	10, // 39: agentwire.v1.GenerateResponse.data:type_name -> agentwire.v1.Chunk
+	21, // 40: agentwire.v1.GenerateResponse.skipped_processors:type_name -> agentwire.v1.SkippedProcessor
+	29, // 41: agentwire.v1.GenerateResponse.object:type_name -> google.protobuf.Value
+	19, // 42: agentwire.v1.StepResult.usage:type_name -> agentwire.v1.Usage
+	6,  // 43: agentwire.v1.StepResult.tool_calls:type_name -> agentwire.v1.ToolCallPart
+	7,  // 44: agentwire.v1.StepResult.tool_results:type_name -> agentwire.v1.ToolResultPart
+	16, // 45: agentwire.v1.StepResult.tripwire:type_name -> agentwire.v1.Tripwire
+	26, // 46: agentwire.v1.ListAgentsResponse.agents:type_name -> agentwire.v1.Agent
+	0,  // 47: agentwire.v1.AgentService.Stream:input_type -> agentwire.v1.RunRequest
+	0,  // 48: agentwire.v1.AgentService.Generate:input_type -> agentwire.v1.RunRequest
+	23, // 49: agentwire.v1.AgentService.ListAgents:input_type -> agentwire.v1.ListAgentsRequest
+	25, // 50: agentwire.v1.AgentService.GetAgent:input_type -> agentwire.v1.GetAgentRequest
+	10, // 51: agentwire.v1.AgentService.Stream:output_type -> agentwire.v1.Chunk
+	20, // 52: agentwire.v1.AgentService.Generate:output_type -> agentwire.v1.GenerateResponse
+	24, // 53: agentwire.v1.AgentService.ListAgents:output_type -> agentwire.v1.ListAgentsResponse
+	26, // 54: agentwire.v1.AgentService.GetAgent:output_type -> agentwire.v1.Agent
+	51, // [51:55] is the sub-list for method output_type
+	47, // [47:51] is the sub-list for method input_type
+	47, // [47:47] is the sub-list for extension type_name
+	47, // [47:47] is the sub-list for extension extendee
+	0,  // [0:47] is the sub-list for field type_name
 }
 
 func init() { file_agentwire_v1_agent_proto_init() }

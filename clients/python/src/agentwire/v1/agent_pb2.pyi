@@ -8,7 +8,7 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class RunRequest(_message.Message):
-    __slots__ = ("agent_id", "text", "messages", "thread_id", "resource_id", "request_context", "input_processors", "output_processors", "error_processors", "max_processor_retries", "max_steps")
+    __slots__ = ("agent_id", "text", "messages", "thread_id", "resource_id", "request_context", "input_processors", "output_processors", "error_processors", "max_processor_retries", "max_steps", "output_schema")
     class RequestContextEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -27,6 +27,7 @@ class RunRequest(_message.Message):
     ERROR_PROCESSORS_FIELD_NUMBER: _ClassVar[int]
     MAX_PROCESSOR_RETRIES_FIELD_NUMBER: _ClassVar[int]
     MAX_STEPS_FIELD_NUMBER: _ClassVar[int]
+    OUTPUT_SCHEMA_FIELD_NUMBER: _ClassVar[int]
     agent_id: str
     text: str
     messages: _containers.RepeatedCompositeFieldContainer[Message]
@@ -38,7 +39,8 @@ class RunRequest(_message.Message):
     error_processors: ProcessorList
     max_processor_retries: int
     max_steps: int
-    def __init__(self, agent_id: _Optional[str] = ..., text: _Optional[str] = ..., messages: _Optional[_Iterable[_Union[Message, _Mapping]]] = ..., thread_id: _Optional[str] = ..., resource_id: _Optional[str] = ..., request_context: _Optional[_Mapping[str, str]] = ..., input_processors: _Optional[_Union[ProcessorList, _Mapping]] = ..., output_processors: _Optional[_Union[ProcessorList, _Mapping]] = ..., error_processors: _Optional[_Union[ProcessorList, _Mapping]] = ..., max_processor_retries: _Optional[int] = ..., max_steps: _Optional[int] = ...) -> None: ...
+    output_schema: _struct_pb2.Struct
+    def __init__(self, agent_id: _Optional[str] = ..., text: _Optional[str] = ..., messages: _Optional[_Iterable[_Union[Message, _Mapping]]] = ..., thread_id: _Optional[str] = ..., resource_id: _Optional[str] = ..., request_context: _Optional[_Mapping[str, str]] = ..., input_processors: _Optional[_Union[ProcessorList, _Mapping]] = ..., output_processors: _Optional[_Union[ProcessorList, _Mapping]] = ..., error_processors: _Optional[_Union[ProcessorList, _Mapping]] = ..., max_processor_retries: _Optional[int] = ..., max_steps: _Optional[int] = ..., output_schema: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...
 
 class ProcessorList(_message.Message):
     __slots__ = ("names",)
@@ -239,14 +241,16 @@ class ErrorPayload(_message.Message):
     def __init__(self, message: _Optional[str] = ..., source: _Optional[str] = ..., origin: _Optional[str] = ...) -> None: ...
 
 class FinishPayload(_message.Message):
-    __slots__ = ("finish_reason", "usage", "text")
+    __slots__ = ("finish_reason", "usage", "text", "object")
     FINISH_REASON_FIELD_NUMBER: _ClassVar[int]
     USAGE_FIELD_NUMBER: _ClassVar[int]
     TEXT_FIELD_NUMBER: _ClassVar[int]
+    OBJECT_FIELD_NUMBER: _ClassVar[int]
     finish_reason: str
     usage: Usage
     text: str
-    def __init__(self, finish_reason: _Optional[str] = ..., usage: _Optional[_Union[Usage, _Mapping]] = ..., text: _Optional[str] = ...) -> None: ...
+    object: _struct_pb2.Value
+    def __init__(self, finish_reason: _Optional[str] = ..., usage: _Optional[_Union[Usage, _Mapping]] = ..., text: _Optional[str] = ..., object: _Optional[_Union[_struct_pb2.Value, _Mapping]] = ...) -> None: ...
 
 class Usage(_message.Message):
     __slots__ = ("input_tokens", "output_tokens", "total_tokens")
@@ -259,7 +263,7 @@ class Usage(_message.Message):
     def __init__(self, input_tokens: _Optional[int] = ..., output_tokens: _Optional[int] = ..., total_tokens: _Optional[int] = ...) -> None: ...
 
 class GenerateResponse(_message.Message):
-    __slots__ = ("run_id", "text", "finish_reason", "usage", "steps", "tripwire", "error", "messages", "data", "skipped_processors")
+    __slots__ = ("run_id", "text", "finish_reason", "usage", "steps", "tripwire", "error", "messages", "data", "skipped_processors", "object")
     RUN_ID_FIELD_NUMBER: _ClassVar[int]
     TEXT_FIELD_NUMBER: _ClassVar[int]
     FINISH_REASON_FIELD_NUMBER: _ClassVar[int]
@@ -270,6 +274,7 @@ class GenerateResponse(_message.Message):
     MESSAGES_FIELD_NUMBER: _ClassVar[int]
     DATA_FIELD_NUMBER: _ClassVar[int]
     SKIPPED_PROCESSORS_FIELD_NUMBER: _ClassVar[int]
+    OBJECT_FIELD_NUMBER: _ClassVar[int]
     run_id: str
     text: str
     finish_reason: str
@@ -280,7 +285,8 @@ class GenerateResponse(_message.Message):
     messages: _containers.RepeatedCompositeFieldContainer[Message]
     data: _containers.RepeatedCompositeFieldContainer[Chunk]
     skipped_processors: _containers.RepeatedCompositeFieldContainer[SkippedProcessor]
-    def __init__(self, run_id: _Optional[str] = ..., text: _Optional[str] = ..., finish_reason: _Optional[str] = ..., usage: _Optional[_Union[Usage, _Mapping]] = ..., steps: _Optional[_Iterable[_Union[StepResult, _Mapping]]] = ..., tripwire: _Optional[_Union[Tripwire, _Mapping]] = ..., error: _Optional[_Union[ErrorPayload, _Mapping]] = ..., messages: _Optional[_Iterable[_Union[Message, _Mapping]]] = ..., data: _Optional[_Iterable[_Union[Chunk, _Mapping]]] = ..., skipped_processors: _Optional[_Iterable[_Union[SkippedProcessor, _Mapping]]] = ...) -> None: ...
+    object: _struct_pb2.Value
+    def __init__(self, run_id: _Optional[str] = ..., text: _Optional[str] = ..., finish_reason: _Optional[str] = ..., usage: _Optional[_Union[Usage, _Mapping]] = ..., steps: _Optional[_Iterable[_Union[StepResult, _Mapping]]] = ..., tripwire: _Optional[_Union[Tripwire, _Mapping]] = ..., error: _Optional[_Union[ErrorPayload, _Mapping]] = ..., messages: _Optional[_Iterable[_Union[Message, _Mapping]]] = ..., data: _Optional[_Iterable[_Union[Chunk, _Mapping]]] = ..., skipped_processors: _Optional[_Iterable[_Union[SkippedProcessor, _Mapping]]] = ..., object: _Optional[_Union[_struct_pb2.Value, _Mapping]] = ...) -> None: ...
 
 class SkippedProcessor(_message.Message):
     __slots__ = ("processor_id", "hook", "cause")
