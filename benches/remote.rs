@@ -182,6 +182,7 @@ async fn connect_instance(channel: Channel, processor_id: &str, hook: pb::Hook, 
         hooks: vec![hook as i32],
         max_concurrency: 0,
         hook_options,
+        tools: Vec::new(),
     };
     outbox
         .send(pb::ProcessorMessage { message: Some(pb::processor_message::Message::Hello(hello)) })

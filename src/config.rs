@@ -24,6 +24,7 @@ use crate::memory::MemoryConfig;
 use crate::memory::embedder::EmbedderConfig;
 use crate::model::provider::ProviderConfig;
 use crate::model::{MockScript, ModelSettings};
+use crate::tool::RemoteToolConfig;
 
 /// The config used when no `--config` is given: one `echo` agent on `mock/echo`.
 pub const DEFAULT_CONFIG: &str = r#"
@@ -57,6 +58,9 @@ pub struct Config {
     /// How the server keeps remote processor sessions.
     #[serde(default)]
     pub remote: RemoteConfig,
+    /// Remote tools by name (`kind = "remote"`), which agents list in `tools`.
+    #[serde(default)]
+    pub tools: BTreeMap<String, Spanned<RemoteToolConfig>>,
     /// Model providers by name (the part of a model id before `/`), over the built-in ones.
     #[serde(default)]
     pub providers: BTreeMap<String, Spanned<ProviderConfig>>,

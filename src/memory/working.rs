@@ -285,7 +285,7 @@ impl Tool for UpdateWorkingMemory {
         )
     }
 
-    async fn execute(&self, args: Value) -> Result<Value, ToolError> {
+    async fn execute(&self, args: Value, _call: crate::tool::ToolCallInfo<'_>) -> Result<Value, ToolError> {
         let config = self.run.config.active_working_memory().expect("working memory is on");
         // Models sometimes leave out the `memory` wrapper: take the arguments themselves then.
         let memory = match &args {

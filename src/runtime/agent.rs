@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use crate::memory::embedder::Embedder;
 use crate::memory::{MemoryConfig, MemoryKind};
-use crate::model::{MockScript, ModelSettings, ToolDefinition};
+use crate::model::{MockScript, ModelSettings};
 use crate::processor::Processor;
 
 /// What an entry of a processor list stands for.
@@ -36,8 +36,8 @@ pub struct Agent {
     pub instructions: String,
     /// The default `provider/model`.
     pub model: String,
-    /// The tools on offer.
-    pub tools: Vec<ToolDefinition>,
+    /// The tools on offer (each step offers those available then).
+    pub tools: Vec<Arc<dyn crate::tool::Tool>>,
     /// Input processors, in order.
     pub input_processors: Vec<NamedProcessor>,
     /// Output processors, in order.
@@ -57,5 +57,5 @@ pub struct Agent {
     /// The embedder of semantic recall (the lexical one when the agent has none).
     pub embedder: Arc<dyn Embedder>,
     /// The JSON schema every final answer must follow, if any.
-    pub output_schema: Option<super::OutputSchema>,
+    pub output_schema: Option<super::JsonSchema>,
 }

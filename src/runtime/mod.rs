@@ -15,9 +15,9 @@
 mod agent;
 mod assembly;
 mod chunk;
+mod json_schema;
 mod message;
 mod message_list;
-mod output_schema;
 mod request;
 mod resolve;
 mod result;
@@ -33,9 +33,9 @@ pub use self::agent::{Agent, NamedProcessor, ProcessorRef};
 pub use self::chunk::{
     Chunk, DATA_PREFIX, DataChunk, ErrorSource, FinishReason, RunFailure, Tripwire, Usage,
 };
+pub use self::json_schema::JsonSchema;
 pub use self::message::{Message, Part, Role, ToolCall, ToolResult, new_id, now_millis, text_of};
 pub use self::message_list::{MessageList, MessageSource, ReconcileScope};
-pub use self::output_schema::OutputSchema;
 pub use self::request::{RunError, RunRequest};
 pub use self::result::RunResult;
 pub use self::run::{PreparedRun, RETRY_FEEDBACK_TAG};
@@ -49,6 +49,7 @@ use crate::model::provider::Provider;
 use crate::processor::remote::{self, PoolTiming, RemotePool, RemoteProcessor};
 use crate::processor::{Processor, ProcessorRegistry};
 use crate::storage::Store;
+use crate::tool::RemoteTool;
 use crate::tool::ToolRegistry;
 
 /// The most steps a run may ask for.
@@ -143,6 +144,15 @@ impl Runtime {
                 config.invalid_at(provider.span().start, format!("providers.{name}: {reason}"))
             })?;
             runtime.models.add_provider(built);
+        }
+        for (name, tool) in &config.tools {
+            let offset = tool.span().start;
+            if runtime.tools.get(name).is_some() {
+                return Err(config.invalid_at(offset, format!("tools.{name}: `{name}` is built in")));
+            }
+            let remote = RemoteTool::new(name, tool.get_ref(), &runtime.remote)
+                .map_err(|reason| config.invalid_at(offset, format!("tools.{name}: {reason}")))?;
+            runtime.tools.register_named(name, Arc::new(remote));
         }
         for (name, definition) in &config.processors {
             let offset = definition.span().start;
@@ -260,7 +270,7 @@ impl Runtime {
         }
         let output_schema = match &request.output_schema {
             Some(schema) => Some(
-                OutputSchema::new(schema.clone())
+                JsonSchema::new(schema.clone())
                     .map_err(|reason| RunError::invalid("output_schema", reason))?,
             ),
             None => agent.output_schema.clone(),

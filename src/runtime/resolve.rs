@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use toml::Spanned;
 
-use super::{Agent, MAX_STEPS_LIMIT, NamedProcessor, OutputSchema, ProcessorRef, RunError, Runtime};
+use super::{Agent, JsonSchema, MAX_STEPS_LIMIT, NamedProcessor, ProcessorRef, RunError, Runtime};
 use crate::config::{AgentConfig, ProcessorEntry};
 use crate::memory::MemoryKind;
 use crate::memory::embedder::LEXICAL;
@@ -134,7 +134,7 @@ impl Runtime {
                     format!("tools[{index}]: unknown tool `{name}` (known tools: {})", known.join(", "));
                 return Err(at(config.tools.span(), message));
             };
-            tools.push(tool.definition());
+            tools.push(Arc::clone(tool));
         }
         if let Some(memory) = &config.memory {
             if self.store.is_none() {
@@ -171,7 +171,7 @@ impl Runtime {
         };
         let output_schema = match &config.output_schema {
             Some(schema) => Some(
-                OutputSchema::new(schema.get_ref().clone())
+                JsonSchema::new(schema.get_ref().clone())
                     .map_err(|reason| at(schema.span(), format!("output_schema: {reason}")))?,
             ),
             None => None,

@@ -16,9 +16,9 @@ use serde_json::{Map, Value};
 use super::Runtime;
 use super::agent::Agent;
 use super::chunk::{Chunk, DataChunk, ErrorSource, FinishReason, RunFailure, Tripwire, Usage};
+use super::json_schema::JsonSchema;
 use super::message::{Message, Part, Role, ToolCall, ToolResult, new_id};
 use super::message_list::{MessageList, MessageSource, ReconcileScope};
-use super::output_schema::OutputSchema;
 use super::request::RunRequest;
 use super::result::RunResult;
 use super::sink::ChunkSink;
@@ -29,7 +29,7 @@ use crate::processor::{
     LlmRequestArgs, LlmResponseArgs, OutputResultArgs, OutputStepArgs, OutputSummary, Processor, RunInfo,
     SkippedProcessor, StepOverrides, ToolResultArgs,
 };
-use crate::tool::{Tool, ToolError};
+use crate::tool::{Tool, ToolCallInfo, ToolError};
 
 mod output_stream;
 
@@ -162,7 +162,7 @@ struct Run {
     /// The stream processors' open windows.
     windows: Windows,
     /// The schema the final answer must follow.
-    output_schema: Option<OutputSchema>,
+    output_schema: Option<JsonSchema>,
     max_processor_retries: Option<u32>,
     max_steps: u32,
     list: MessageList,
@@ -184,7 +184,7 @@ impl PreparedRun {
         request: RunRequest,
         [input, output, error]: [Vec<Arc<dyn Processor>>; 3],
         run_tools: Vec<Arc<dyn Tool>>,
-        output_schema: Option<OutputSchema>,
+        output_schema: Option<JsonSchema>,
     ) -> PreparedRun {
         let info = RunInfo {
             run_id: new_id(),
@@ -369,7 +369,13 @@ impl Run {
     async fn process_input_step(&mut self, step_number: u32) -> Result<StepInput, RunStop> {
         let mut step = StepInput {
             model: self.agent.model.clone(),
-            tools: self.agent.tools.clone(),
+            tools: self
+                .agent
+                .tools
+                .iter()
+                .filter(|tool| tool.available())
+                .map(|tool| tool.definition())
+                .collect(),
             tool_choice: Default::default(),
             active_tools: None,
             settings: self.agent.settings.clone(),
@@ -673,7 +679,14 @@ impl Run {
         let offered = offered_tools.iter().any(|tool| tool.name == call.tool_name);
         let run_tool = self.run_tools.iter().find(|tool| tool.definition().name == call.tool_name);
         let outcome = match run_tool.or_else(|| self.runtime.tools.get(&call.tool_name)) {
-            Some(tool) if offered => tool.execute(call.args.clone()).await,
+            Some(tool) if offered => {
+                let info = ToolCallInfo {
+                    run_id: &self.info.run_id,
+                    agent_id: &self.info.agent_id,
+                    tool_call_id: &call.tool_call_id,
+                };
+                tool.execute(call.args.clone(), info).await
+            }
             _ => Err(ToolError::UnknownTool(call.tool_name.clone())),
         };
         let (result, is_error) = match outcome {

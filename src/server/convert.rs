@@ -314,7 +314,7 @@ impl From<&Agent> for pb::Agent {
             input_processors: names(&agent.input_processors),
             output_processors: names(&agent.output_processors),
             error_processors: names(&agent.error_processors),
-            tools: agent.tools.iter().map(|tool| tool.name.clone()).collect(),
+            tools: agent.tools.iter().map(|tool| tool.definition().name).collect(),
             max_steps: agent.max_steps,
             max_processor_retries: agent.max_processor_retries,
         }

@@ -14,10 +14,13 @@ use tonic::{Request, Response, Status, Streaming};
 
 use super::pb;
 use super::remote_convert::hook_from_pb;
+use super::value::from_struct;
 use crate::processor::remote::{
-    AuthError, PROTOCOL_VERSIONS, RemotePool, RemoteReply, Session, SessionEvent, SessionSpec,
+    Answer, AuthError, PROTOCOL_VERSIONS, RemotePool, RemoteReply, Session, SessionEvent, SessionSpec,
+    ToolReply, ToolSpec,
 };
 use crate::processor::{Hook, HookSet, StreamWindow};
+use crate::runtime::JsonSchema;
 use crate::runtime::new_id;
 
 /// Calls queued for one instance before callers wait.
@@ -70,8 +73,9 @@ fn accept(hello: pb::Hello, pool: &RemotePool) -> Result<SessionSpec, Status> {
             }
         }
     }
-    if hooks.is_empty() {
-        return Err(Status::invalid_argument("hello.hooks: name at least one hook"));
+    let tools = tools_of(&hello.tools)?;
+    if hooks.is_empty() && tools.is_empty() {
+        return Err(Status::invalid_argument("hello.hooks: name at least one hook (or serve hello.tools)"));
     }
     let hooks = HookSet::of(&hooks);
     let mut observed = Vec::new();
@@ -103,7 +107,30 @@ fn accept(hello: pb::Hello, pool: &RemotePool) -> Result<SessionSpec, Status> {
         observed: HookSet::of(&observed),
         window,
         max_concurrency: usize::try_from(hello.max_concurrency).unwrap_or(usize::MAX),
+        tools,
     })
+}
+
+/// The tools a Hello offers, checked: each named once, with a valid argument schema.
+fn tools_of(specs: &[pb::ToolSpec]) -> Result<Vec<ToolSpec>, Status> {
+    let mut tools: Vec<ToolSpec> = Vec::with_capacity(specs.len());
+    for (index, spec) in specs.iter().enumerate() {
+        let field = format!("hello.tools[{index}]");
+        if spec.name.is_empty() {
+            return Err(Status::invalid_argument(format!("{field}.name is required")));
+        }
+        if tools.iter().any(|tool| tool.name == spec.name) {
+            return Err(Status::invalid_argument(format!("{field}.name: `{}` is offered twice", spec.name)));
+        }
+        let schema = spec.parameters.clone().map_or_else(
+            || serde_json::json!({ "type": "object" }),
+            |fields| serde_json::Value::Object(from_struct(fields)),
+        );
+        let parameters = JsonSchema::new(schema)
+            .map_err(|reason| Status::invalid_argument(format!("{field}.parameters: {reason}")))?;
+        tools.push(ToolSpec { name: spec.name.clone(), description: spec.description.clone(), parameters });
+    }
+    Ok(tools)
 }
 
 /// The window a Hello asks for, checked.
@@ -194,6 +221,7 @@ impl pb::processor_service_server::ProcessorService for ProcessorServiceImpl {
             use pb::server_message::Message;
             server_message(match event {
                 SessionEvent::Call(call) => Message::Call((*call).into()),
+                SessionEvent::Tool(request) => Message::ToolCall((*request).into()),
                 SessionEvent::Cancel(call_id) => Message::Cancel(pb::Cancel { call_id }),
                 SessionEvent::Ping(nonce) => Message::Ping(pb::Ping { nonce }),
                 SessionEvent::Drain(deadline_unix_ms) => Message::Drain(pb::Drain { deadline_unix_ms }),
@@ -222,8 +250,14 @@ async fn read_answers(
         match message.message {
             Some(pb::processor_message::Message::Result(result)) => {
                 let call_id = result.call_id;
-                if !session.resolve(call_id, RemoteReply::from(result)) {
+                if !session.resolve(call_id, Answer::Hook(RemoteReply::from(result))) {
                     tracing::debug!(call_id, "result for an unknown or abandoned call");
+                }
+            }
+            Some(pb::processor_message::Message::ToolResult(output)) => {
+                let call_id = output.call_id;
+                if !session.resolve(call_id, Answer::Tool(ToolReply::from(output))) {
+                    tracing::debug!(call_id, "tool result for an unknown or abandoned call");
                 }
             }
             Some(pb::processor_message::Message::Pong(pong)) => session.pong(pong.nonce),

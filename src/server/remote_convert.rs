@@ -3,11 +3,11 @@
 
 use super::convert::{chunk_to_pb, message_from_pb};
 use super::pb;
-use super::value::{from_proto, from_struct, to_struct};
+use super::value::{from_proto, from_struct, to_proto, to_struct};
 use crate::model::{PromptMessage, ToolChoice};
 use crate::processor::Abort;
 use crate::processor::Hook;
-use crate::processor::remote::{RemoteCall, RemoteOutcome, RemoteReply, Replacement};
+use crate::processor::remote::{RemoteCall, RemoteOutcome, RemoteReply, Replacement, ToolReply, ToolRequest};
 use crate::runtime::{Chunk, DATA_PREFIX, DataChunk, Message, RunError, ToolCall, ToolResult};
 
 impl From<Hook> for pb::Hook {
@@ -72,6 +72,31 @@ impl From<RemoteCall> for pb::HookCall {
             chunks: args.chunks.into_iter().map(|chunk| chunk_to_pb(&run_id, chunk)).collect(),
             tools: args.tools,
         }
+    }
+}
+
+impl From<ToolRequest> for pb::ToolInvocation {
+    fn from(request: ToolRequest) -> pb::ToolInvocation {
+        pb::ToolInvocation {
+            call_id: request.call_id,
+            run_id: request.run_id,
+            agent_id: request.agent_id,
+            tool_call_id: request.tool_call_id,
+            tool_name: request.tool_name,
+            args: Some(to_proto(&request.args)),
+            deadline_unix_ms: request.deadline_unix_ms,
+        }
+    }
+}
+
+impl From<pb::ToolOutput> for ToolReply {
+    fn from(output: pb::ToolOutput) -> ToolReply {
+        let result = if output.error.is_empty() {
+            Ok(output.result.map(from_proto).unwrap_or_default())
+        } else {
+            Err(output.error)
+        };
+        ToolReply { result }
     }
 }
 

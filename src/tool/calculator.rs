@@ -26,7 +26,7 @@ impl Tool for Calculator {
         }
     }
 
-    async fn execute(&self, args: Value) -> Result<Value, ToolError> {
+    async fn execute(&self, args: Value, _call: super::ToolCallInfo<'_>) -> Result<Value, ToolError> {
         let Some(expression) = args.get("expression").and_then(Value::as_str) else {
             return Err(ToolError::InvalidArguments {
                 tool: NAME.to_owned(),

@@ -4,6 +4,7 @@
 //! the model sees on the next step.
 
 mod calculator;
+mod remote;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -11,6 +12,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 pub use self::calculator::Calculator;
+pub use self::remote::{RemoteTool, RemoteToolConfig};
 use crate::model::ToolDefinition;
 
 /// Why a tool call failed. Shown to the model as the tool's result.
@@ -37,14 +39,37 @@ pub enum ToolError {
     },
 }
 
+/// The call a tool runs for.
+#[derive(Debug, Clone, Copy)]
+pub struct ToolCallInfo<'a> {
+    /// The run.
+    pub run_id: &'a str,
+    /// The agent.
+    pub agent_id: &'a str,
+    /// The model's id for the call.
+    pub tool_call_id: &'a str,
+}
+
 /// Something the model can call.
 #[async_trait::async_trait]
 pub trait Tool: Send + Sync {
     /// How the model sees the tool: name, description, argument schema.
     fn definition(&self) -> ToolDefinition;
 
+    /// False while the tool cannot run (a remote tool with no instance connected): steps do not
+    /// offer it then.
+    fn available(&self) -> bool {
+        true
+    }
+
     /// Runs the tool.
-    async fn execute(&self, args: Value) -> Result<Value, ToolError>;
+    async fn execute(&self, args: Value, call: ToolCallInfo<'_>) -> Result<Value, ToolError>;
+}
+
+impl std::fmt::Debug for dyn Tool {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.debug_tuple("Tool").field(&self.definition().name).finish()
+    }
 }
 
 /// The tools known to the server, by name.
@@ -70,6 +95,11 @@ impl ToolRegistry {
     /// Adds a tool, replacing any tool of the same name.
     pub fn register(&mut self, tool: Arc<dyn Tool>) {
         self.tools.insert(tool.definition().name, tool);
+    }
+
+    /// Adds a tool under `name` (a remote tool's definition comes and goes with its instances).
+    pub fn register_named(&mut self, name: &str, tool: Arc<dyn Tool>) {
+        self.tools.insert(name.to_owned(), tool);
     }
 
     /// The tool with this name.

@@ -13,6 +13,9 @@ use tonic::transport::Channel;
 /// How a test processor answers: `None` leaves the call unanswered (to test timeouts).
 pub type Answer = Arc<dyn Fn(&pb::HookCall) -> Option<pb::HookResult> + Send + Sync>;
 
+/// How a test instance executes tools: `None` leaves the call unanswered.
+pub type ToolAnswer = Arc<dyn Fn(&pb::ToolInvocation) -> Option<pb::ToolOutput> + Send + Sync>;
+
 pub fn hello(processor_id: &str, hooks: &[pb::Hook]) -> pb::ProcessorMessage {
     hello_message(hello_of(processor_id, hooks))
 }
@@ -27,6 +30,7 @@ pub fn hello_of(processor_id: &str, hooks: &[pb::Hook]) -> pb::Hello {
         hooks: hooks.iter().map(|hook| *hook as i32).collect(),
         max_concurrency: 0,
         hook_options: Vec::new(),
+        tools: Vec::new(),
     }
 }
 
@@ -108,17 +112,19 @@ impl Drop for Instance {
 }
 
 /// How a test instance behaves beyond its answers.
-#[derive(Debug, Clone, Copy)]
+#[derive(Clone)]
 pub struct Behaviour {
     /// Answers this long after the call arrives (each call on its own task).
     pub delay: Duration,
     /// Answers pings.
     pub pong: bool,
+    /// Executes tool calls.
+    pub tools: Option<ToolAnswer>,
 }
 
 impl Default for Behaviour {
     fn default() -> Behaviour {
-        Behaviour { delay: Duration::ZERO, pong: true }
+        Behaviour { delay: Duration::ZERO, pong: true, tools: None }
     }
 }
 
@@ -168,6 +174,16 @@ pub async fn serve_with(
                         let _ = replies.send(message).await;
                     }
                 }
+                Some(Message::ToolCall(call)) => {
+                    log.lock().unwrap().push(format!("tool {} {}", call.tool_name, call.tool_call_id));
+                    if let Some(mut output) = behaviour.tools.as_ref().and_then(|tools| tools(&call)) {
+                        output.call_id = call.call_id;
+                        let message = pb::ProcessorMessage {
+                            message: Some(pb::processor_message::Message::ToolResult(output)),
+                        };
+                        let _ = replies.send(message).await;
+                    }
+                }
                 Some(Message::Call(call)) => {
                     log.lock().unwrap().push(format!("call {}", call.hook().as_str_name()));
                     let held = in_flight.fetch_add(1, Ordering::SeqCst) + 1;
@@ -175,8 +191,9 @@ pub async fn serve_with(
                     let answer = Arc::clone(&answer);
                     let replies = replies.clone();
                     let in_flight = Arc::clone(&in_flight);
+                    let delay = behaviour.delay;
                     let reply = async move {
-                        tokio::time::sleep(behaviour.delay).await;
+                        tokio::time::sleep(delay).await;
                         in_flight.fetch_sub(1, Ordering::SeqCst);
                         if let Some(mut result) = answer(&call) {
                             result.call_id = call.call_id;

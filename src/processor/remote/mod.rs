@@ -7,6 +7,7 @@
 
 mod call;
 mod session;
+mod tool_call;
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, Weak};
@@ -17,8 +18,9 @@ use serde_json::json;
 
 pub use self::call::{RemoteArgs, RemoteCall, RemoteOutcome, RemoteReply, Replacement};
 pub use self::session::{
-    AuthError, CallFailure, PoolTiming, RemotePool, Session, SessionEvent, SessionSpec, SessionStats,
+    Answer, AuthError, CallFailure, PoolTiming, RemotePool, Session, SessionEvent, SessionSpec, SessionStats,
 };
+pub use self::tool_call::{ToolReply, ToolRequest, ToolSpec};
 use super::{
     Abort, ApiErrorArgs, ApiErrorOutcome, Hook, HookContext, HookError, HookResult, HookSet, InputArgs,
     InputOutcome, InputStepArgs, LlmRequestArgs, LlmRequestOutcome, LlmResponseArgs, OutputResultArgs,
@@ -260,6 +262,13 @@ impl RemoteProcessor {
                 // The instance went away mid-call: move the call to another one, once.
                 Ok(Err(CallFailure::Gone)) if failed.is_none() => failed = Some(session),
                 Ok(Err(CallFailure::Gone)) => break Unanswered::Disconnected,
+                Ok(Err(CallFailure::Mismatched)) => {
+                    let message = format!(
+                        "remote processor `{}` answered a hook call with a tool result",
+                        self.remote_id
+                    );
+                    return Err(HookError::Failed(message));
+                }
                 Err(_) => {
                     session.record_error();
                     break Unanswered::TimedOut(policy.timeout);

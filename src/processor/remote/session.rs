@@ -10,6 +10,7 @@ use tokio::sync::{Semaphore, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use super::call::{RemoteCall, RemoteReply};
+use super::tool_call::{ToolReply, ToolRequest, ToolSpec};
 use crate::processor::{Hook, HookSet, StreamWindow};
 
 /// What the server sends on a session's stream.
@@ -17,6 +18,8 @@ use crate::processor::{Hook, HookSet, StreamWindow};
 pub enum SessionEvent {
     /// A hook call.
     Call(Box<RemoteCall>),
+    /// A tool call.
+    Tool(Box<ToolRequest>),
     /// A call whose answer is no longer wanted.
     Cancel(u64),
     /// A liveness check; the instance answers with a pong carrying the nonce.
@@ -41,6 +44,17 @@ pub struct SessionSpec {
     pub window: Option<StreamWindow>,
     /// How many calls it takes at once (0: no limit).
     pub max_concurrency: usize,
+    /// The tools it executes.
+    pub tools: Vec<ToolSpec>,
+}
+
+/// An instance's answer to a call or a tool call.
+#[derive(Debug)]
+pub enum Answer {
+    /// To a hook call.
+    Hook(RemoteReply),
+    /// To a tool call.
+    Tool(ToolReply),
 }
 
 /// Why a call got no answer.
@@ -48,6 +62,8 @@ pub struct SessionSpec {
 pub enum CallFailure {
     /// The instance went away before answering.
     Gone,
+    /// The instance answered a call with an answer of the other kind.
+    Mismatched,
 }
 
 /// One connected instance.
@@ -63,11 +79,13 @@ pub struct Session {
     pub observed: HookSet,
     /// How it takes processOutputStream chunks.
     pub window: Option<StreamWindow>,
+    /// The tools it executes.
+    pub tools: Vec<ToolSpec>,
     /// Bounds the calls in flight to its `max_concurrency`.
     permits: Option<Arc<Semaphore>>,
     max_concurrency: usize,
     outbox: mpsc::Sender<SessionEvent>,
-    pending: Mutex<HashMap<u64, oneshot::Sender<RemoteReply>>>,
+    pending: Mutex<HashMap<u64, oneshot::Sender<Answer>>>,
     next_call_id: AtomicU64,
     in_flight: AtomicUsize,
     /// When it connected, in milliseconds since the Unix epoch.
@@ -107,6 +125,7 @@ impl Session {
             hooks: spec.hooks,
             observed: spec.observed,
             window: spec.window,
+            tools: spec.tools,
             permits: (spec.max_concurrency > 0).then(|| Arc::new(Semaphore::new(spec.max_concurrency))),
             max_concurrency: spec.max_concurrency,
             outbox,
@@ -123,16 +142,59 @@ impl Session {
         }
     }
 
+    /// The tool of this name it executes.
+    pub fn tool(&self, name: &str) -> Option<&ToolSpec> {
+        self.tools.iter().find(|tool| tool.name == name)
+    }
+
     /// True when it has fewer calls in flight than its `max_concurrency` (or has no limit).
     pub fn has_capacity(&self) -> bool {
         self.max_concurrency == 0 || self.in_flight() < self.max_concurrency
     }
 
-    /// Sends a call and waits for its answer. Dropping the future abandons the call (the
+    /// Sends a hook call and waits for its answer. Dropping the future abandons the call (the
     /// instance is told to cancel it).
-    pub async fn call(&self, mut call: RemoteCall) -> Result<RemoteReply, CallFailure> {
+    pub async fn call(&self, call: RemoteCall) -> Result<RemoteReply, CallFailure> {
+        let answer =
+            self.request(|call_id| SessionEvent::Call(Box::new(RemoteCall { call_id, ..call }))).await;
+        match answer {
+            Ok(Answer::Hook(reply)) => {
+                if matches!(reply.outcome, super::RemoteOutcome::Failure(_)) {
+                    self.record_error();
+                }
+                Ok(reply)
+            }
+            Ok(Answer::Tool(_)) => Err(self.mismatched()),
+            Err(failure) => Err(failure),
+        }
+    }
+
+    /// Sends a tool call and waits for its answer, like [`Session::call`].
+    pub async fn call_tool(&self, request: ToolRequest) -> Result<ToolReply, CallFailure> {
+        let answer =
+            self.request(|call_id| SessionEvent::Tool(Box::new(ToolRequest { call_id, ..request }))).await;
+        match answer {
+            Ok(Answer::Tool(reply)) => {
+                if reply.result.is_err() {
+                    self.record_error();
+                }
+                Ok(reply)
+            }
+            Ok(Answer::Hook(_)) => Err(self.mismatched()),
+            Err(failure) => Err(failure),
+        }
+    }
+
+    /// An answer of the wrong kind for its call: the instance is broken.
+    fn mismatched(&self) -> CallFailure {
+        self.record_error();
+        CallFailure::Mismatched
+    }
+
+    /// Sends the event made for a fresh call id and waits for the answer, keeping the count of
+    /// calls in flight and the instance's statistics.
+    async fn request(&self, event: impl FnOnce(u64) -> SessionEvent) -> Result<Answer, CallFailure> {
         let call_id = self.next_call_id.fetch_add(1, Ordering::Relaxed);
-        call.call_id = call_id;
         let (answer, answered) = oneshot::channel();
         self.pending.lock().expect("pending lock").insert(call_id, answer);
         self.in_flight.fetch_add(1, Ordering::Relaxed);
@@ -144,20 +206,17 @@ impl Session {
             Some(permits) => Some(permits.acquire().await.map_err(|_| CallFailure::Gone)?),
             None => None,
         };
-        if self.outbox.send(SessionEvent::Call(Box::new(call))).await.is_err() {
+        if self.outbox.send(event(call_id)).await.is_err() {
             self.record_error();
             return Err(CallFailure::Gone);
         }
         let outcome = answered.await.map_err(|_| CallFailure::Gone);
         guard.finish();
         match &outcome {
-            Ok(reply) => {
+            Ok(_) => {
                 let micros = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
                 self.latency_micros_total.fetch_add(micros, Ordering::Relaxed);
                 self.answered.fetch_add(1, Ordering::Relaxed);
-                if matches!(reply.outcome, super::RemoteOutcome::Failure(_)) {
-                    self.record_error();
-                }
             }
             Err(_) => self.record_error(),
         }
@@ -193,7 +252,7 @@ impl Session {
     }
 
     /// Hands an answer to its caller; false for an unknown or abandoned call.
-    pub fn resolve(&self, call_id: u64, reply: RemoteReply) -> bool {
+    pub fn resolve(&self, call_id: u64, reply: Answer) -> bool {
         match self.pending.lock().expect("pending lock").remove(&call_id) {
             Some(answer) => answer.send(reply).is_ok(),
             None => false,
@@ -440,13 +499,32 @@ impl RemotePool {
         hook: Hook,
         excluded: Option<&Arc<Session>>,
     ) -> Option<Arc<Session>> {
+        self.pick_where(processor_id, excluded, |session| session.hooks.contains(hook))
+    }
+
+    /// Like [`RemotePool::pick`], for an instance executing tool `tool`.
+    pub fn pick_tool(
+        &self,
+        processor_id: &str,
+        tool: &str,
+        excluded: Option<&Arc<Session>>,
+    ) -> Option<Arc<Session>> {
+        self.pick_where(processor_id, excluded, |session| session.tool(tool).is_some())
+    }
+
+    fn pick_where(
+        &self,
+        processor_id: &str,
+        excluded: Option<&Arc<Session>>,
+        serves: impl Fn(&Session) -> bool,
+    ) -> Option<Arc<Session>> {
         if self.is_draining() {
             return None;
         }
         let candidates: Vec<Arc<Session>> = self
             .sessions(processor_id)
             .into_iter()
-            .filter(|session| session.hooks.contains(hook))
+            .filter(|session| serves(session))
             .filter(|session| excluded.is_none_or(|excluded| !Arc::ptr_eq(session, excluded)))
             .collect();
         if candidates.is_empty() {

@@ -74,31 +74,35 @@ class ListProcessorsResponse(_message.Message):
     def __init__(self, instances: _Optional[_Iterable[_Union[ProcessorInstance, _Mapping]]] = ...) -> None: ...
 
 class ProcessorMessage(_message.Message):
-    __slots__ = ("hello", "result", "pong")
+    __slots__ = ("hello", "result", "pong", "tool_result")
     HELLO_FIELD_NUMBER: _ClassVar[int]
     RESULT_FIELD_NUMBER: _ClassVar[int]
     PONG_FIELD_NUMBER: _ClassVar[int]
+    TOOL_RESULT_FIELD_NUMBER: _ClassVar[int]
     hello: Hello
     result: HookResult
     pong: Pong
-    def __init__(self, hello: _Optional[_Union[Hello, _Mapping]] = ..., result: _Optional[_Union[HookResult, _Mapping]] = ..., pong: _Optional[_Union[Pong, _Mapping]] = ...) -> None: ...
+    tool_result: ToolOutput
+    def __init__(self, hello: _Optional[_Union[Hello, _Mapping]] = ..., result: _Optional[_Union[HookResult, _Mapping]] = ..., pong: _Optional[_Union[Pong, _Mapping]] = ..., tool_result: _Optional[_Union[ToolOutput, _Mapping]] = ...) -> None: ...
 
 class ServerMessage(_message.Message):
-    __slots__ = ("welcome", "call", "cancel", "ping", "drain")
+    __slots__ = ("welcome", "call", "cancel", "ping", "drain", "tool_call")
     WELCOME_FIELD_NUMBER: _ClassVar[int]
     CALL_FIELD_NUMBER: _ClassVar[int]
     CANCEL_FIELD_NUMBER: _ClassVar[int]
     PING_FIELD_NUMBER: _ClassVar[int]
     DRAIN_FIELD_NUMBER: _ClassVar[int]
+    TOOL_CALL_FIELD_NUMBER: _ClassVar[int]
     welcome: Welcome
     call: HookCall
     cancel: Cancel
     ping: Ping
     drain: Drain
-    def __init__(self, welcome: _Optional[_Union[Welcome, _Mapping]] = ..., call: _Optional[_Union[HookCall, _Mapping]] = ..., cancel: _Optional[_Union[Cancel, _Mapping]] = ..., ping: _Optional[_Union[Ping, _Mapping]] = ..., drain: _Optional[_Union[Drain, _Mapping]] = ...) -> None: ...
+    tool_call: ToolInvocation
+    def __init__(self, welcome: _Optional[_Union[Welcome, _Mapping]] = ..., call: _Optional[_Union[HookCall, _Mapping]] = ..., cancel: _Optional[_Union[Cancel, _Mapping]] = ..., ping: _Optional[_Union[Ping, _Mapping]] = ..., drain: _Optional[_Union[Drain, _Mapping]] = ..., tool_call: _Optional[_Union[ToolInvocation, _Mapping]] = ...) -> None: ...
 
 class Hello(_message.Message):
-    __slots__ = ("processor_id", "instance_id", "min_protocol_version", "max_protocol_version", "hooks", "max_concurrency", "hook_options")
+    __slots__ = ("processor_id", "instance_id", "min_protocol_version", "max_protocol_version", "hooks", "max_concurrency", "hook_options", "tools")
     PROCESSOR_ID_FIELD_NUMBER: _ClassVar[int]
     INSTANCE_ID_FIELD_NUMBER: _ClassVar[int]
     MIN_PROTOCOL_VERSION_FIELD_NUMBER: _ClassVar[int]
@@ -106,6 +110,7 @@ class Hello(_message.Message):
     HOOKS_FIELD_NUMBER: _ClassVar[int]
     MAX_CONCURRENCY_FIELD_NUMBER: _ClassVar[int]
     HOOK_OPTIONS_FIELD_NUMBER: _ClassVar[int]
+    TOOLS_FIELD_NUMBER: _ClassVar[int]
     processor_id: str
     instance_id: str
     min_protocol_version: int
@@ -113,7 +118,46 @@ class Hello(_message.Message):
     hooks: _containers.RepeatedScalarFieldContainer[Hook]
     max_concurrency: int
     hook_options: _containers.RepeatedCompositeFieldContainer[HookOptions]
-    def __init__(self, processor_id: _Optional[str] = ..., instance_id: _Optional[str] = ..., min_protocol_version: _Optional[int] = ..., max_protocol_version: _Optional[int] = ..., hooks: _Optional[_Iterable[_Union[Hook, str]]] = ..., max_concurrency: _Optional[int] = ..., hook_options: _Optional[_Iterable[_Union[HookOptions, _Mapping]]] = ...) -> None: ...
+    tools: _containers.RepeatedCompositeFieldContainer[ToolSpec]
+    def __init__(self, processor_id: _Optional[str] = ..., instance_id: _Optional[str] = ..., min_protocol_version: _Optional[int] = ..., max_protocol_version: _Optional[int] = ..., hooks: _Optional[_Iterable[_Union[Hook, str]]] = ..., max_concurrency: _Optional[int] = ..., hook_options: _Optional[_Iterable[_Union[HookOptions, _Mapping]]] = ..., tools: _Optional[_Iterable[_Union[ToolSpec, _Mapping]]] = ...) -> None: ...
+
+class ToolSpec(_message.Message):
+    __slots__ = ("name", "description", "parameters")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
+    PARAMETERS_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    description: str
+    parameters: _struct_pb2.Struct
+    def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., parameters: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...
+
+class ToolInvocation(_message.Message):
+    __slots__ = ("call_id", "run_id", "agent_id", "tool_call_id", "tool_name", "args", "deadline_unix_ms")
+    CALL_ID_FIELD_NUMBER: _ClassVar[int]
+    RUN_ID_FIELD_NUMBER: _ClassVar[int]
+    AGENT_ID_FIELD_NUMBER: _ClassVar[int]
+    TOOL_CALL_ID_FIELD_NUMBER: _ClassVar[int]
+    TOOL_NAME_FIELD_NUMBER: _ClassVar[int]
+    ARGS_FIELD_NUMBER: _ClassVar[int]
+    DEADLINE_UNIX_MS_FIELD_NUMBER: _ClassVar[int]
+    call_id: int
+    run_id: str
+    agent_id: str
+    tool_call_id: str
+    tool_name: str
+    args: _struct_pb2.Value
+    deadline_unix_ms: int
+    def __init__(self, call_id: _Optional[int] = ..., run_id: _Optional[str] = ..., agent_id: _Optional[str] = ..., tool_call_id: _Optional[str] = ..., tool_name: _Optional[str] = ..., args: _Optional[_Union[_struct_pb2.Value, _Mapping]] = ..., deadline_unix_ms: _Optional[int] = ...) -> None: ...
+
+class ToolOutput(_message.Message):
+    __slots__ = ("call_id", "result", "error")
+    CALL_ID_FIELD_NUMBER: _ClassVar[int]
+    RESULT_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    call_id: int
+    result: _struct_pb2.Value
+    error: str
+    def __init__(self, call_id: _Optional[int] = ..., result: _Optional[_Union[_struct_pb2.Value, _Mapping]] = ..., error: _Optional[str] = ...) -> None: ...
 
 class HookOptions(_message.Message):
     __slots__ = ("hook", "mode", "window")

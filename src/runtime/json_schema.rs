@@ -1,6 +1,6 @@
-//! Structured output: a JSON schema the run's final answer must follow. The schema goes to the
-//! model with every step (providers with a native JSON mode use it); the final text is parsed and
-//! validated, and the object is returned with the result — or the run fails saying why.
+//! A checked JSON schema: the run's output schema (structured output: the schema goes to the
+//! model with every step, and the final text is parsed and validated), and a remote tool's
+//! argument schema (arguments are checked before every call).
 
 use std::sync::Arc;
 
@@ -8,31 +8,41 @@ use serde_json::Value;
 
 /// A checked JSON schema.
 #[derive(Clone)]
-pub struct OutputSchema {
+pub struct JsonSchema {
     schema: Value,
     validator: Arc<jsonschema::Validator>,
 }
 
-impl std::fmt::Debug for OutputSchema {
+impl std::fmt::Debug for JsonSchema {
     fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        formatter.debug_tuple("OutputSchema").field(&self.schema).finish()
+        formatter.debug_tuple("JsonSchema").field(&self.schema).finish()
     }
 }
 
-impl OutputSchema {
+impl JsonSchema {
     /// Compiles `schema`; the error says why it is not a valid JSON schema.
-    pub fn new(schema: Value) -> Result<OutputSchema, String> {
+    pub fn new(schema: Value) -> Result<JsonSchema, String> {
         if !schema.is_object() {
             return Err("must be a JSON schema object".to_owned());
         }
         let validator = jsonschema::validator_for(&schema)
             .map_err(|error| format!("not a valid JSON schema: {error}"))?;
-        Ok(OutputSchema { schema, validator: Arc::new(validator) })
+        Ok(JsonSchema { schema, validator: Arc::new(validator) })
     }
 
     /// The schema itself.
     pub fn schema(&self) -> &Value {
         &self.schema
+    }
+
+    /// Checks a value; the error lists each problem with where it is.
+    pub fn check(&self, value: &Value) -> Result<(), String> {
+        let problems: Vec<String> = self
+            .validator
+            .iter_errors(value)
+            .map(|error| format!("{error} at `{}`", error.instance_path()))
+            .collect();
+        if problems.is_empty() { Ok(()) } else { Err(problems.join("; ")) }
     }
 
     /// The object in a final answer: its JSON (inside a Markdown code fence, if the model put it
@@ -41,16 +51,9 @@ impl OutputSchema {
         let json = unfenced(text.trim());
         let object: Value =
             serde_json::from_str(json).map_err(|error| format!("the answer is not JSON ({error})"))?;
-        let problems: Vec<String> = self
-            .validator
-            .iter_errors(&object)
-            .map(|error| format!("{error} at `{}`", error.instance_path()))
-            .collect();
-        if problems.is_empty() {
-            Ok(object)
-        } else {
-            Err(format!("the answer does not follow the output schema: {}", problems.join("; ")))
-        }
+        self.check(&object)
+            .map_err(|problems| format!("the answer does not follow the output schema: {problems}"))?;
+        Ok(object)
     }
 }
 
@@ -69,7 +72,7 @@ mod tests {
 
     #[test]
     fn objects_are_parsed_unfenced_and_checked() {
-        let schema = OutputSchema::new(json!({
+        let schema = JsonSchema::new(json!({
             "type": "object", "properties": { "n": { "type": "integer" } }, "required": ["n"],
         }))
         .unwrap();
@@ -77,6 +80,6 @@ mod tests {
         assert_eq!(schema.object_of("```json\n{\"n\": 4}\n```").unwrap(), json!({ "n": 4 }));
         assert!(schema.object_of("{\"n\": \"x\"}").unwrap_err().contains("/n"));
         assert!(schema.object_of("three").unwrap_err().contains("not JSON"));
-        assert!(OutputSchema::new(json!({ "type": 5 })).is_err());
+        assert!(JsonSchema::new(json!({ "type": 5 })).is_err());
     }
 }

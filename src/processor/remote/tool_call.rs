@@ -1,0 +1,44 @@
+//! Remote tools on the processor stream, in domain types: the tools an instance executes
+//! ([`ToolSpec`]), a call ([`ToolRequest`]) and its answer ([`ToolReply`]). The gRPC adapter maps
+//! them to `ToolSpec`, `ToolInvocation` and `ToolOutput`.
+
+use serde_json::Value;
+
+use crate::runtime::JsonSchema;
+
+/// A tool an instance executes.
+#[derive(Debug, Clone)]
+pub struct ToolSpec {
+    /// The name the model calls it by.
+    pub name: String,
+    /// What it does, for the model.
+    pub description: String,
+    /// Its arguments' schema, checked before every call.
+    pub parameters: JsonSchema,
+}
+
+/// One tool call.
+#[derive(Debug, Clone)]
+pub struct ToolRequest {
+    /// Set by the session that sends it.
+    pub call_id: u64,
+    /// The run.
+    pub run_id: String,
+    /// The agent.
+    pub agent_id: String,
+    /// The model's id for the call.
+    pub tool_call_id: String,
+    /// The tool.
+    pub tool_name: String,
+    /// The (checked) arguments.
+    pub args: Value,
+    /// Milliseconds since the Unix epoch by which the answer is due.
+    pub deadline_unix_ms: i64,
+}
+
+/// A tool's answer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolReply {
+    /// The result, or the error the model sees.
+    pub result: Result<Value, String>,
+}

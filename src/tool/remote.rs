@@ -1,0 +1,137 @@
+//! Remote tools: executed by processes in any language connected over
+//! `ProcessorService.Connect` (the same stream as remote processors), which register each tool
+//! with its name, description and argument schema. The config declares the tools agents may use:
+//!
+//! ```toml
+//! [tools.weather]
+//! kind = "remote"
+//! server = "tool-server"   # the processor id the instances connect as (default: the tool name)
+//! timeout_ms = 5000
+//! ```
+//!
+//! A step offers the tool only while an instance serves it. Arguments are checked against the
+//! instance's schema first; calls go to the least loaded instance and move to another once if it
+//! goes away; a missing, failing or slow tool is a tool error the model sees, never a failed run.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::{Tool, ToolCallInfo, ToolError};
+use crate::model::ToolDefinition;
+use crate::processor::remote::{CallFailure, RemotePool, ToolRequest};
+use crate::runtime::now_millis;
+
+/// A `[tools.<name>]` table.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RemoteToolConfig {
+    /// Only `remote` for now.
+    pub kind: String,
+    /// The processor id its instances connect as (default: the tool's name).
+    #[serde(default)]
+    pub server: Option<String>,
+    /// Per call. Default 10 s.
+    #[serde(default)]
+    pub timeout_ms: Option<u64>,
+}
+
+/// A tool executed by connected instances.
+pub struct RemoteTool {
+    name: String,
+    server: String,
+    timeout: Duration,
+    pool: Arc<RemotePool>,
+}
+
+impl RemoteTool {
+    /// Tool `name` from its table; registers its server id with the pool.
+    pub fn new(name: &str, config: &RemoteToolConfig, pool: &Arc<RemotePool>) -> Result<RemoteTool, String> {
+        if config.kind != "remote" {
+            return Err(format!("`kind` must be \"remote\", got \"{}\"", config.kind));
+        }
+        let timeout_ms = config.timeout_ms.unwrap_or(10_000);
+        if timeout_ms == 0 {
+            return Err("`timeout_ms` must be positive".to_owned());
+        }
+        let server = config.server.clone().unwrap_or_else(|| name.to_owned());
+        pool.expect(&server);
+        Ok(RemoteTool {
+            name: name.to_owned(),
+            server,
+            timeout: Duration::from_millis(timeout_ms),
+            pool: Arc::clone(pool),
+        })
+    }
+
+    fn failed(&self, reason: impl Into<String>) -> ToolError {
+        ToolError::Failed { tool: self.name.clone(), reason: reason.into() }
+    }
+}
+
+#[async_trait::async_trait]
+impl Tool for RemoteTool {
+    fn definition(&self) -> ToolDefinition {
+        let spec = self.pool.pick_tool(&self.server, &self.name, None);
+        match spec.as_ref().and_then(|session| session.tool(&self.name)) {
+            Some(spec) => ToolDefinition {
+                name: self.name.clone(),
+                description: spec.description.clone(),
+                parameters: spec.parameters.schema().clone(),
+            },
+            None => ToolDefinition {
+                name: self.name.clone(),
+                description: "(unavailable: no instance connected)".to_owned(),
+                parameters: json!({ "type": "object" }),
+            },
+        }
+    }
+
+    fn available(&self) -> bool {
+        self.pool.pick_tool(&self.server, &self.name, None).is_some()
+    }
+
+    async fn execute(&self, args: Value, call: ToolCallInfo<'_>) -> Result<Value, ToolError> {
+        let deadline_unix_ms = now_millis() + i64::try_from(self.timeout.as_millis()).unwrap_or(i64::MAX);
+        let mut failed = None;
+        loop {
+            let Some(session) = self.pool.pick_tool(&self.server, &self.name, failed.as_ref()) else {
+                return Err(self.failed(if failed.is_some() {
+                    "its instance disconnected before answering"
+                } else {
+                    "unavailable (no instance connected)"
+                }));
+            };
+            if let Some(spec) = session.tool(&self.name) {
+                spec.parameters
+                    .check(&args)
+                    .map_err(|reason| ToolError::InvalidArguments { tool: self.name.clone(), reason })?;
+            }
+            let request = ToolRequest {
+                call_id: 0,
+                run_id: call.run_id.to_owned(),
+                agent_id: call.agent_id.to_owned(),
+                tool_call_id: call.tool_call_id.to_owned(),
+                tool_name: self.name.clone(),
+                args: args.clone(),
+                deadline_unix_ms,
+            };
+            match tokio::time::timeout(self.timeout, session.call_tool(request)).await {
+                Ok(Ok(reply)) => return reply.result.map_err(|reason| self.failed(reason)),
+                Ok(Err(CallFailure::Gone)) if failed.is_none() => failed = Some(session),
+                Ok(Err(CallFailure::Gone)) => {
+                    return Err(self.failed("its instance disconnected before answering"));
+                }
+                Ok(Err(CallFailure::Mismatched)) => {
+                    return Err(self.failed("its instance answered with a hook result"));
+                }
+                Err(_) => {
+                    session.record_error();
+                    return Err(self.failed(format!("timed out after {} ms", self.timeout.as_millis())));
+                }
+            }
+        }
+    }
+}
