@@ -16,10 +16,18 @@
 //	})
 //
 // Each call's ctx is cancelled when the server cancels the call (its run went away).
+//
+// The same connection executes tools agents call (declared as `[tools.<name>] kind = "remote"`,
+// `server` = this processor id):
+//
+//	p.Tool("weather", "Weather by city", schema, func(ctx context.Context, args map[string]any) (any, error) {
+//		return map[string]any{"city": args["city"], "temp": 21}, nil
+//	})
 package agentwire
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -31,6 +39,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/agentwire/agentwire/clients/go/agentwirev1"
 )
@@ -112,6 +121,54 @@ type Processor struct {
 	MaxConcurrency uint32
 	handlers       map[agentwirev1.Hook]Handler
 	options        map[agentwirev1.Hook]*agentwirev1.HookOptions
+	tools          map[string]ToolFunc
+	toolSpecs      []*agentwirev1.ToolSpec
+}
+
+// ToolFunc executes a tool: args are the (schema-checked) arguments; the result must marshal to
+// JSON. An error is shown to the model as the tool's result.
+type ToolFunc func(ctx context.Context, args map[string]any) (any, error)
+
+// Tool executes tool name; parameters is its JSON schema (nil: any object).
+func (p *Processor) Tool(name, description string, parameters map[string]any, fn ToolFunc) *Processor {
+	if parameters == nil {
+		parameters = map[string]any{"type": "object"}
+	}
+	schema, err := structpb.NewStruct(parameters)
+	if err != nil {
+		panic(fmt.Sprintf("agentwire: tool %s: the schema is not JSON: %v", name, err))
+	}
+	p.tools[name] = fn
+	p.toolSpecs = append(p.toolSpecs, &agentwirev1.ToolSpec{Name: name, Description: description, Parameters: schema})
+	return p
+}
+
+func (p *Processor) runTool(ctx context.Context, call *agentwirev1.ToolInvocation) *agentwirev1.ToolOutput {
+	output := &agentwirev1.ToolOutput{CallId: call.GetCallId()}
+	fn, ok := p.tools[call.GetToolName()]
+	if !ok {
+		output.Error = "unknown tool " + call.GetToolName()
+		return output
+	}
+	args, _ := call.GetArgs().AsInterface().(map[string]any)
+	result, err := fn(ctx, args)
+	if err != nil {
+		output.Error = err.Error()
+		return output
+	}
+	// Through JSON, so structs and typed maps work too.
+	encoded, err := json.Marshal(result)
+	var decoded any
+	if err == nil {
+		err = json.Unmarshal(encoded, &decoded)
+	}
+	if err == nil {
+		output.Result, err = structpb.NewValue(decoded)
+	}
+	if err != nil {
+		output.Error = "the tool's result is not JSON: " + err.Error()
+	}
+	return output
 }
 
 // NewProcessor makes a processor that connects as id.
@@ -121,6 +178,7 @@ func NewProcessor(id string) *Processor {
 		InstanceID: fmt.Sprintf("%s-%d", id, time.Now().UnixNano()),
 		handlers:   map[agentwirev1.Hook]Handler{},
 		options:    map[agentwirev1.Hook]*agentwirev1.HookOptions{},
+		tools:      map[string]ToolFunc{},
 	}
 }
 
@@ -152,8 +210,8 @@ func (p *Processor) OnWindow(maxChunks int, maxDelay time.Duration, handler Hand
 // Serve runs one session: it returns when ctx is done or the stream ends. ready (if not nil) is
 // closed once the server welcomed the processor.
 func (p *Processor) Serve(ctx context.Context, address string, ready chan<- struct{}) error {
-	if len(p.handlers) == 0 {
-		return errors.New("register at least one hook with On")
+	if len(p.handlers) == 0 && len(p.tools) == 0 {
+		return errors.New("register at least one hook with On, or a tool with Tool")
 	}
 	conn, err := grpc.NewClient(address, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
@@ -178,7 +236,7 @@ func (p *Processor) Serve(ctx context.Context, address string, ready chan<- stru
 	hello := &agentwirev1.Hello{
 		ProcessorId: p.ID, InstanceId: p.InstanceID,
 		MinProtocolVersion: ProtocolVersion, MaxProtocolVersion: ProtocolVersion,
-		Hooks: hooks, HookOptions: options, MaxConcurrency: p.MaxConcurrency,
+		Hooks: hooks, HookOptions: options, MaxConcurrency: p.MaxConcurrency, Tools: p.toolSpecs,
 	}
 	if err := stream.Send(&agentwirev1.ProcessorMessage{Message: &agentwirev1.ProcessorMessage_Hello{Hello: hello}}); err != nil {
 		return err
@@ -216,6 +274,18 @@ func (p *Processor) Serve(ctx context.Context, address string, ready chan<- stru
 				result := p.answer(callCtx, call)
 				send(&agentwirev1.ProcessorMessage{Message: &agentwirev1.ProcessorMessage_Result{Result: result}})
 			}(kind.Call)
+		case *agentwirev1.ServerMessage_ToolCall:
+			callCtx, cancel := context.WithCancel(ctx)
+			calls.Store(kind.ToolCall.GetCallId(), cancel)
+			go func(call *agentwirev1.ToolInvocation) {
+				defer func() {
+					if cancel, ok := calls.LoadAndDelete(call.GetCallId()); ok {
+						cancel.(context.CancelFunc)()
+					}
+				}()
+				output := p.runTool(callCtx, call)
+				send(&agentwirev1.ProcessorMessage{Message: &agentwirev1.ProcessorMessage_ToolResult{ToolResult: output}})
+			}(kind.ToolCall)
 		case *agentwirev1.ServerMessage_Cancel:
 			if cancel, ok := calls.LoadAndDelete(kind.Cancel.GetCallId()); ok {
 				cancel.(context.CancelFunc)()

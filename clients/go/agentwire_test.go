@@ -229,3 +229,45 @@ func TestProcessorDeathMidRunFollowsTheFailurePolicy(t *testing.T) {
 		t.Fatalf("expected a tripwire saying flaky disconnected, got %v", result)
 	}
 }
+
+func TestRemoteToolServesAnAgent(t *testing.T) {
+	address := startServer(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	schema := map[string]any{"type": "object", "properties": map[string]any{"city": map[string]any{"type": "string"}}, "required": []any{"city"}}
+	tools := agentwire.NewProcessor("tool-server").Tool("weather", "The weather in a city", schema,
+		func(ctx context.Context, args map[string]any) (any, error) {
+			return struct {
+				City string `json:"city"`
+				Temp int    `json:"temp"`
+			}{City: args["city"].(string), Temp: 21}, nil
+		})
+	connect(t, ctx, tools, address)
+	client, err := agentwire.Dial(address)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	result, err := client.Generate(ctx, &agentwirev1.RunRequest{AgentId: "forecaster", Text: "weather in Paris?"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if result.GetText() != "done" {
+		t.Fatalf("text: %q", result.GetText())
+	}
+	var toolResult *agentwirev1.ToolResultPart
+	for _, message := range result.GetMessages() {
+		for _, part := range message.GetParts() {
+			if part.GetToolResult() != nil {
+				toolResult = part.GetToolResult()
+			}
+		}
+	}
+	if toolResult == nil || toolResult.GetIsError() {
+		t.Fatalf("tool result: %v", toolResult)
+	}
+	fields := toolResult.GetResult().GetStructValue().GetFields()
+	if fields["city"].GetStringValue() != "Paris" || fields["temp"].GetNumberValue() != 21 {
+		t.Fatalf("tool result: %v", fields)
+	}
+}

@@ -77,3 +77,19 @@ def test_processor_death_mid_run_follows_the_failure_policy(server, client):
     assert result.finish_reason == "other"
     assert "flaky" in result.tripwire.reason
     assert "disconnected" in result.tripwire.reason or "unavailable" in result.tripwire.reason
+
+
+def test_remote_tool_serves_an_agent(server, client):
+    import examples_path  # noqa: F401  (puts examples/ on the path)
+    from weather_tool import tools
+
+    tools.start(server)
+    try:
+        chunks = list(client.stream("forecaster", "weather in Paris?"))
+        results = [chunk.tool_result for chunk in chunks if chunk.type == "tool-result"]
+        assert len(results) == 1 and not results[0].is_error
+        assert results[0].result.struct_value["temp"] == 21
+        assert results[0].result.struct_value["city"] == "Paris"
+        assert "".join(chunk.text_delta.text for chunk in chunks if chunk.type == "text-delta") == "done"
+    finally:
+        tools.stop()

@@ -13,6 +13,7 @@ export {
   type HookServing,
   PROTOCOL_VERSION,
   Processor,
+  type ToolHandler,
   type Window,
   abort,
   drop,

@@ -18,8 +18,14 @@
  *
  *     guard.on("processOutputStream", (call) => replace({ parts: call.chunks.map(mask) }),
  *              { window: { maxChunks: 32, maxDelayMs: 50 } });
+ *
+ * The same connection executes tools agents call (declared as `[tools.<name>] kind = "remote"`,
+ * `server` = this processor id):
+ *
+ *     tools.tool("weather", { description: "Weather by city", parameters: schema },
+ *                async (args) => ({ city: args.city, temp: 21 }));   // throw: a tool error
  */
-import { type JsonObject, type JsonValue, create, fromJson } from "@bufbuild/protobuf";
+import { type JsonObject, type JsonValue, create, fromJson, toJson } from "@bufbuild/protobuf";
 import { ValueSchema } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 
@@ -36,6 +42,11 @@ import {
   ProcessorMessageSchema,
   ProcessorService,
   type ReplacementSchema,
+  type ToolInvocation,
+  type ToolOutput,
+  ToolOutputSchema,
+  type ToolSpec,
+  ToolSpecSchema,
 } from "./gen/agentwire/v1/processor_pb.js";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { transportTo } from "./client.js";
@@ -161,6 +172,9 @@ export function retryApiCall(): HookResult {
   return create(HookResultSchema, { outcome: { case: "retryApiCall", value: {} } });
 }
 
+/** Executes a tool: gets the (schema-checked) arguments, returns a JSON result; a throw is an error the model sees. */
+export type ToolHandler = (args: JsonObject, signal: AbortSignal) => JsonValue | Promise<JsonValue>;
+
 /** Statuses that mean "this session will never be accepted": not retried. */
 const REFUSALS = new Set([
   Code.NotFound,
@@ -177,6 +191,7 @@ export class Processor {
   readonly maxConcurrency: number;
   private readonly handlers = new Map<Hook, Handler>();
   private readonly options = new Map<Hook, HookOptions>();
+  private readonly tools = new Map<string, { spec: ToolSpec; handler: ToolHandler }>();
   private stopping: AbortController | undefined;
   private running: Promise<void> | undefined;
 
@@ -208,12 +223,25 @@ export class Processor {
     return this;
   }
 
+  /** Executes tool `name`; `parameters` is its JSON schema (default: any object). */
+  tool(name: string, definition: { description?: string; parameters?: JsonObject }, handler: ToolHandler): this {
+    const spec = create(ToolSpecSchema, {
+      name,
+      description: definition.description ?? "",
+      parameters: definition.parameters ?? { type: "object" },
+    });
+    this.tools.set(name, { spec, handler });
+    return this;
+  }
+
   /**
    * One session: resolves when the server ends the stream (e.g. after a drain), rejects with a
    * `ConnectError` when it refuses or the connection fails. `onReady` runs once welcomed.
    */
   async serve(address: string, signal?: AbortSignal, onReady?: () => void): Promise<void> {
-    if (this.handlers.size === 0) throw new Error("register at least one hook with on(...)");
+    if (this.handlers.size === 0 && this.tools.size === 0) {
+      throw new Error("register at least one hook with on(...) or a tool with tool(...)");
+    }
     const client = createClient(ProcessorService, transportTo(address));
     const outgoing = new AsyncQueue<ProcessorMessage>();
     outgoing.push(
@@ -228,6 +256,7 @@ export class Processor {
             hooks: [...this.handlers.keys()],
             maxConcurrency: this.maxConcurrency,
             hookOptions: [...this.options.values()],
+            tools: [...this.tools.values()].map((tool) => tool.spec),
           },
         },
       }),
@@ -255,6 +284,16 @@ export class Processor {
             });
             break;
           }
+          case "toolCall": {
+            const call = message.message.value;
+            const cancelled = new AbortController();
+            calls.set(call.callId, cancelled);
+            void this.runTool(call, cancelled.signal).then((output) => {
+              calls.delete(call.callId);
+              outgoing.push(create(ProcessorMessageSchema, { message: { case: "toolResult", value: output } }));
+            });
+            break;
+          }
           case "cancel":
             calls.get(message.message.value.callId)?.abort();
             calls.delete(message.message.value.callId);
@@ -267,6 +306,19 @@ export class Processor {
     } finally {
       for (const cancelled of calls.values()) cancelled.abort();
       outgoing.close();
+    }
+  }
+
+  private async runTool(call: ToolInvocation, signal: AbortSignal): Promise<ToolOutput> {
+    const tool = this.tools.get(call.toolName);
+    try {
+      if (!tool) throw new Error(`unknown tool ${call.toolName}`);
+      const args = call.args ? (toJson(ValueSchema, call.args) as JsonObject) : {};
+      const result = await tool.handler(args, signal);
+      return create(ToolOutputSchema, { callId: call.callId, result: fromJson(ValueSchema, result ?? null) });
+    } catch (error) {
+      const message = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+      return create(ToolOutputSchema, { callId: call.callId, error: message });
     }
   }
 

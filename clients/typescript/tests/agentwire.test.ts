@@ -15,6 +15,7 @@ import { Code, ConnectError } from "@connectrpc/connect";
 
 import { guard } from "../examples/word-blocker.js";
 import { redactor } from "../examples/stream-redactor.js";
+import { tools } from "../examples/weather-tool.js";
 import { Client, Processor } from "../src/index.js";
 
 const root = resolve(import.meta.dirname, "../../..");
@@ -106,4 +107,22 @@ test("a processor's death mid-run follows the failure policy", async () => {
   assert.equal(result.finishReason, "other");
   assert.match(result.tripwire?.reason ?? "", /flaky/);
   assert.match(result.tripwire?.reason ?? "", /disconnected|unavailable/);
+});
+
+test("a remote tool serves an agent", async () => {
+  await tools.start(address);
+  try {
+    const result = await client.generate("forecaster", "weather in Paris?");
+    assert.equal(result.text, "done");
+    const toolResults = result.messages
+      .flatMap((message) => message.parts)
+      .flatMap((part) => (part.part.case === "toolResult" ? [part.part.value] : []));
+    assert.equal(toolResults.length, 1);
+    assert.equal(toolResults[0].isError, false);
+    const value = toolResults[0].result?.kind;
+    assert.equal(value?.case, "structValue");
+    assert.equal(value?.case === "structValue" ? value.value.fields.city?.kind.value : undefined, "Paris");
+  } finally {
+    await tools.stop();
+  }
 });

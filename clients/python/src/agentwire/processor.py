@@ -26,6 +26,13 @@ A stream guard can take the answer's chunks in windows instead of one call per t
         return replace(parts=[mask(chunk) for chunk in call.chunks])
 
 `observe=True` makes a hook fire-and-forget: the run never waits for it (audit, logging).
+
+The same connection serves tools that agents call (declared as `[tools.<name>] kind = "remote"`,
+`server` = this processor id):
+
+    @guard.tool("weather", "Weather by city", {"type": "object", "properties": {"city": {"type": "string"}}})
+    def weather(args):
+        return {"city": args["city"], "temp": 21}   # raise to report an error to the model
 """
 
 from __future__ import annotations
@@ -165,6 +172,8 @@ class Processor:
         self.max_concurrency = max_concurrency
         self.handlers: Dict[str, Handler] = {}
         self.options: Dict[str, processor_pb2.HookOptions] = {}
+        self.tools: Dict[str, Callable[[Dict[str, Any]], Any]] = {}
+        self.tool_specs: Dict[str, processor_pb2.ToolSpec] = {}
         self._stopping = threading.Event()
         self._connected = threading.Event()
         self._thread: Optional[threading.Thread] = None
@@ -193,6 +202,31 @@ class Processor:
 
         return register
 
+    def tool(self, name: str, description: str = "", parameters: Optional[Dict[str, Any]] = None) -> Callable:
+        """Decorator: executes tool `name` with the function, which gets the (schema-checked)
+        arguments as a dict and returns a JSON-able result; an exception becomes a tool error the
+        model sees."""
+
+        def register(function: Callable[[Dict[str, Any]], Any]) -> Callable[[Dict[str, Any]], Any]:
+            spec = processor_pb2.ToolSpec(name=name, description=description or (function.__doc__ or "").strip())
+            json_format.ParseDict(parameters or {"type": "object"}, spec.parameters)
+            self.tools[name] = function
+            self.tool_specs[name] = spec
+            return function
+
+        return register
+
+    def _run_tool(self, raw: processor_pb2.ToolInvocation) -> processor_pb2.ToolOutput:
+        output = processor_pb2.ToolOutput(call_id=raw.call_id)
+        try:
+            args = json_format.MessageToDict(raw.args) if raw.HasField("args") else {}
+            result = self.tools[raw.tool_name](args)
+            json_format.ParseDict(result, output.result)
+        except Exception as error:  # the model sees the error; the session goes on
+            log.exception("tool %s failed", raw.tool_name)
+            output.error = f"{type(error).__name__}: {error}"
+        return output
+
     def _answer(self, raw: processor_pb2.HookCall) -> processor_pb2.HookResult:
         call = Call(raw)
         before = dict(call.state)
@@ -218,6 +252,7 @@ class Processor:
             hooks=[HOOKS[hook] for hook in self.handlers],
             max_concurrency=self.max_concurrency,
             hook_options=list(self.options.values()),
+            tools=list(self.tool_specs.values()),
         )
         outgoing.put(processor_pb2.ProcessorMessage(hello=hello))
 
@@ -242,6 +277,9 @@ class Processor:
                     elif kind == "call":
                         future = workers.submit(self._answer, message.call)
                         future.add_done_callback(lambda done: outgoing.put(processor_pb2.ProcessorMessage(result=done.result())))
+                    elif kind == "tool_call":
+                        future = workers.submit(self._run_tool, message.tool_call)
+                        future.add_done_callback(lambda done: outgoing.put(processor_pb2.ProcessorMessage(tool_result=done.result())))
                     elif kind == "ping":
                         outgoing.put(processor_pb2.ProcessorMessage(pong=processor_pb2.Pong(nonce=message.ping.nonce)))
                     elif kind == "drain":
@@ -254,8 +292,8 @@ class Processor:
     def run(self, address: str = "127.0.0.1:50051") -> None:
         """Serves until `stop`, reconnecting with backoff. Refusals (unknown id, bad version) are
         not retried: they raise."""
-        if not self.handlers:
-            raise ValueError("register at least one hook with @processor.on(...)")
+        if not self.handlers and not self.tools:
+            raise ValueError("register at least one hook with @processor.on(...) or a tool with @processor.tool(...)")
         backoff = 0.1
         while not self._stopping.is_set():
             try:
