@@ -8,9 +8,10 @@ use std::sync::{Arc, Mutex};
 
 use agentwire::memory::embedder::Lexical;
 use agentwire::server::pb;
+use common::fake_provider::read_request;
 use common::{TestServer, error, inspected, request};
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::net::TcpListener;
 
 /// What the fake endpoint saw: one entry per request.
@@ -29,27 +30,8 @@ async fn fake_endpoint(failing: bool) -> (String, Seen) {
             tokio::spawn(async move {
                 let mut reader = BufReader::new(socket);
                 loop {
-                    let mut request_line = String::new();
-                    if reader.read_line(&mut request_line).await.unwrap_or(0) == 0 {
-                        return;
-                    }
-                    let mut content_length = 0;
-                    loop {
-                        let mut header = String::new();
-                        reader.read_line(&mut header).await.unwrap();
-                        if header == "\r\n" {
-                            break;
-                        }
-                        if let Some((name, value)) = header.split_once(':')
-                            && name.eq_ignore_ascii_case("content-length")
-                        {
-                            content_length = value.trim().parse().unwrap();
-                        }
-                    }
-                    let mut body = vec![0; content_length];
-                    reader.read_exact(&mut body).await.unwrap();
-                    let body: Value = serde_json::from_slice(&body).unwrap();
-                    let path = request_line.split_whitespace().nth(1).unwrap_or_default().to_owned();
+                    let Some(request) = read_request(&mut reader).await else { return };
+                    let (path, body) = (request.path, request.body);
                     recorded.0.lock().unwrap().push(json!({ "path": path, "body": body }));
                     let (status, answer) = if failing {
                         ("500 Internal Server Error", json!({ "error": { "message": "model overloaded" } }))

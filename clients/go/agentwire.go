@@ -30,6 +30,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -46,6 +47,14 @@ import (
 
 // ProtocolVersion is the remote-processor protocol version this package speaks.
 const ProtocolVersion = 1
+
+// Address is the server to use: AGENTWIRE_ADDRESS, or 127.0.0.1:50051.
+func Address() string {
+	if address := os.Getenv("AGENTWIRE_ADDRESS"); address != "" {
+		return address
+	}
+	return "127.0.0.1:50051"
+}
 
 // Client is a connection to an agentwire server.
 type Client struct {

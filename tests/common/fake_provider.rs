@@ -84,30 +84,8 @@ impl FakeProvider {
 
     async fn answer(&self, socket: tokio::net::TcpStream) {
         let mut reader = BufReader::new(socket);
-        let mut request_line = String::new();
-        if reader.read_line(&mut request_line).await.unwrap_or(0) == 0 {
-            return;
-        }
-        let mut headers = Vec::new();
-        let mut content_length = 0;
-        loop {
-            let mut header = String::new();
-            reader.read_line(&mut header).await.unwrap();
-            if header == "\r\n" {
-                break;
-            }
-            if let Some((name, value)) = header.split_once(':') {
-                if name.eq_ignore_ascii_case("content-length") {
-                    content_length = value.trim().parse().unwrap();
-                }
-                headers.push((name.trim().to_owned(), value.trim().to_owned()));
-            }
-        }
-        let mut body = vec![0; content_length];
-        reader.read_exact(&mut body).await.unwrap();
-        let path = request_line.split_whitespace().nth(1).unwrap_or_default().to_owned();
-        let body = serde_json::from_slice(&body).unwrap_or(Value::Null);
-        self.seen.lock().unwrap().push(Seen { path, headers, body });
+        let Some(seen) = read_request(&mut reader).await else { return };
+        self.seen.lock().unwrap().push(seen);
         let reply = {
             let mut replies = self.replies.lock().unwrap();
             if replies.len() > 1 { replies.pop_front() } else { replies.front().cloned() }
@@ -145,6 +123,33 @@ impl FakeProvider {
         }
         let _ = reader.get_mut().shutdown().await;
     }
+}
+
+/// Reads one HTTP/1.1 request with a JSON body; `None` when the connection closed instead.
+pub async fn read_request(reader: &mut BufReader<tokio::net::TcpStream>) -> Option<Seen> {
+    let mut request_line = String::new();
+    if reader.read_line(&mut request_line).await.unwrap_or(0) == 0 {
+        return None;
+    }
+    let mut headers = Vec::new();
+    let mut content_length = 0;
+    loop {
+        let mut header = String::new();
+        reader.read_line(&mut header).await.unwrap();
+        if header == "\r\n" {
+            break;
+        }
+        if let Some((name, value)) = header.split_once(':') {
+            if name.eq_ignore_ascii_case("content-length") {
+                content_length = value.trim().parse().unwrap();
+            }
+            headers.push((name.trim().to_owned(), value.trim().to_owned()));
+        }
+    }
+    let mut body = vec![0; content_length];
+    reader.read_exact(&mut body).await.unwrap();
+    let path = request_line.split_whitespace().nth(1).unwrap_or_default().to_owned();
+    Some(Seen { path, headers, body: serde_json::from_slice(&body).unwrap_or(Value::Null) })
 }
 
 /// JSON payloads as SSE data.

@@ -34,11 +34,7 @@ func main() {
 			}
 			return agentwire.ReplaceParts(call.GetChunks()...)
 		})
-	address := os.Getenv("AGENTWIRE_ADDRESS")
-	if address == "" {
-		address = "127.0.0.1:50051"
-	}
-	if err := redactor.Run(ctx, address); err != nil {
+	if err := redactor.Run(ctx, agentwire.Address()); err != nil {
 		log.Fatal(err)
 	}
 }

@@ -24,11 +24,7 @@ func main() {
 		func(ctx context.Context, args map[string]any) (any, error) {
 			return map[string]any{"city": args["city"], "temp": 21, "sky": "clear"}, nil
 		})
-	address := os.Getenv("AGENTWIRE_ADDRESS")
-	if address == "" {
-		address = "127.0.0.1:50051"
-	}
-	if err := tools.Run(ctx, address); err != nil {
+	if err := tools.Run(ctx, agentwire.Address()); err != nil {
 		log.Fatal(err)
 	}
 }

@@ -24,14 +24,7 @@ func main() {
 			}
 			return agentwire.Continue()
 		})
-	if err := guard.Run(ctx, address()); err != nil {
+	if err := guard.Run(ctx, agentwire.Address()); err != nil {
 		log.Fatal(err)
 	}
-}
-
-func address() string {
-	if address := os.Getenv("AGENTWIRE_ADDRESS"); address != "" {
-		return address
-	}
-	return "127.0.0.1:50051"
 }
