@@ -176,6 +176,17 @@ pub struct OutputWindowArgs<'a> {
     pub message_list: &'a MessageList,
 }
 
+/// The end of a step's stream, for a stream processor that holds text back.
+#[derive(Debug)]
+pub struct OutputStreamEndArgs<'a> {
+    /// Hook context.
+    pub ctx: HookContext<'a>,
+    /// Every chunk this processor has seen in this run.
+    pub stream_parts: &'a [Chunk],
+    /// The live list, read-only.
+    pub message_list: &'a MessageList,
+}
+
 /// `processOutputStep`: after a model step, before its tools run.
 #[derive(Debug)]
 pub struct OutputStepArgs<'a> {

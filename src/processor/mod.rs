@@ -17,8 +17,8 @@ use std::fmt;
 
 pub use self::args::{
     ApiErrorArgs, ApiErrorOutcome, InputArgs, InputOutcome, InputStepArgs, LlmRequestArgs, LlmRequestOutcome,
-    LlmResponseArgs, OutputResultArgs, OutputStepArgs, OutputStreamArgs, OutputSummary, OutputWindowArgs,
-    StepOverrides, ToolResultArgs, ToolResultOutcome,
+    LlmResponseArgs, OutputResultArgs, OutputStepArgs, OutputStreamArgs, OutputStreamEndArgs, OutputSummary,
+    OutputWindowArgs, StepOverrides, ToolResultArgs, ToolResultOutcome,
 };
 pub use self::context::{Abort, HookContext, HookError, HookResult, RunInfo, SkippedProcessor};
 pub use self::hook::{Hook, HookSet};
@@ -96,6 +96,12 @@ pub trait Processor: Send + Sync {
             kept.extend(self.process_output_stream(single).await?);
         }
         Ok(kept)
+    }
+
+    /// The model's stream of a step ended: return the chunks this processor still holds back (a
+    /// redactor waiting to see whether a match continues), to go out before the step ends.
+    async fn process_output_stream_end(&self, _args: OutputStreamEndArgs<'_>) -> HookResult<Vec<Chunk>> {
+        Ok(Vec::new())
     }
 
     /// After each model step, before tools. `Some(messages)` replaces all messages.

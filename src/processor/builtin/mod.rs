@@ -6,10 +6,16 @@
 //! | `lowercase` | processInput | lowercases the input's text |
 //! | `word-counter` | processOutputStream, processOutputResult | counts streamed words, emits `data-word-count` |
 //! | `quality-guardrail` | processOutputStep | retries answers shorter than `min_chars` |
+//! | `pii-detector` | processInput, processOutputStream | finds personal data and secrets; blocks, warns or redacts |
+//! | `regex-filter` | processInput, processOutputStream | the user's patterns; blocks, warns or redacts |
 
 mod content_filter;
 mod lowercase;
+mod pii;
 mod quality_guardrail;
+mod regex_filter;
+mod scan;
+mod scanning;
 mod word_counter;
 
 pub use self::content_filter::ContentFilter;
@@ -24,4 +30,6 @@ pub(crate) fn register(registry: &mut ProcessorRegistry) {
     registry.register_fn(lowercase::KIND, Lowercase::from_options);
     registry.register_fn(word_counter::KIND, WordCounter::from_options);
     registry.register_fn(quality_guardrail::KIND, QualityGuardrail::from_options);
+    registry.register_fn(pii::KIND, pii::from_options);
+    registry.register_fn(regex_filter::KIND, regex_filter::from_options);
 }

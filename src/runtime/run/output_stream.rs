@@ -12,7 +12,9 @@ use std::sync::Arc;
 use tokio::time::Instant;
 
 use super::{MAX_DATA_CHUNKS_PER_EMIT, Run, RunStop, StepAnswer, guarded, stop};
-use crate::processor::{Hook, OutputStreamArgs, OutputWindowArgs, Processor, StreamWindow};
+use crate::processor::{
+    Hook, OutputStreamArgs, OutputStreamEndArgs, OutputWindowArgs, Processor, StreamWindow,
+};
 use crate::runtime::chunk::{Chunk, DataChunk, ErrorSource, RunFailure};
 use crate::runtime::message::Part;
 
@@ -84,11 +86,30 @@ impl Run {
         self.flush_emitted(true, Closing::WhenFull).await
     }
 
-    /// The model's stream of a step ended: closes every window, so the step's answer is whole.
+    /// The model's stream of a step ended: each stream processor, in order, closes its window
+    /// and releases what it held back, so the step's answer is whole.
     pub(super) async fn close_windows(&mut self, answer: &mut StepAnswer) -> Result<(), RunStop> {
-        let out = self.stream_from(0, Vec::new(), Closing::All).await?;
-        self.deliver_answer(out, answer).await?;
+        let chains = Arc::clone(&self.chains);
+        for (stage, processor) in chains.of(Hook::ProcessOutputStream).iter().enumerate() {
+            let mut released = self.close_window(stage, processor.as_ref()).await?;
+            released.extend(self.stream_end(processor.as_ref()).await?);
+            let out = self.stream_from(stage + 1, released, Closing::WhenFull).await?;
+            self.deliver_answer(out, answer).await?;
+        }
         self.flush_emitted(true, Closing::All).await
+    }
+
+    /// What one processor still holds at the end of a step's stream.
+    async fn stream_end(&mut self, processor: &dyn Processor) -> Result<Vec<Chunk>, RunStop> {
+        self.seen_by(processor.id());
+        let args = OutputStreamEndArgs {
+            ctx: self.processors.context(&self.info, processor.id()),
+            stream_parts: self.stream_parts.get(processor.id()).expect("seen_by inserted it"),
+            message_list: &self.list,
+        };
+        guarded(processor.process_output_stream_end(args))
+            .await
+            .map_err(|error| stop(processor, Hook::ProcessOutputStream, error))
     }
 
     /// Closes the windows whose delay has run out, in chain order.

@@ -1,0 +1,244 @@
+//! `pii-detector`: finds personal data and secrets — email addresses, phone numbers, credit cards
+//! (Luhn-checked), IBANs (checksum-checked), US social security numbers, IP addresses, API keys
+//! and private keys — in the input and in the streamed answer; blocks, warns or redacts.
+
+use std::sync::{Arc, LazyLock};
+
+use regex::Regex;
+use serde::Deserialize;
+
+use super::scan::{Finding, Redaction, Scanner, Strategy};
+use super::scanning::Scanning;
+use crate::processor::{Processor, parse_options};
+
+pub(super) const KIND: &str = "pii-detector";
+
+/// The longest text a detector matches; no more than this is ever held back.
+const MAX_MATCH: usize = 256;
+
+/// One kind of personal data.
+struct Detector {
+    kind: &'static str,
+    pattern: Regex,
+    /// Where a match could begin at the end of a text, anchored with `$`.
+    tail: Regex,
+    check: fn(&str) -> bool,
+}
+
+fn detector(kind: &'static str, pattern: &str, tail: &str, check: fn(&str) -> bool) -> Detector {
+    Detector {
+        kind,
+        pattern: Regex::new(pattern).expect("valid pattern"),
+        tail: Regex::new(&format!("(?:{tail})$")).expect("valid tail"),
+        check,
+    }
+}
+
+fn any(_: &str) -> bool {
+    true
+}
+
+static DETECTORS: LazyLock<Vec<Detector>> = LazyLock::new(|| {
+    let digits = r"\+?[0-9][0-9 ().\-]*";
+    vec![
+        detector(
+            "email",
+            r"[A-Za-z0-9._%+\-]+@[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)*\.[A-Za-z]{2,}",
+            r"[A-Za-z0-9._%+\-@]+",
+            any,
+        ),
+        detector("private-key", r"-----BEGIN [A-Z ]*PRIVATE KEY-----", r"-[-A-Z ]*", any),
+        detector(
+            "api-key",
+            r"\b(?:sk-[A-Za-z0-9_\-]{20,}|sk_live_[A-Za-z0-9]{16,}|gh[pousr]_[A-Za-z0-9]{36}|AKIA[0-9A-Z]{16}|xox[abpr]-[A-Za-z0-9\-]{10,}|AIza[0-9A-Za-z_\-]{35})",
+            r"[A-Za-z0-9_\-]+",
+            any,
+        ),
+        detector(
+            "iban",
+            r"\b[A-Z]{2}[0-9]{2}(?: ?[A-Z0-9]){11,30}\b",
+            r"[A-Z]{1,2}|[A-Z]{2}[0-9]{1,2}|[A-Z]{2}[0-9]{2}(?: ?[A-Z0-9]){0,30} ?",
+            iban_valid,
+        ),
+        detector("credit-card", r"\b(?:[0-9][ \-]?){12,18}[0-9]\b", digits, luhn_valid),
+        detector("ssn", r"\b[0-9]{3}-[0-9]{2}-[0-9]{4}\b", digits, any),
+        detector(
+            "ipv4",
+            r"\b(?:(?:25[0-5]|2[0-4][0-9]|1?[0-9]?[0-9])\.){3}(?:25[0-5]|2[0-4][0-9]|1?[0-9]?[0-9])\b",
+            r"[0-9.]+",
+            any,
+        ),
+        detector("ipv6", r"\b[0-9A-Fa-f]{0,4}(?::[0-9A-Fa-f]{0,4}){2,7}\b", r"[0-9A-Fa-f:]+", ipv6_valid),
+        detector(
+            "phone",
+            r"(?:\+[0-9]{1,3}[ .\-]?)?(?:\([0-9]{1,4}\)[ .\-]?)?[0-9]{2,4}(?:[ .\-]?[0-9]{2,4}){1,4}",
+            digits,
+            phone_valid,
+        ),
+    ]
+});
+
+/// Every detector's kind, in the order they are tried.
+fn kinds() -> Vec<&'static str> {
+    DETECTORS.iter().map(|detector| detector.kind).collect()
+}
+
+fn luhn_valid(candidate: &str) -> bool {
+    let digits: Vec<u32> = candidate.chars().filter_map(|c| c.to_digit(10)).collect();
+    if !(13..=19).contains(&digits.len()) {
+        return false;
+    }
+    let sum: u32 = digits
+        .iter()
+        .rev()
+        .enumerate()
+        .map(
+            |(index, digit)| {
+                if index % 2 == 1 { (digit * 2) % 9 + u32::from(*digit == 9) * 9 } else { *digit }
+            },
+        )
+        .sum();
+    sum.is_multiple_of(10)
+}
+
+fn iban_valid(candidate: &str) -> bool {
+    let compact: String = candidate.chars().filter(|c| !c.is_whitespace()).collect();
+    if !(15..=34).contains(&compact.len()) {
+        return false;
+    }
+    let rotated = format!("{}{}", &compact[4..], &compact[..4]);
+    let mut remainder = 0u32;
+    for c in rotated.chars() {
+        let value = match c.to_digit(36) {
+            Some(value) => value,
+            None => return false,
+        };
+        for digit in value.to_string().chars() {
+            remainder = (remainder * 10 + digit.to_digit(10).unwrap_or(0)) % 97;
+        }
+    }
+    remainder == 1
+}
+
+fn ipv6_valid(candidate: &str) -> bool {
+    candidate.matches(':').count() >= 2 && candidate.parse::<std::net::Ipv6Addr>().is_ok()
+}
+
+fn phone_valid(candidate: &str) -> bool {
+    let digits = candidate.chars().filter(char::is_ascii_digit).count();
+    (7..=15).contains(&digits)
+}
+
+/// The enabled detectors.
+pub(super) struct PiiScanner {
+    enabled: Vec<&'static Detector>,
+}
+
+impl Scanner for PiiScanner {
+    fn findings(&self, text: &str) -> Vec<Finding> {
+        let mut findings: Vec<Finding> = Vec::new();
+        for detector in &self.enabled {
+            for found in detector.pattern.find_iter(text) {
+                let overlaps =
+                    findings.iter().any(|taken| found.start() < taken.end && taken.start < found.end());
+                if !overlaps && (detector.check)(found.as_str()) {
+                    findings.push(Finding {
+                        start: found.start(),
+                        end: found.end(),
+                        kind: detector.kind.to_owned(),
+                    });
+                }
+            }
+        }
+        findings.sort_by_key(|finding| finding.start);
+        findings
+    }
+
+    fn open_tail(&self, text: &str) -> usize {
+        let longest = self
+            .enabled
+            .iter()
+            .filter_map(|detector| detector.tail.find(text))
+            .map(|tail| tail.len())
+            .max()
+            .unwrap_or(0);
+        let mut open = longest.min(MAX_MATCH).min(text.len());
+        while !text.is_char_boundary(text.len() - open) {
+            open -= 1;
+        }
+        open
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Options {
+    #[serde(default)]
+    detectors: Option<Vec<String>>,
+    #[serde(default)]
+    strategy: Strategy,
+    #[serde(default)]
+    redaction: Redaction,
+}
+
+/// Builds a `pii-detector` from its options.
+pub(super) fn from_options(id: &str, options: toml::Table) -> Result<Arc<dyn Processor>, String> {
+    let options: Options = parse_options(options)?;
+    let enabled = match options.detectors {
+        None => DETECTORS.iter().collect(),
+        Some(names) => {
+            let mut enabled = Vec::new();
+            for (index, name) in names.iter().enumerate() {
+                let Some(detector) = DETECTORS.iter().find(|detector| detector.kind == name) else {
+                    return Err(format!(
+                        "`detectors[{index}]`: unknown detector `{name}` (one of {})",
+                        kinds().join(", ")
+                    ));
+                };
+                enabled.push(detector);
+            }
+            enabled
+        }
+    };
+    Ok(Arc::new(Scanning {
+        id: id.to_owned(),
+        report: "pii",
+        scanner: PiiScanner { enabled },
+        strategy: options.strategy,
+        redaction: options.redaction,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scanner() -> PiiScanner {
+        PiiScanner { enabled: DETECTORS.iter().collect() }
+    }
+
+    fn found(text: &str) -> Vec<String> {
+        scanner().findings(text).into_iter().map(|finding| finding.kind).collect()
+    }
+
+    #[test]
+    fn each_detector_finds_its_kind_and_checks_it() {
+        assert_eq!(found("mail ada@example.com now"), ["email"]);
+        assert_eq!(found("card 4111 1111 1111 1111."), ["credit-card"]);
+        assert!(found("card 4111 1111 1111 1112.").iter().all(|kind| kind != "credit-card"), "Luhn");
+        assert_eq!(found("iban DE89 3704 0044 0532 0130 00 ok"), ["iban"]);
+        assert_eq!(found("ssn 078-05-1120"), ["ssn"]);
+        assert_eq!(found("from 192.168.1.20 and 2001:db8::8a2e:370:7334"), ["ipv4", "ipv6"]);
+        assert_eq!(found("key sk-abcdefghijklmnopqrstuvwx1234"), ["api-key"]);
+        assert_eq!(found("call +1 415 555 0132 today"), ["phone"]);
+        assert!(found("in 2024 we had 300 users").is_empty());
+    }
+
+    #[test]
+    fn the_open_tail_is_what_could_still_match() {
+        let scanner = scanner();
+        assert_eq!(scanner.open_tail("write to ada"), 3);
+        assert_eq!(scanner.open_tail("card 4111 1111"), 9);
+        assert_eq!(scanner.open_tail("done. "), 0);
+    }
+}

@@ -1,0 +1,133 @@
+//! What the scanning processors (`pii-detector`, `regex-filter`) share: findings in a text, what
+//! to do about them (block, warn, redact by mask, hash or placeholder), and redaction of a
+//! stream that holds back only the tail that could still grow into a match.
+
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+use sha2::{Digest, Sha256};
+
+/// One match in a text, by byte range.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Finding {
+    pub(super) start: usize,
+    pub(super) end: usize,
+    /// What was found (`email`, `credit-card`, a pattern's name).
+    pub(super) kind: String,
+}
+
+/// Finds matches, and says how much of a text's end might still become one.
+pub(super) trait Scanner: Send + Sync {
+    /// Every match, in order, not overlapping.
+    fn findings(&self, text: &str) -> Vec<Finding>;
+
+    /// How many bytes at the end of `text` could be the start of a match that later text
+    /// completes (a char boundary).
+    fn open_tail(&self, text: &str) -> usize;
+}
+
+/// What to do with a finding.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub(super) enum Strategy {
+    /// Abort the run (a tripwire naming what was found, never the text itself).
+    Block,
+    /// Let it through and report it (a transient `data-*` chunk).
+    Warn,
+    /// Replace it.
+    #[default]
+    Redact,
+}
+
+/// How a redacted finding reads.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub(super) enum Redaction {
+    /// `[EMAIL]`.
+    #[default]
+    Placeholder,
+    /// One `*` per character.
+    Mask,
+    /// `[EMAIL:3f2a9c1b]`: the same value always reads the same, without revealing it.
+    Hash,
+}
+
+impl Redaction {
+    fn apply(self, kind: &str, value: &str) -> String {
+        match self {
+            Redaction::Placeholder => format!("[{}]", kind.to_uppercase()),
+            Redaction::Mask => "*".repeat(value.chars().count()),
+            Redaction::Hash => {
+                let digest = Sha256::digest(value.as_bytes());
+                let short: String = digest.iter().take(4).map(|byte| format!("{byte:02x}")).collect();
+                format!("[{}:{short}]", kind.to_uppercase())
+            }
+        }
+    }
+}
+
+/// `text` with its findings redacted.
+pub(super) fn redact(text: &str, findings: &[Finding], redaction: Redaction) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut at = 0;
+    for finding in findings {
+        out.push_str(&text[at..finding.start]);
+        out.push_str(&redaction.apply(&finding.kind, &text[finding.start..finding.end]));
+        at = finding.end;
+    }
+    out.push_str(&text[at..]);
+    out
+}
+
+/// The kinds found, once each, in order.
+pub(super) fn kinds(findings: &[Finding]) -> Vec<String> {
+    let mut kinds: Vec<String> = Vec::new();
+    for finding in findings {
+        if !kinds.contains(&finding.kind) {
+            kinds.push(finding.kind.clone());
+        }
+    }
+    kinds
+}
+
+/// A stream's text as it passes: what may go out now, and what waits for more.
+pub(super) struct Passage {
+    /// Text that is final (findings in it are complete).
+    pub(super) settled: String,
+    /// Its findings.
+    pub(super) findings: Vec<Finding>,
+}
+
+/// Takes a text delta of stream `id`, with the text held back before it (kept in the run's
+/// `state` under `held`); returns what is settled and keeps the rest held.
+pub(super) fn pass(scanner: &dyn Scanner, state: &mut Map<String, Value>, id: &str, delta: &str) -> Passage {
+    let held = state.get("held").and_then(|held| held.get(id)).and_then(Value::as_str).unwrap_or_default();
+    let pending = format!("{held}{delta}");
+    let findings = scanner.findings(&pending);
+    let mut cut = pending.len() - scanner.open_tail(&pending);
+    // A match reaching into the open tail may still grow: hold it whole.
+    if let Some(open) = findings.iter().find(|finding| finding.end > cut) {
+        cut = cut.min(open.start);
+    }
+    let settled_findings: Vec<Finding> = findings.into_iter().filter(|finding| finding.end <= cut).collect();
+    let rest = pending[cut..].to_owned();
+    let held = state.entry("held").or_insert_with(|| json!({}));
+    if let Value::Object(held) = held {
+        if rest.is_empty() {
+            held.remove(id);
+        } else {
+            held.insert(id.to_owned(), Value::String(rest));
+        }
+    }
+    Passage { settled: pending[..cut].to_owned(), findings: settled_findings }
+}
+
+/// Everything still held, by stream id; the state forgets it.
+pub(super) fn release(state: &mut Map<String, Value>) -> Vec<(String, String)> {
+    match state.remove("held") {
+        Some(Value::Object(held)) => held
+            .into_iter()
+            .filter_map(|(id, text)| text.as_str().map(|text| (id, text.to_owned())))
+            .collect(),
+        _ => Vec::new(),
+    }
+}

@@ -1,0 +1,106 @@
+//! The processor behind `pii-detector` and `regex-filter`: a [`Scanner`] applied to the input
+//! (processInput) and to the answer as it streams (processOutputStream, holding back only the
+//! tail that could still grow into a match), with a strategy — block, warn or redact.
+
+use serde_json::json;
+
+use super::scan::{Redaction, Scanner, Strategy, kinds, pass, redact, release};
+use crate::processor::{
+    Abort, Hook, HookContext, HookResult, HookSet, InputArgs, InputOutcome, OutputStreamArgs,
+    OutputStreamEndArgs, Processor,
+};
+use crate::runtime::{Chunk, DataChunk, Part};
+
+/// A scanning processor.
+pub(super) struct Scanning<S> {
+    pub(super) id: String,
+    /// Names the reports (`data-<report>`) and tripwires.
+    pub(super) report: &'static str,
+    pub(super) scanner: S,
+    pub(super) strategy: Strategy,
+    pub(super) redaction: Redaction,
+}
+
+impl<S: Scanner> Scanning<S> {
+    /// Applies the strategy to findings of `hook`: an abort for `block`, else a transient report.
+    fn act(&self, ctx: &mut HookContext<'_>, hook: Hook, found: Vec<String>) -> HookResult<()> {
+        if found.is_empty() {
+            return Ok(());
+        }
+        let details = json!({ "hook": hook.name(), "found": found, "strategy": self.strategy_name() });
+        if self.strategy == Strategy::Block {
+            let reason = format!("{} detected in {}: {}", self.report, hook.name(), found.join(", "));
+            return Err(Abort::new(reason).metadata(details).into());
+        }
+        ctx.emit(DataChunk::new(self.report, details).transient());
+        Ok(())
+    }
+
+    fn strategy_name(&self) -> &'static str {
+        match self.strategy {
+            Strategy::Block => "block",
+            Strategy::Warn => "warn",
+            Strategy::Redact => "redact",
+        }
+    }
+
+    /// A text as it goes out: redacted unless the strategy only warns.
+    fn rewrite(&self, text: &str, findings: &[super::scan::Finding]) -> String {
+        if self.strategy == Strategy::Redact {
+            redact(text, findings, self.redaction)
+        } else {
+            text.to_owned()
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl<S: Scanner + 'static> Processor for Scanning<S> {
+    fn id(&self) -> &str {
+        &self.id
+    }
+
+    fn hooks(&self) -> HookSet {
+        HookSet::of(&[Hook::ProcessInput, Hook::ProcessOutputStream])
+    }
+
+    async fn process_input(&self, mut args: InputArgs<'_>) -> HookResult<InputOutcome> {
+        let mut found = Vec::new();
+        let mut changed = false;
+        for message in &mut args.messages {
+            for part in &mut message.parts {
+                if let Part::Text { text } = part {
+                    let findings = self.scanner.findings(text);
+                    if !findings.is_empty() {
+                        found.extend(kinds(&findings));
+                        *text = self.rewrite(text, &findings);
+                        changed |= self.strategy == Strategy::Redact;
+                    }
+                }
+            }
+        }
+        found.dedup();
+        self.act(&mut args.ctx, Hook::ProcessInput, found)?;
+        Ok(if changed { InputOutcome::Messages(args.messages) } else { InputOutcome::Unchanged })
+    }
+
+    async fn process_output_stream(&self, mut args: OutputStreamArgs<'_>) -> HookResult<Option<Chunk>> {
+        let Chunk::TextDelta { id, text } = &args.part else { return Ok(Some(args.part)) };
+        let passage = pass(&self.scanner, args.ctx.state, id, text);
+        self.act(&mut args.ctx, Hook::ProcessOutputStream, kinds(&passage.findings))?;
+        if passage.settled.is_empty() {
+            return Ok(None); // all of it may still be part of a match: held
+        }
+        Ok(Some(Chunk::TextDelta { id: id.clone(), text: self.rewrite(&passage.settled, &passage.findings) }))
+    }
+
+    async fn process_output_stream_end(&self, mut args: OutputStreamEndArgs<'_>) -> HookResult<Vec<Chunk>> {
+        let mut out = Vec::new();
+        for (id, held) in release(args.ctx.state) {
+            let findings = self.scanner.findings(&held);
+            self.act(&mut args.ctx, Hook::ProcessOutputStream, kinds(&findings))?;
+            out.push(Chunk::TextDelta { id, text: self.rewrite(&held, &findings) });
+        }
+        Ok(out)
+    }
+}

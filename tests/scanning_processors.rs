@@ -1,0 +1,130 @@
+//! `pii-detector` and `regex-filter` through the server: redaction of the input and of the
+//! streamed answer (matches split across chunks included, nothing of them ever reaching the
+//! client), block and warn strategies, hashed redaction, and held text released at the end.
+
+mod common;
+
+use common::{TestServer, request, text, tripwire};
+
+const CONFIG: &str = r#"
+[processors.pii]
+kind = "pii-detector"
+
+[processors.pii-block]
+kind = "pii-detector"
+strategy = "block"
+detectors = ["credit-card", "iban"]
+
+[processors.pii-warn]
+kind = "pii-detector"
+strategy = "warn"
+
+[processors.pii-hash]
+kind = "pii-detector"
+redaction = "hash"
+
+[processors.orders]
+kind = "regex-filter"
+patterns = [{ name = "order", pattern = "order-[0-9]{4}" }]
+
+[[agents]]
+id = "echo-pii"
+model = "mock/echo"
+input_processors = ["pii"]
+
+[[agents]]
+id = "stream-pii"
+model = "mock/script"
+output_processors = ["pii"]
+script = [{ deltas = ["Write to ada", "@exam", "ple.com or call", " +1 415", " 555 0132", " today. Room 555"] }]
+
+[[agents]]
+id = "block"
+model = "mock/echo"
+input_processors = ["pii-block"]
+
+[[agents]]
+id = "warn"
+model = "mock/echo"
+input_processors = ["pii-warn"]
+
+[[agents]]
+id = "hash"
+model = "mock/echo"
+input_processors = ["pii-hash"]
+
+[[agents]]
+id = "orders"
+model = "mock/script"
+output_processors = ["orders"]
+script = [{ deltas = ["your ord", "er-12", "34 is here"] }]
+"#;
+
+fn deltas(chunks: &[agentwire::server::pb::Chunk]) -> Vec<String> {
+    chunks
+        .iter()
+        .filter_map(|chunk| match &chunk.payload {
+            Some(agentwire::server::pb::chunk::Payload::TextDelta(delta)) => Some(delta.text.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn input_is_redacted_and_reported() {
+    let server = TestServer::start(CONFIG).await;
+    let result = server.generate(request("echo-pii", "mail ada@example.com or 192.168.1.20")).await;
+    assert_eq!(result.text, "echo: mail [EMAIL] or [IPV4]");
+    let report = result.data.iter().find(|chunk| chunk.r#type == "data-pii").expect("a data-pii report");
+    let Some(agentwire::server::pb::chunk::Payload::Data(data)) = &report.payload else { panic!("data") };
+    assert_eq!(common::json(&data.data)["found"], serde_json::json!(["email", "ipv4"]));
+}
+
+#[tokio::test]
+async fn matches_split_across_chunks_never_reach_the_client() {
+    let server = TestServer::start(CONFIG).await;
+    let chunks = server.stream(request("stream-pii", "go")).await;
+    assert_eq!(text(&chunks), "Write to [EMAIL] or call [PHONE] today. Room 555");
+    for delta in deltas(&chunks) {
+        assert!(!delta.contains('@') && !delta.contains("415") && !delta.contains("exam"), "{delta:?} leaked");
+    }
+    // What the client saw is what is kept.
+    let result = server.generate(request("stream-pii", "go")).await;
+    assert_eq!(result.text, "Write to [EMAIL] or call [PHONE] today. Room 555");
+}
+
+#[tokio::test]
+async fn block_trips_without_repeating_the_data() {
+    let server = TestServer::start(CONFIG).await;
+    let chunks = server.stream(request("block", "pay with 4111 1111 1111 1111")).await;
+    let tripwire = tripwire(&chunks).expect("a tripwire");
+    assert!(tripwire.reason.contains("credit-card"), "{}", tripwire.reason);
+    assert!(!tripwire.reason.contains("4111"), "{}", tripwire.reason);
+    // Not a valid card (Luhn): passes.
+    assert_eq!(server.generate(request("block", "ref 4111 1111 1111 1112")).await.text, "echo: ref 4111 1111 1111 1112");
+}
+
+#[tokio::test]
+async fn warn_passes_text_and_reports() {
+    let server = TestServer::start(CONFIG).await;
+    let result = server.generate(request("warn", "ssn 078-05-1120")).await;
+    assert_eq!(result.text, "echo: ssn 078-05-1120");
+    assert!(result.data.iter().any(|chunk| chunk.r#type == "data-pii"));
+}
+
+#[tokio::test]
+async fn hashed_redaction_is_stable() {
+    let server = TestServer::start(CONFIG).await;
+    let result = server.generate(request("hash", "ada@example.com and ada@example.com")).await;
+    let tags: Vec<&str> = result.text.split(' ').filter(|word| word.starts_with("[EMAIL:")).collect();
+    assert_eq!(tags.len(), 2);
+    assert_eq!(tags[0], tags[1]);
+}
+
+#[tokio::test]
+async fn user_patterns_are_found_across_chunks() {
+    let server = TestServer::start(CONFIG).await;
+    let chunks = server.stream(request("orders", "go")).await;
+    assert_eq!(text(&chunks), "your [ORDER] is here");
+    assert!(deltas(&chunks).iter().all(|delta| !delta.contains("12")), "{:?}", deltas(&chunks));
+}
