@@ -86,7 +86,10 @@ async fn matches_split_across_chunks_never_reach_the_client() {
     let chunks = server.stream(request("stream-pii", "go")).await;
     assert_eq!(text(&chunks), "Write to [EMAIL] or call [PHONE] today. Room 555");
     for delta in deltas(&chunks) {
-        assert!(!delta.contains('@') && !delta.contains("415") && !delta.contains("exam"), "{delta:?} leaked");
+        assert!(
+            !delta.contains('@') && !delta.contains("415") && !delta.contains("exam"),
+            "{delta:?} leaked"
+        );
     }
     // What the client saw is what is kept.
     let result = server.generate(request("stream-pii", "go")).await;
@@ -101,7 +104,10 @@ async fn block_trips_without_repeating_the_data() {
     assert!(tripwire.reason.contains("credit-card"), "{}", tripwire.reason);
     assert!(!tripwire.reason.contains("4111"), "{}", tripwire.reason);
     // Not a valid card (Luhn): passes.
-    assert_eq!(server.generate(request("block", "ref 4111 1111 1111 1112")).await.text, "echo: ref 4111 1111 1111 1112");
+    assert_eq!(
+        server.generate(request("block", "ref 4111 1111 1111 1112")).await.text,
+        "echo: ref 4111 1111 1111 1112"
+    );
 }
 
 #[tokio::test]

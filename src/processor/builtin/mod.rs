@@ -8,7 +8,11 @@
 //! | `quality-guardrail` | processOutputStep | retries answers shorter than `min_chars` |
 //! | `pii-detector` | processInput, processOutputStream | finds personal data and secrets; blocks, warns or redacts |
 //! | `regex-filter` | processInput, processOutputStream | the user's patterns; blocks, warns or redacts |
+//! | `unicode-normalizer` | processInput | NFKC, strips control and zero-width characters, collapses whitespace |
+//! | `tool-call-filter` | processLLMRequest | hides recalled (named) tool calls and results from the prompt |
+//! | `batch-parts` | processOutputStream | coalesces text deltas by count or time |
 
+mod batch_parts;
 mod content_filter;
 mod lowercase;
 mod pii;
@@ -16,6 +20,8 @@ mod quality_guardrail;
 mod regex_filter;
 mod scan;
 mod scanning;
+mod tool_call_filter;
+mod unicode_normalizer;
 mod word_counter;
 
 pub use self::content_filter::ContentFilter;
@@ -32,4 +38,7 @@ pub(crate) fn register(registry: &mut ProcessorRegistry) {
     registry.register_fn(quality_guardrail::KIND, QualityGuardrail::from_options);
     registry.register_fn(pii::KIND, pii::from_options);
     registry.register_fn(regex_filter::KIND, regex_filter::from_options);
+    registry.register_fn(unicode_normalizer::KIND, unicode_normalizer::UnicodeNormalizer::from_options);
+    registry.register_fn(tool_call_filter::KIND, tool_call_filter::ToolCallFilter::from_options);
+    registry.register_fn(batch_parts::KIND, batch_parts::BatchParts::from_options);
 }
