@@ -4,7 +4,7 @@
 
 use std::sync::{Arc, LazyLock};
 
-use regex::Regex;
+use regex::{Regex, RegexSet};
 use serde::Deserialize;
 
 use super::scan::{Finding, Redaction, Scanner, Strategy};
@@ -19,19 +19,20 @@ const MAX_MATCH: usize = 256;
 /// One kind of personal data.
 struct Detector {
     kind: &'static str,
+    source: &'static str,
     pattern: Regex,
-    /// Where a match could begin at the end of a text, anchored with `$`.
-    tail: Regex,
+    /// Where a match could begin at the end of a text.
+    tail: &'static str,
     check: fn(&str) -> bool,
 }
 
-fn detector(kind: &'static str, pattern: &str, tail: &str, check: fn(&str) -> bool) -> Detector {
-    Detector {
-        kind,
-        pattern: Regex::new(pattern).expect("valid pattern"),
-        tail: Regex::new(&format!("(?:{tail})$")).expect("valid tail"),
-        check,
-    }
+fn detector(
+    kind: &'static str,
+    source: &'static str,
+    tail: &'static str,
+    check: fn(&str) -> bool,
+) -> Detector {
+    Detector { kind, source, pattern: Regex::new(source).expect("valid pattern"), tail, check }
 }
 
 fn any(_: &str) -> bool {
@@ -129,14 +130,30 @@ fn phone_valid(candidate: &str) -> bool {
     (7..=15).contains(&digits)
 }
 
-/// The enabled detectors.
+/// The enabled detectors, with one automaton for all their patterns (most text matches none of
+/// them: one pass says so) and one for all their tails.
 pub(super) struct PiiScanner {
     enabled: Vec<&'static Detector>,
+    any: RegexSet,
+    tails: Regex,
+}
+
+impl PiiScanner {
+    fn new(enabled: Vec<&'static Detector>) -> PiiScanner {
+        let any = RegexSet::new(enabled.iter().map(|detector| detector.source)).expect("valid patterns");
+        // The leftmost start from which some tail reaches the end is the longest open tail.
+        let tails: Vec<String> = enabled.iter().map(|detector| format!("(?:{})", detector.tail)).collect();
+        let tails = Regex::new(&format!("(?:{})$", tails.join("|"))).expect("valid tails");
+        PiiScanner { enabled, any, tails }
+    }
 }
 
 impl Scanner for PiiScanner {
     fn findings(&self, text: &str) -> Vec<Finding> {
         let mut findings: Vec<Finding> = Vec::new();
+        if !self.any.is_match(text) {
+            return findings;
+        }
         for detector in &self.enabled {
             for found in detector.pattern.find_iter(text) {
                 let overlaps =
@@ -155,13 +172,7 @@ impl Scanner for PiiScanner {
     }
 
     fn open_tail(&self, text: &str) -> usize {
-        let longest = self
-            .enabled
-            .iter()
-            .filter_map(|detector| detector.tail.find(text))
-            .map(|tail| tail.len())
-            .max()
-            .unwrap_or(0);
+        let longest = self.tails.find(text).map_or(0, |tail| tail.len());
         let mut open = longest.min(MAX_MATCH).min(text.len());
         while !text.is_char_boundary(text.len() - open) {
             open -= 1;
@@ -203,7 +214,7 @@ pub(super) fn from_options(id: &str, options: toml::Table) -> Result<Arc<dyn Pro
     Ok(Arc::new(Scanning {
         id: id.to_owned(),
         report: "pii",
-        scanner: PiiScanner { enabled },
+        scanner: PiiScanner::new(enabled),
         strategy: options.strategy,
         redaction: options.redaction,
     }))
@@ -214,7 +225,7 @@ mod tests {
     use super::*;
 
     fn scanner() -> PiiScanner {
-        PiiScanner { enabled: DETECTORS.iter().collect() }
+        PiiScanner::new(DETECTORS.iter().collect())
     }
 
     fn found(text: &str) -> Vec<String> {

@@ -1,0 +1,61 @@
+//! Stream processors on the hot path: the cost of `processOutputStream` per text delta that
+//! matches nothing, for each built-in stream processor, called in-process as the run loop calls
+//! it (hook context, state, the chunks seen so far). `cargo bench --bench processors` (add
+//! `-- --quick` for a smoke run; `cargo test` runs the smoke run).
+
+use std::time::{Duration, Instant};
+
+use agentwire::processor::{HookContext, OutputStreamArgs, ProcessorRegistry, RunInfo};
+use agentwire::runtime::{Chunk, MessageList};
+use serde_json::Map;
+
+const WORDS: &[&str] =
+    &[" the", " quick", " brown", " fox", " jumps", " over", " a", " lazy", " dog", " today."];
+
+fn median(samples: &mut [Duration]) -> Duration {
+    samples.sort();
+    samples[samples.len() / 2]
+}
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let quick = args.iter().any(|arg| arg == "--quick") || !args.iter().any(|arg| arg == "--bench");
+    let (rounds, per_round) = if quick { (3, 200) } else { (31, 20_000) };
+    let registry = ProcessorRegistry::with_builtins();
+    let table = |source: &str| -> toml::Table { source.parse().expect("valid options") };
+    let processors = [
+        ("content-filter", table("blocked_words = [\"secret\", \"password\"]")),
+        ("word-counter", toml::Table::new()),
+        ("pii-detector", toml::Table::new()),
+        ("regex-filter", table("patterns = [{ name = \"order\", pattern = \"order-[0-9]{4}\" }]")),
+    ];
+    let run = RunInfo::default();
+    let list = MessageList::new();
+    println!("| stream processor | ns per text delta (median of {rounds} rounds × {per_round}) |");
+    println!("|---|---|");
+    for (kind, options) in processors {
+        let processor = registry.build(kind, kind, options).expect("builds");
+        let mut samples = Vec::with_capacity(rounds);
+        for _ in 0..rounds {
+            // A fresh run each round: its state and seen chunks start empty, as in a real run.
+            let mut state = Map::new();
+            let (mut emitted, mut skipped) = (Vec::new(), Vec::new());
+            let mut seen: Vec<Chunk> = Vec::with_capacity(per_round);
+            let start = Instant::now();
+            for index in 0..per_round {
+                let part = Chunk::TextDelta { id: "m".into(), text: WORDS[index % WORDS.len()].into() };
+                seen.push(part.clone());
+                let args = OutputStreamArgs {
+                    ctx: HookContext::new(&run, &mut state, 0, &mut emitted, &mut skipped),
+                    part,
+                    stream_parts: &seen,
+                    message_list: &list,
+                };
+                std::hint::black_box(processor.process_output_stream(args).await.expect("passes"));
+            }
+            samples.push(start.elapsed() / u32::try_from(per_round).unwrap());
+        }
+        println!("| `{kind}` | {} |", median(&mut samples).as_nanos());
+    }
+}
