@@ -1,4 +1,5 @@
-//! `unicode-normalizer`, `tool-call-filter` and `batch-parts` through the server.
+//! `unicode-normalizer`, `tool-call-filter`, `batch-parts` and `language-detector` through the
+//! server.
 
 mod common;
 
@@ -47,6 +48,15 @@ memory = { last_messages = 10 }
 id = "batched"
 model = "mock/echo"
 output_processors = ["batch"]
+
+[processors.english-only]
+kind = "language-detector"
+allowed = ["eng"]
+
+[[agents]]
+id = "english"
+model = "mock/echo"
+input_processors = ["english-only"]
 "#;
 
 #[tokio::test]
@@ -98,4 +108,19 @@ async fn batch_parts_coalesces_deltas_in_order() {
     assert_eq!(text(&chunks), "echo: a b c d e f g h i j k l");
     let deltas: Vec<&pb::Chunk> = chunks.iter().filter(|chunk| chunk.r#type == "text-delta").collect();
     assert_eq!(deltas.len(), 4, "13 deltas in batches of 4");
+}
+
+#[tokio::test]
+async fn languages_outside_the_allow_list_are_blocked() {
+    let server = TestServer::start(CONFIG).await;
+    let passed =
+        server.generate(request("english", "Could you tell me how the weather will be tomorrow?")).await;
+    assert_eq!(passed.finish_reason, "stop");
+    let chunks =
+        server.stream(request("english", "Könnten Sie mir bitte sagen, wie das Wetter morgen wird?")).await;
+    let tripwire = tripwire(&chunks).expect("a tripwire");
+    assert!(tripwire.reason.contains("German"), "{}", tripwire.reason);
+    assert_eq!(common::json(&tripwire.metadata)["language"], "deu");
+    // Too short to tell: let through.
+    assert_eq!(server.generate(request("english", "ok")).await.finish_reason, "stop");
 }

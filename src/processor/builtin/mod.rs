@@ -11,9 +11,11 @@
 //! | `unicode-normalizer` | processInput | NFKC, strips control and zero-width characters, collapses whitespace |
 //! | `tool-call-filter` | processLLMRequest | hides recalled (named) tool calls and results from the prompt |
 //! | `batch-parts` | processOutputStream | coalesces text deltas by count or time |
+//! | `language-detector` | processInput | blocks or warns on input outside the allowed languages |
 
 mod batch_parts;
 mod content_filter;
+mod language_detector;
 mod lowercase;
 mod pii;
 mod quality_guardrail;
@@ -41,4 +43,5 @@ pub(crate) fn register(registry: &mut ProcessorRegistry) {
     registry.register_fn(unicode_normalizer::KIND, unicode_normalizer::UnicodeNormalizer::from_options);
     registry.register_fn(tool_call_filter::KIND, tool_call_filter::ToolCallFilter::from_options);
     registry.register_fn(batch_parts::KIND, batch_parts::BatchParts::from_options);
+    registry.register_fn(language_detector::KIND, language_detector::LanguageDetector::from_options);
 }

@@ -1,0 +1,106 @@
+//! `language-detector`: detects the language of the input (whatlang: trigram models, offline,
+//! 69 languages) and blocks or warns when it is not one of `allowed`. Texts too short or too
+//! ambiguous to tell are let through (a detector guessing on "ok" would block at random).
+
+use std::sync::Arc;
+
+use serde::Deserialize;
+use serde_json::json;
+use whatlang::Lang;
+
+use crate::processor::{Abort, Hook, HookResult, HookSet, InputArgs, InputOutcome, Processor, parse_options};
+use crate::runtime::DataChunk;
+
+pub(super) const KIND: &str = "language-detector";
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum Strategy {
+    #[default]
+    Block,
+    Warn,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Options {
+    /// ISO 639-3 codes (`eng`, `deu`, `fra`, …).
+    allowed: Vec<String>,
+    #[serde(default)]
+    strategy: Strategy,
+    /// Below this confidence (0 to 1) nothing is decided. Default 0.5.
+    #[serde(default = "default_min_confidence")]
+    min_confidence: f64,
+}
+
+fn default_min_confidence() -> f64 {
+    0.5
+}
+
+/// Detects the input's language.
+pub(super) struct LanguageDetector {
+    id: String,
+    allowed: Vec<Lang>,
+    strategy: Strategy,
+    min_confidence: f64,
+}
+
+impl LanguageDetector {
+    pub(super) fn from_options(id: &str, options: toml::Table) -> Result<Arc<dyn Processor>, String> {
+        let options: Options = parse_options(options)?;
+        if options.allowed.is_empty() {
+            return Err("`allowed` must name at least one language (ISO 639-3, e.g. \"eng\")".to_owned());
+        }
+        let mut allowed = Vec::with_capacity(options.allowed.len());
+        for (index, code) in options.allowed.iter().enumerate() {
+            let lang = Lang::from_code(code).ok_or_else(|| {
+                format!("`allowed[{index}]`: unknown language code `{code}` (ISO 639-3, e.g. \"eng\")")
+            })?;
+            allowed.push(lang);
+        }
+        if !(0.0..=1.0).contains(&options.min_confidence) {
+            return Err("`min_confidence` must be between 0 and 1".to_owned());
+        }
+        Ok(Arc::new(LanguageDetector {
+            id: id.to_owned(),
+            allowed,
+            strategy: options.strategy,
+            min_confidence: options.min_confidence,
+        }))
+    }
+}
+
+#[async_trait::async_trait]
+impl Processor for LanguageDetector {
+    fn id(&self) -> &str {
+        &self.id
+    }
+
+    fn hooks(&self) -> HookSet {
+        HookSet::of(&[Hook::ProcessInput])
+    }
+
+    async fn process_input(&self, mut args: InputArgs<'_>) -> HookResult<InputOutcome> {
+        let text: String = args.messages.iter().map(|message| message.text()).collect::<Vec<_>>().join("\n");
+        let Some(info) = whatlang::detect(&text) else { return Ok(InputOutcome::Unchanged) };
+        if info.confidence() < self.min_confidence || self.allowed.contains(&info.lang()) {
+            return Ok(InputOutcome::Unchanged);
+        }
+        let details = json!({
+            "language": info.lang().code(),
+            "name": info.lang().eng_name(),
+            "confidence": info.confidence(),
+            "allowed": self.allowed.iter().map(|lang| lang.code()).collect::<Vec<_>>(),
+        });
+        match self.strategy {
+            Strategy::Block => {
+                let reason = format!("Input language {} is not allowed", info.lang().eng_name());
+                Err(Abort::new(reason).metadata(details).into())
+            }
+            Strategy::Warn => {
+                args.ctx.emit(DataChunk::new("language", details).transient());
+                Ok(InputOutcome::Unchanged)
+            }
+        }
+    }
+}
