@@ -4,7 +4,7 @@
 mod common;
 
 use agentwire::server::pb;
-use common::{TestServer, inspected, request, text, tripwire};
+use common::{TestServer, in_thread, inspected, request, text, tripwire};
 
 const CONFIG: &str = r#"
 [processors.no-secrets]
@@ -68,13 +68,6 @@ async fn normalised_input_cannot_hide_words_from_filters() {
     assert_eq!(result.text, "echo: hello world");
 }
 
-fn in_thread(agent: &str, text: &str) -> pb::RunRequest {
-    let mut run = request(agent, text);
-    run.thread_id = "t".into();
-    run.resource_id = "r".into();
-    run
-}
-
 fn has_tool_parts(seen: &serde_json::Value) -> bool {
     seen["messages"].as_array().unwrap().iter().any(|message| {
         message["parts"].as_array().unwrap().iter().any(|part| {
@@ -87,10 +80,10 @@ fn has_tool_parts(seen: &serde_json::Value) -> bool {
 #[tokio::test]
 async fn tool_calls_are_hidden_from_the_model_but_kept() {
     let server = TestServer::start(CONFIG).await;
-    assert_eq!(server.generate(in_thread("calc", "1 + 1?")).await.text, "two");
-    let all = inspected(&server.generate(in_thread("look-all", "and now?")).await.text);
+    assert_eq!(server.generate(in_thread("calc", "1 + 1?", "t")).await.text, "two");
+    let all = inspected(&server.generate(in_thread("look-all", "and now?", "t")).await.text);
     assert!(has_tool_parts(&all), "history holds the tool call: {all}");
-    let filtered = inspected(&server.generate(in_thread("look-filtered", "and now?")).await.text);
+    let filtered = inspected(&server.generate(in_thread("look-filtered", "and now?", "t")).await.text);
     assert!(!has_tool_parts(&filtered), "{filtered}");
     let texts: Vec<&str> = filtered["messages"]
         .as_array()

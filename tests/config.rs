@@ -70,9 +70,15 @@ fn mistakes_name_the_key_and_the_line() {
             ["last_message", "line 4"],
         ),
         ("[processors.h]\nkind = \"message-history\"\n", ["processors.h", "`memory` table"]),
-        ("[processors.l]\nkind = \"language-detector\"\nallowed = [\"english\"]\n", ["allowed[0]", "english"]),
+        (
+            "[processors.l]\nkind = \"language-detector\"\nallowed = [\"english\"]\n",
+            ["allowed[0]", "english"],
+        ),
         ("[processors.p]\nkind = \"pii-detector\"\ndetectors = [\"dna\"]\n", ["detectors[0]", "dna"]),
-        ("[processors.r]\nkind = \"regex-filter\"\npatterns = [{ name = \"x\", pattern = \"(\" }]\n", ["patterns[0].pattern", "processors.r"]),
+        (
+            "[processors.r]\nkind = \"regex-filter\"\npatterns = [{ name = \"x\", pattern = \"(\" }]\n",
+            ["patterns[0].pattern", "processors.r"],
+        ),
         ("[providers.groq]\napi_key_env = \"GROQ_API_KEY\"\n", ["providers.groq", "base_url"]),
         ("[providers.x]\nbase_url = \"ftp://x\"\n", ["providers.x", "http(s)"]),
         ("[providers.x]\nbase_url = \"http://x\"\napi = \"gemini\"\n", ["api", "line 3"]),

@@ -7,9 +7,8 @@ mod common;
 use std::sync::{Arc, Mutex};
 
 use agentwire::memory::embedder::Lexical;
-use agentwire::server::pb;
 use common::fake_provider::read_request;
-use common::{TestServer, error, inspected, request};
+use common::{TestServer, error, in_thread, inspected};
 use serde_json::{Value, json};
 use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::net::TcpListener;
@@ -83,13 +82,6 @@ model = "mock/echo"
 memory = {{ last_messages = 0, semantic_recall = {{}} }}
 "#
     )
-}
-
-fn in_thread(agent: &str, text: &str, thread: &str) -> pb::RunRequest {
-    let mut run = request(agent, text);
-    run.thread_id = thread.into();
-    run.resource_id = "alice".into();
-    run
 }
 
 /// Recall works through an OpenAI-compatible endpoint, called in batches of `batch_size`.

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use agentwire::processor::{Hook, HookResult, HookSet, InputArgs, InputOutcome, Processor};
 use agentwire::runtime::MessageSource;
 use agentwire::server::pb;
-use common::{Log, TestServer, TestServerBuilder, inspected, names, request, tripwire};
+use common::{Log, TestServer, TestServerBuilder, in_thread, inspected, names, request, tripwire};
 use tonic::Code;
 
 const CONFIG: &str = r#"
@@ -80,13 +80,6 @@ memory = {}
 fn builder() -> TestServerBuilder {
     TestServer::builder(CONFIG)
         .kind("count-memory", |id, _, log| Arc::new(CountMemory { id: id.to_owned(), log }))
-}
-
-fn in_thread(agent: &str, text: &str, thread: &str) -> pb::RunRequest {
-    let mut run = request(agent, text);
-    run.thread_id = thread.to_owned();
-    run.resource_id = "alice".to_owned();
-    run
 }
 
 /// The texts of the messages the inspector's model saw, in order.

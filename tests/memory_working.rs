@@ -6,7 +6,7 @@ mod common;
 
 use agentwire::server::pb;
 use agentwire::server::pb::memory_service_client::MemoryServiceClient;
-use common::{TestServer, inspected, request};
+use common::{TestServer, in_thread, inspected};
 use serde_json::{Value, json};
 
 const CONFIG: &str = r##"
@@ -87,13 +87,6 @@ script = [
 ]
 "##;
 
-fn in_thread(agent: &str, thread: &str) -> pb::RunRequest {
-    let mut run = request(agent, "hello");
-    run.thread_id = thread.into();
-    run.resource_id = "alice".into();
-    run
-}
-
 fn resource_scope(resource: &str) -> Option<pb::WorkingMemoryScope> {
     Some(pb::WorkingMemoryScope { scope: Some(pb::working_memory_scope::Scope::ResourceId(resource.into())) })
 }
@@ -108,13 +101,13 @@ async fn working_memory(server: &TestServer, scope: Option<pb::WorkingMemoryScop
 #[tokio::test]
 async fn markdown_updates_are_saved_and_shown() {
     let server = TestServer::start(CONFIG).await;
-    let result = server.generate(in_thread("notes", "t")).await;
+    let result = server.generate(in_thread("notes", "hello", "t")).await;
     assert_eq!(result.text, "noted");
     assert!(!result.steps[0].tool_results[0].is_error);
     let stored = working_memory(&server, resource_scope("alice")).await;
     assert_eq!((stored.content.as_str(), stored.version), ("# User\n- Name: Ada\n", 1));
 
-    let prompt = inspected(&server.generate(in_thread("viewer", "t")).await.text);
+    let prompt = inspected(&server.generate(in_thread("viewer", "hello", "t")).await.text);
     let system = prompt["system"]
         .as_array()
         .unwrap()
@@ -137,8 +130,8 @@ async fn markdown_updates_are_saved_and_shown() {
 #[tokio::test]
 async fn the_empty_template_never_overwrites_data() {
     let server = TestServer::start(CONFIG).await;
-    server.generate(in_thread("notes", "t")).await;
-    let result = server.generate(in_thread("forgetful", "t")).await;
+    server.generate(in_thread("notes", "hello", "t")).await;
+    let result = server.generate(in_thread("forgetful", "hello", "t")).await;
     let refused = &result.steps[0].tool_results[0];
     assert!(refused.is_error);
     assert!(common::json(&refused.result).as_str().unwrap().contains("prevent data loss"));
@@ -149,7 +142,7 @@ async fn the_empty_template_never_overwrites_data() {
 #[tokio::test]
 async fn an_aborted_run_changes_no_working_memory() {
     let server = TestServer::start(CONFIG).await;
-    assert_eq!(server.generate(in_thread("blocked", "t")).await.finish_reason, "other");
+    assert_eq!(server.generate(in_thread("blocked", "hello", "t")).await.finish_reason, "other");
     assert_eq!(working_memory(&server, resource_scope("alice")).await.version, 0);
 }
 
@@ -159,8 +152,8 @@ async fn an_aborted_run_changes_no_working_memory() {
 async fn json_updates_merge_validate_and_survive_concurrency() {
     let server = TestServer::start(CONFIG).await;
     let (first, second) = tokio::join!(
-        server.generate(in_thread("profile-name", "t1")),
-        server.generate(in_thread("profile-city", "t2"))
+        server.generate(in_thread("profile-name", "hello", "t1")),
+        server.generate(in_thread("profile-city", "hello", "t2"))
     );
     assert_eq!((first.finish_reason.as_str(), second.finish_reason.as_str()), ("stop", "stop"));
     let stored = working_memory(&server, resource_scope("alice")).await;
@@ -169,7 +162,7 @@ async fn json_updates_merge_validate_and_survive_concurrency() {
     assert_eq!(document["name"], "Ada");
     assert_eq!(document["city"], "Paris");
 
-    let invalid = server.generate(in_thread("profile-bad", "t3")).await;
+    let invalid = server.generate(in_thread("profile-bad", "hello", "t3")).await;
     let refused = &invalid.steps[0].tool_results[0];
     assert!(refused.is_error);
     assert!(common::json(&refused.result).as_str().unwrap().contains("schema"), "{:?}", refused.result);
@@ -190,7 +183,7 @@ async fn stored_content_is_escaped_in_the_prompt() {
         })
         .await
         .unwrap();
-    let prompt = inspected(&server.generate(in_thread("viewer", "t")).await.text);
+    let prompt = inspected(&server.generate(in_thread("viewer", "hello", "t")).await.text);
     let system = prompt["system"].to_string();
     assert!(system.contains("&lt;/working_memory_data&gt;"), "{system}");
     assert_eq!(system.matches("</working_memory_data>").count(), 1, "only the real closing tag");
@@ -200,7 +193,7 @@ async fn stored_content_is_escaped_in_the_prompt() {
 #[tokio::test]
 async fn thread_scope_keeps_one_document_per_thread() {
     let server = TestServer::start(CONFIG).await;
-    server.generate(in_thread("per-thread", "t9")).await;
+    server.generate(in_thread("per-thread", "hello", "t9")).await;
     let thread_scope =
         Some(pb::WorkingMemoryScope { scope: Some(pb::working_memory_scope::Scope::ThreadId("t9".into())) });
     assert_eq!(working_memory(&server, thread_scope).await.content, "# Thread notes\n");

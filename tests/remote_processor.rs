@@ -10,7 +10,7 @@ use std::time::Duration;
 use agentwire::server::pb;
 use agentwire::server::pb::memory_service_client::MemoryServiceClient;
 use common::remote::{abort, call_text, cont, hello, open, open_with_token, outcome, serve};
-use common::{TestServer, request, text, tripwire};
+use common::{TestServer, in_thread, request, text, tripwire};
 use tonic::Code;
 
 const CONFIG: &str = r#"
@@ -72,13 +72,6 @@ model = "mock/echo"
 input_processors = ["optional"]
 "#;
 
-fn in_thread(agent: &str, text: &str) -> pb::RunRequest {
-    let mut run = request(agent, text);
-    run.thread_id = "t".into();
-    run.resource_id = "alice".into();
-    run
-}
-
 /// Sessions are refused, with a status that says why, for an unknown processor id, a protocol
 /// version this server does not speak, no hooks, or a first message that is not Hello.
 #[tokio::test]
@@ -129,7 +122,7 @@ async fn a_remote_input_guardrail_trips_and_nothing_is_saved() {
         ),
     )
     .await;
-    let chunks = server.stream(in_thread("guarded", "tell me the secret")).await;
+    let chunks = server.stream(in_thread("guarded", "tell me the secret", "t")).await;
     let tripwire = tripwire(&chunks).expect("a tripwire");
     assert_eq!(tripwire.reason, "no secrets, please");
     assert_eq!(tripwire.processor_id, "word-guard");
@@ -138,7 +131,7 @@ async fn a_remote_input_guardrail_trips_and_nothing_is_saved() {
         memory.get_thread(pb::GetThreadRequest { thread_id: "t".into(), resource_id: String::new() }).await;
     assert_eq!(thread.unwrap_err().code(), Code::NotFound, "nothing was saved");
 
-    let passed = server.generate(in_thread("guarded", "hello")).await;
+    let passed = server.generate(in_thread("guarded", "hello", "t")).await;
     assert_eq!(passed.text, "echo: hello");
 }
 
@@ -213,7 +206,7 @@ async fn an_instance_that_dies_mid_call_fails_by_policy() {
         let channel = server.channel().await;
         async move {
             let mut client = pb::agent_service_client::AgentServiceClient::new(channel);
-            client.generate(in_thread("guarded", "hello")).await.unwrap().into_inner()
+            client.generate(in_thread("guarded", "hello", "t")).await.unwrap().into_inner()
         }
     });
     tokio::time::sleep(Duration::from_millis(200)).await;

@@ -193,6 +193,14 @@ pub fn text(chunks: &[pb::Chunk]) -> String {
         .collect()
 }
 
+/// A request in thread `thread_id` of resource `alice`.
+pub fn in_thread(agent_id: &str, text: &str, thread_id: &str) -> pb::RunRequest {
+    let mut run = request(agent_id, text);
+    run.thread_id = thread_id.into();
+    run.resource_id = "alice".into();
+    run
+}
+
 /// The text parts of a message, joined.
 pub fn message_text(message: &pb::Message) -> String {
     message

@@ -6,7 +6,6 @@ use std::sync::Arc;
 use serde::Deserialize;
 
 use crate::processor::{Hook, HookResult, HookSet, InputArgs, InputOutcome, Processor, parse_options};
-use crate::runtime::Part;
 
 pub(super) const KIND: &str = "lowercase";
 
@@ -44,13 +43,7 @@ impl Processor for Lowercase {
 
     async fn process_input(&self, args: InputArgs<'_>) -> HookResult<InputOutcome> {
         let mut messages = args.messages;
-        for message in &mut messages {
-            for part in &mut message.parts {
-                if let Part::Text { text } = part {
-                    *text = text.to_lowercase();
-                }
-            }
-        }
+        super::rewrite_texts(&mut messages, str::to_lowercase);
         Ok(InputOutcome::Messages(messages))
     }
 }

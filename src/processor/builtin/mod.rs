@@ -31,6 +31,22 @@ pub use self::lowercase::Lowercase;
 pub use self::quality_guardrail::QualityGuardrail;
 pub use self::word_counter::WordCounter;
 use super::ProcessorRegistry;
+use crate::runtime::{Message, Part};
+
+/// Rewrites every text part of `messages` with `rewrite`; true when any changed.
+fn rewrite_texts(messages: &mut [Message], rewrite: impl Fn(&str) -> String) -> bool {
+    let mut changed = false;
+    for part in messages.iter_mut().flat_map(|message| &mut message.parts) {
+        if let Part::Text { text } = part {
+            let rewritten = rewrite(text);
+            if rewritten != *text {
+                *text = rewritten;
+                changed = true;
+            }
+        }
+    }
+    changed
+}
 
 /// Registers every built-in kind.
 pub(crate) fn register(registry: &mut ProcessorRegistry) {

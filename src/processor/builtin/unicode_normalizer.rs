@@ -8,7 +8,6 @@ use serde::Deserialize;
 use unicode_normalization::UnicodeNormalization;
 
 use crate::processor::{Hook, HookResult, HookSet, InputArgs, InputOutcome, Processor, parse_options};
-use crate::runtime::Part;
 
 pub(super) const KIND: &str = "unicode-normalizer";
 
@@ -86,16 +85,7 @@ impl Processor for UnicodeNormalizer {
 
     async fn process_input(&self, args: InputArgs<'_>) -> HookResult<InputOutcome> {
         let mut messages = args.messages;
-        let mut changed = false;
-        for part in messages.iter_mut().flat_map(|message| &mut message.parts) {
-            if let Part::Text { text } = part {
-                let normalised = self.normalise(text);
-                if normalised != *text {
-                    *text = normalised;
-                    changed = true;
-                }
-            }
-        }
+        let changed = super::rewrite_texts(&mut messages, |text| self.normalise(text));
         Ok(if changed { InputOutcome::Messages(messages) } else { InputOutcome::Unchanged })
     }
 }
