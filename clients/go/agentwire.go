@@ -281,7 +281,11 @@ func (p *Processor) Serve(ctx context.Context, address string, ready chan<- stru
 					}
 				}()
 				result := p.answer(callCtx, call)
-				send(&agentwirev1.ProcessorMessage{Message: &agentwirev1.ProcessorMessage_Result{Result: result}})
+				// A call cancelled by the server or by shutdown is never answered: a guardrail
+				// interrupted mid-check must not be taken for a pass.
+				if callCtx.Err() == nil {
+					send(&agentwirev1.ProcessorMessage{Message: &agentwirev1.ProcessorMessage_Result{Result: result}})
+				}
 			}(kind.Call)
 		case *agentwirev1.ServerMessage_ToolCall:
 			callCtx, cancel := context.WithCancel(ctx)
@@ -293,7 +297,9 @@ func (p *Processor) Serve(ctx context.Context, address string, ready chan<- stru
 					}
 				}()
 				output := p.runTool(callCtx, call)
-				send(&agentwirev1.ProcessorMessage{Message: &agentwirev1.ProcessorMessage_ToolResult{ToolResult: output}})
+				if callCtx.Err() == nil {
+					send(&agentwirev1.ProcessorMessage{Message: &agentwirev1.ProcessorMessage_ToolResult{ToolResult: output}})
+				}
 			}(kind.ToolCall)
 		case *agentwirev1.ServerMessage_Cancel:
 			if cancel, ok := calls.LoadAndDelete(kind.Cancel.GetCallId()); ok {

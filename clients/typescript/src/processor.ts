@@ -280,6 +280,9 @@ export class Processor {
             calls.set(call.callId, cancelled);
             void this.answer(call, cancelled.signal).then((result) => {
               calls.delete(call.callId);
+              // A call cancelled by the server or by shutdown is never answered: a guardrail
+              // interrupted mid-check must not be taken for a pass.
+              if (cancelled.signal.aborted) return;
               outgoing.push(create(ProcessorMessageSchema, { message: { case: "result", value: result } }));
             });
             break;
@@ -290,6 +293,7 @@ export class Processor {
             calls.set(call.callId, cancelled);
             void this.runTool(call, cancelled.signal).then((output) => {
               calls.delete(call.callId);
+              if (cancelled.signal.aborted) return;
               outgoing.push(create(ProcessorMessageSchema, { message: { case: "toolResult", value: output } }));
             });
             break;
