@@ -3,6 +3,8 @@
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::runtime::JsonSchema;
+
 /// How an agent remembers. Memory works for runs that name a `thread_id` (and a `resource_id`,
 /// which defaults to the thread id).
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -149,8 +151,8 @@ impl MemoryConfig {
                 return Err("working_memory: give `template` or `schema`, not both".to_owned());
             }
             if let Some(schema) = &working.schema {
-                jsonschema::validator_for(schema)
-                    .map_err(|error| format!("working_memory.schema: not a valid JSON schema: {error}"))?;
+                JsonSchema::compile(schema.clone())
+                    .map_err(|reason| format!("working_memory.schema: {reason}"))?;
             }
         }
         Ok(())

@@ -17,6 +17,7 @@ use crate::model::ToolDefinition;
 use crate::processor::{
     Hook, HookError, HookResult, HookSet, InputArgs, InputOutcome, InputStepArgs, Processor, StepOverrides,
 };
+use crate::runtime::JsonSchema;
 use crate::storage::WorkingMemoryScope;
 use crate::tool::{Tool, ToolError};
 
@@ -67,15 +68,10 @@ impl WorkingMemoryConfig {
                 let mut merged: Value = serde_json::from_str(document).unwrap_or_else(|_| json!({}));
                 deep_merge(&mut merged, patch);
                 if let Some(schema) = &self.schema {
-                    let validator = jsonschema::validator_for(schema)
-                        .map_err(|error| format!("invalid schema: {error}"))?;
-                    let problems: Vec<String> = validator
-                        .iter_errors(&merged)
-                        .map(|error| format!("{} at `{}`", error, error.instance_path()))
-                        .collect();
-                    if !problems.is_empty() {
-                        return Err(format!("the update does not match the schema: {}", problems.join("; ")));
-                    }
+                    JsonSchema::compile(schema.clone())
+                        .map_err(|reason| format!("invalid schema: {reason}"))?
+                        .check(&merged)
+                        .map_err(|problems| format!("the update does not match the schema: {problems}"))?;
                 }
                 Ok(serde_json::to_string_pretty(&merged).expect("JSON serialises"))
             }

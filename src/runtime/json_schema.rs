@@ -20,11 +20,17 @@ impl std::fmt::Debug for JsonSchema {
 }
 
 impl JsonSchema {
-    /// Compiles `schema`; the error says why it is not a valid JSON schema.
+    /// Compiles `schema`, which must be an object (as output and argument schemas are); the error
+    /// says why it is not a valid JSON schema.
     pub fn new(schema: Value) -> Result<JsonSchema, String> {
         if !schema.is_object() {
             return Err("must be a JSON schema object".to_owned());
         }
+        JsonSchema::compile(schema)
+    }
+
+    /// Compiles any JSON schema, booleans included.
+    pub fn compile(schema: Value) -> Result<JsonSchema, String> {
         let validator = jsonschema::validator_for(&schema)
             .map_err(|error| format!("not a valid JSON schema: {error}"))?;
         Ok(JsonSchema { schema, validator: Arc::new(validator) })
