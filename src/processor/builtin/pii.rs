@@ -7,7 +7,7 @@ use std::sync::{Arc, LazyLock};
 use regex::{Regex, RegexSet};
 use serde::Deserialize;
 
-use super::scan::{Finding, Redaction, Scanner, Strategy};
+use super::scan::{Finding, Findings, Redaction, Scanner, Strategy};
 use super::scanning::Scanning;
 use crate::processor::{Processor, parse_options};
 
@@ -150,25 +150,16 @@ impl PiiScanner {
 
 impl Scanner for PiiScanner {
     fn findings(&self, text: &str) -> Vec<Finding> {
-        let mut findings: Vec<Finding> = Vec::new();
-        if !self.any.is_match(text) {
-            return findings;
-        }
-        for detector in &self.enabled {
-            for found in detector.pattern.find_iter(text) {
-                let overlaps =
-                    findings.iter().any(|taken| found.start() < taken.end && taken.start < found.end());
-                if !overlaps && (detector.check)(found.as_str()) {
-                    findings.push(Finding {
-                        start: found.start(),
-                        end: found.end(),
-                        kind: detector.kind.to_owned(),
-                    });
+        let mut findings = Findings::default();
+        if self.any.is_match(text) {
+            for detector in &self.enabled {
+                for found in detector.pattern.find_iter(text).filter(|found| (detector.check)(found.as_str()))
+                {
+                    findings.offer(found, detector.kind);
                 }
             }
         }
-        findings.sort_by_key(|finding| finding.start);
-        findings
+        findings.sorted()
     }
 
     fn open_tail(&self, text: &str) -> usize {

@@ -10,7 +10,7 @@ use regex_automata::dfa::{Automaton, dense};
 use regex_automata::{Anchored, Input};
 use serde::Deserialize;
 
-use super::scan::{Finding, Redaction, Scanner, Strategy};
+use super::scan::{Finding, Findings, Redaction, Scanner, Strategy};
 use super::scanning::Scanning;
 use crate::processor::{Processor, parse_options};
 
@@ -69,22 +69,13 @@ pub(super) struct RegexScanner {
 
 impl Scanner for RegexScanner {
     fn findings(&self, text: &str) -> Vec<Finding> {
-        let mut findings: Vec<Finding> = Vec::new();
+        let mut findings = Findings::default();
         for pattern in &self.patterns {
-            for found in pattern.regex.find_iter(text) {
-                let overlaps =
-                    findings.iter().any(|taken| found.start() < taken.end && taken.start < found.end());
-                if !overlaps && !found.is_empty() {
-                    findings.push(Finding {
-                        start: found.start(),
-                        end: found.end(),
-                        kind: pattern.name.clone(),
-                    });
-                }
+            for found in pattern.regex.find_iter(text).filter(|found| !found.is_empty()) {
+                findings.offer(found, &pattern.name);
             }
         }
-        findings.sort_by_key(|finding| finding.start);
-        findings
+        findings.sorted()
     }
 
     fn open_tail(&self, text: &str) -> usize {

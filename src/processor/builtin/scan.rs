@@ -15,6 +15,26 @@ pub(super) struct Finding {
     pub(super) kind: String,
 }
 
+/// Collects the matches of several patterns tried in turn: a match overlapping one already
+/// taken is dropped.
+#[derive(Debug, Default)]
+pub(super) struct Findings(Vec<Finding>);
+
+impl Findings {
+    /// Takes `found` as a `kind`, unless it overlaps an earlier finding.
+    pub(super) fn offer(&mut self, found: regex::Match<'_>, kind: &str) {
+        if !self.0.iter().any(|taken| found.start() < taken.end && taken.start < found.end()) {
+            self.0.push(Finding { start: found.start(), end: found.end(), kind: kind.to_owned() });
+        }
+    }
+
+    /// The findings, in text order.
+    pub(super) fn sorted(mut self) -> Vec<Finding> {
+        self.0.sort_by_key(|finding| finding.start);
+        self.0
+    }
+}
+
 /// Finds matches, and says how much of a text's end might still become one.
 pub(super) trait Scanner: Send + Sync {
     /// Every match, in order, not overlapping.
@@ -80,13 +100,18 @@ pub(super) fn redact(text: &str, findings: &[Finding], redaction: Redaction) -> 
 
 /// The kinds found, once each, in order.
 pub(super) fn kinds(findings: &[Finding]) -> Vec<String> {
-    let mut kinds: Vec<String> = Vec::new();
+    let mut kinds = Vec::new();
+    add_kinds(&mut kinds, findings);
+    kinds
+}
+
+/// Adds the kinds of `findings` not yet in `kinds`.
+pub(super) fn add_kinds(kinds: &mut Vec<String>, findings: &[Finding]) {
     for finding in findings {
         if !kinds.contains(&finding.kind) {
             kinds.push(finding.kind.clone());
         }
     }
-    kinds
 }
 
 /// A stream's text as it passes: what may go out now, and what waits for more.

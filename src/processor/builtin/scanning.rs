@@ -4,7 +4,7 @@
 
 use serde_json::json;
 
-use super::scan::{Redaction, Scanner, Strategy, kinds, pass, redact, release};
+use super::scan::{Redaction, Scanner, Strategy, add_kinds, kinds, pass, redact, release};
 use crate::processor::{
     Abort, Hook, HookContext, HookResult, HookSet, InputArgs, InputOutcome, OutputStreamArgs,
     OutputStreamEndArgs, Processor,
@@ -72,14 +72,13 @@ impl<S: Scanner + 'static> Processor for Scanning<S> {
                 if let Part::Text { text } = part {
                     let findings = self.scanner.findings(text);
                     if !findings.is_empty() {
-                        found.extend(kinds(&findings));
+                        add_kinds(&mut found, &findings);
                         *text = self.rewrite(text, &findings);
                         changed |= self.strategy == Strategy::Redact;
                     }
                 }
             }
         }
-        found.dedup();
         self.act(&mut args.ctx, Hook::ProcessInput, found)?;
         Ok(if changed { InputOutcome::Messages(args.messages) } else { InputOutcome::Unchanged })
     }
