@@ -21,7 +21,7 @@ use serde_json::{Value, json};
 
 use super::{Tool, ToolCallInfo, ToolError};
 use crate::model::ToolDefinition;
-use crate::processor::remote::{CallFailure, RemotePool, ToolRequest};
+use crate::processor::remote::{CallFailure, RemotePool, Session, ToolRequest};
 use crate::runtime::now_millis;
 
 /// A `[tools.<name>]` table.
@@ -66,6 +66,15 @@ impl RemoteTool {
         })
     }
 
+    /// A connected instance serving the tool, to read its description and schema. Not a pick:
+    /// reading must not turn the pool's rotation.
+    fn served_by(&self) -> Option<Arc<Session>> {
+        if self.pool.is_draining() {
+            return None;
+        }
+        self.pool.sessions(&self.server).into_iter().find(|session| session.tool(&self.name).is_some())
+    }
+
     fn failed(&self, reason: impl Into<String>) -> ToolError {
         ToolError::Failed { tool: self.name.clone(), reason: reason.into() }
     }
@@ -74,8 +83,8 @@ impl RemoteTool {
 #[async_trait::async_trait]
 impl Tool for RemoteTool {
     fn definition(&self) -> ToolDefinition {
-        let spec = self.pool.pick_tool(&self.server, &self.name, None);
-        match spec.as_ref().and_then(|session| session.tool(&self.name)) {
+        let session = self.served_by();
+        match session.as_ref().and_then(|session| session.tool(&self.name)) {
             Some(spec) => ToolDefinition {
                 name: self.name.clone(),
                 description: spec.description.clone(),
@@ -90,7 +99,7 @@ impl Tool for RemoteTool {
     }
 
     fn available(&self) -> bool {
-        self.pool.pick_tool(&self.server, &self.name, None).is_some()
+        self.served_by().is_some()
     }
 
     async fn execute(&self, args: Value, call: ToolCallInfo<'_>) -> Result<Value, ToolError> {

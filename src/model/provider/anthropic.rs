@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value, json};
 
-use super::decode::{Decoded, Decoder, finish_reason_of, tool_call_of};
+use super::decode::{Decoded, Decoder, finish_reason_of, tool_call_of, tool_result_text};
 use super::sse::SseEvent;
 use crate::model::{ModelEvent, ModelRequest, PromptMessage, ToolChoice};
 use crate::runtime::{Part, Role, Usage};
@@ -90,7 +90,7 @@ fn message_of(message: &PromptMessage) -> Value {
             Part::ToolResult(result) => Some(json!({
                 "type": "tool_result",
                 "tool_use_id": result.tool_call_id,
-                "content": match &result.result { Value::String(text) => text.clone(), other => other.to_string() },
+                "content": tool_result_text(&result.result),
                 "is_error": result.is_error,
             })),
             Part::File { media_type, url, .. } if media_type.starts_with("image/") && !url.is_empty() => {

@@ -42,6 +42,15 @@ pub(super) fn finish_reason_of(reason: Option<&str>, has_tool_calls: bool) -> Fi
     }
 }
 
+/// A tool result as the text a provider's message carries: strings as they are, other JSON
+/// serialised.
+pub(super) fn tool_result_text(result: &Value) -> String {
+    match result {
+        Value::String(text) => text.clone(),
+        other => other.to_string(),
+    }
+}
+
 /// A whole tool call from its streamed pieces. Arguments that are not JSON are kept as a string
 /// (the tool then reports them as invalid, and the model sees why).
 pub(super) fn tool_call_of(id: String, name: String, arguments: &str) -> ModelEvent {

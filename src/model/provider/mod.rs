@@ -41,7 +41,7 @@ pub enum Api {
 }
 
 /// A `[providers.<name>]` table.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ProviderConfig {
     /// `openai` (the default; also for Ollama, vLLM, Groq, …) or `anthropic`.
@@ -146,16 +146,7 @@ impl Provider {
         ["openai", "anthropic", "ollama"]
             .into_iter()
             .map(|name| {
-                let config = ProviderConfig {
-                    api: None,
-                    base_url: None,
-                    api_key_env: None,
-                    headers: BTreeMap::new(),
-                    connect_timeout_ms: None,
-                    read_timeout_ms: None,
-                    max_retries: None,
-                };
-                Provider::new(name, &config).expect("built-in providers are valid")
+                Provider::new(name, &ProviderConfig::default()).expect("built-in providers are valid")
             })
             .collect()
     }

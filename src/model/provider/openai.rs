@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value, json};
 
-use super::decode::{Decoded, Decoder, finish_reason_of, tool_call_of};
+use super::decode::{Decoded, Decoder, finish_reason_of, tool_call_of, tool_result_text};
 use super::sse::SseEvent;
 use crate::model::{ModelEvent, ModelRequest, PromptMessage, ToolChoice};
 use crate::runtime::{Part, Role, Usage};
@@ -106,7 +106,7 @@ fn messages_of(message: &PromptMessage) -> Vec<Value> {
                 Part::ToolResult(result) => Some(json!({
                     "role": "tool",
                     "tool_call_id": result.tool_call_id,
-                    "content": match &result.result { Value::String(text) => text.clone(), other => other.to_string() },
+                    "content": tool_result_text(&result.result),
                 })),
                 _ => None,
             })

@@ -49,6 +49,11 @@ impl Windows {
         &mut self.open[stage]
     }
 
+    /// True while the processor at `stage` has an open window.
+    fn is_open(&self, stage: usize) -> bool {
+        self.open.get(stage).is_some_and(Option::is_some)
+    }
+
     /// The first stage whose window's delay has run out by `now`.
     fn first_due(&self, now: Instant) -> Option<usize> {
         self.open.iter().position(|slot| {
@@ -192,8 +197,7 @@ impl Run {
     ) -> Result<Vec<Chunk>, RunStop> {
         let chains = Arc::clone(&self.chains);
         for (stage, processor) in chains.of(Hook::ProcessOutputStream).iter().enumerate().skip(first) {
-            let windowed = self.windows.open.get(stage).is_some_and(Option::is_some);
-            if chunks.is_empty() && !windowed {
+            if chunks.is_empty() && !self.windows.is_open(stage) {
                 continue;
             }
             let mut out = Vec::with_capacity(chunks.len());
@@ -201,7 +205,7 @@ impl Run {
                 if chunk.is_data() && !processor.process_data_parts() {
                     out.extend(self.close_window(stage, processor.as_ref()).await?);
                     out.push(chunk);
-                } else if self.windows.open.get(stage).is_some_and(Option::is_some) {
+                } else if self.windows.is_open(stage) {
                     if chunk.is_content() {
                         out.extend(self.add_to_window(stage, processor.as_ref(), chunk).await?);
                     } else {
