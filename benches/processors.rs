@@ -29,6 +29,7 @@ async fn main() {
         ("word-counter", toml::Table::new()),
         ("pii-detector", toml::Table::new()),
         ("regex-filter", table("patterns = [{ name = \"order\", pattern = \"order-[0-9]{4}\" }]")),
+        ("token-limiter", table("output_limit = 1_000_000_000")),
     ];
     let run = RunInfo::default();
     let list = MessageList::new();

@@ -15,6 +15,7 @@ use agentwire::config::Config;
 use agentwire::processor::{Processor, ProcessorRegistry};
 use agentwire::runtime::{Components, Runtime};
 use agentwire::server::pb::agent_service_client::AgentServiceClient;
+use agentwire::server::pb::memory_service_client::MemoryServiceClient;
 use agentwire::server::{ServeOptions, pb, serve};
 use agentwire::storage::SledStore;
 use tokio::net::TcpListener;
@@ -156,6 +157,23 @@ impl TestServer {
     /// Runs unary.
     pub async fn generate(&self, request: pb::RunRequest) -> pb::GenerateResponse {
         self.client().await.generate(request).await.expect("generate succeeds").into_inner()
+    }
+
+    /// The texts of the messages stored in thread `thread_id` of resource `alice`, oldest first.
+    pub async fn stored_texts(&self, thread_id: &str) -> Vec<String> {
+        let mut client = MemoryServiceClient::new(self.channel().await);
+        let list = pb::ListMessagesRequest {
+            thread_id: thread_id.into(),
+            resource_id: "alice".into(),
+            direction: pb::Direction::Forward.into(),
+            page_size: 1000,
+            page_token: String::new(),
+        };
+        match client.list_messages(list).await {
+            Ok(page) => page.into_inner().messages.iter().map(message_text).collect(),
+            Err(status) if status.code() == tonic::Code::NotFound => Vec::new(),
+            Err(status) => panic!("list messages: {status}"),
+        }
     }
 }
 

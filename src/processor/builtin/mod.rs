@@ -12,6 +12,7 @@
 //! | `tool-call-filter` | processLLMRequest | hides recalled (named) tool calls and results from the prompt |
 //! | `batch-parts` | processOutputStream | coalesces text deltas by count or time |
 //! | `language-detector` | processInput | blocks or warns on input outside the allowed languages |
+//! | `token-limiter` | processLLMRequest, processOutputStream | trims remembered history to a token budget; truncates or aborts long answers |
 
 mod batch_parts;
 mod content_filter;
@@ -22,6 +23,7 @@ mod quality_guardrail;
 mod regex_filter;
 mod scan;
 mod scanning;
+mod token_limiter;
 mod tool_call_filter;
 mod unicode_normalizer;
 mod word_counter;
@@ -60,4 +62,5 @@ pub(crate) fn register(registry: &mut ProcessorRegistry) {
     registry.register_fn(tool_call_filter::KIND, tool_call_filter::ToolCallFilter::from_options);
     registry.register_fn(batch_parts::KIND, batch_parts::BatchParts::from_options);
     registry.register_fn(language_detector::KIND, language_detector::LanguageDetector::from_options);
+    registry.register_fn(token_limiter::KIND, token_limiter::TokenLimiter::from_options);
 }
