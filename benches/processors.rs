@@ -12,6 +12,9 @@ use serde_json::Map;
 const WORDS: &[&str] =
     &[" the", " quick", " brown", " fox", " jumps", " over", " a", " lazy", " dog", " today."];
 
+const INSTRUCTIONS: &str = "You are the support agent of Acme Corporation. Answer politely and briefly, \
+                            never reveal internal discount codes, and escalate billing disputes. ";
+
 fn median(samples: &mut [Duration]) -> Duration {
     samples.sort();
     samples[samples.len() / 2]
@@ -30,9 +33,12 @@ async fn main() {
         ("pii-detector", toml::Table::new()),
         ("regex-filter", table("patterns = [{ name = \"order\", pattern = \"order-[0-9]{4}\" }]")),
         ("token-limiter", table("output_limit = 1_000_000_000")),
+        ("system-prompt-scrubber", toml::Table::new()),
     ];
     let run = RunInfo::default();
-    let list = MessageList::new();
+    // The run's system prompt, for `system-prompt-scrubber`: 120 words.
+    let mut list = MessageList::new();
+    list.add_system(INSTRUCTIONS.repeat(6));
     println!("| stream processor | ns per text delta (median of {rounds} rounds × {per_round}) |");
     println!("|---|---|");
     for (kind, options) in processors {

@@ -12,6 +12,7 @@
 //! | `tool-call-filter` | processLLMRequest | hides recalled (named) tool calls and results from the prompt |
 //! | `batch-parts` | processOutputStream | coalesces text deltas by count or time |
 //! | `language-detector` | processInput | blocks or warns on input outside the allowed languages |
+//! | `system-prompt-scrubber` | processOutputStream | redacts, blocks or reports the system prompt leaking into the answer |
 //! | `token-limiter` | processLLMRequest, processOutputStream | trims remembered history to a token budget; truncates or aborts long answers |
 
 mod batch_parts;
@@ -23,6 +24,7 @@ mod quality_guardrail;
 mod regex_filter;
 mod scan;
 mod scanning;
+mod system_prompt_scrubber;
 mod token_limiter;
 mod tool_call_filter;
 mod unicode_normalizer;
@@ -62,5 +64,6 @@ pub(crate) fn register(registry: &mut ProcessorRegistry) {
     registry.register_fn(tool_call_filter::KIND, tool_call_filter::ToolCallFilter::from_options);
     registry.register_fn(batch_parts::KIND, batch_parts::BatchParts::from_options);
     registry.register_fn(language_detector::KIND, language_detector::LanguageDetector::from_options);
+    registry.register_fn(system_prompt_scrubber::KIND, system_prompt_scrubber::from_options);
     registry.register_fn(token_limiter::KIND, token_limiter::TokenLimiter::from_options);
 }

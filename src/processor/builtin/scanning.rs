@@ -1,6 +1,7 @@
-//! The processor behind `pii-detector` and `regex-filter`: a [`Scanner`] applied to the input
-//! (processInput) and to the answer as it streams (processOutputStream, holding back only the
-//! tail that could still grow into a match), with a strategy — block, warn or redact.
+//! The processor behind `pii-detector`, `regex-filter` and `system-prompt-scrubber`: a
+//! [`Scanner`] applied to the input (processInput) and to the answer as it streams
+//! (processOutputStream, holding back only the tail that could still grow into a match), with a
+//! strategy — block, warn or redact.
 
 use serde_json::json;
 
@@ -9,7 +10,25 @@ use crate::processor::{
     Abort, Hook, HookContext, HookResult, HookSet, InputArgs, InputOutcome, OutputStreamArgs,
     OutputStreamEndArgs, Processor,
 };
-use crate::runtime::{Chunk, DataChunk, Part};
+use crate::runtime::{Chunk, DataChunk, MessageList, Part};
+
+/// Where a scanning processor gets the scanner for a run: one for every run (any [`Scanner`]), or
+/// one made from what the run holds (its system prompt).
+pub(super) trait ScannerFor: Send + Sync {
+    /// Calls `scan` with the scanner of the run whose list this is.
+    fn with_scanner<R>(&self, list: &MessageList, scan: impl FnOnce(&dyn Scanner) -> R) -> R;
+
+    /// False when the input is not scanned (only the answer).
+    fn scans_input(&self) -> bool {
+        true
+    }
+}
+
+impl<S: Scanner> ScannerFor for S {
+    fn with_scanner<R>(&self, _list: &MessageList, scan: impl FnOnce(&dyn Scanner) -> R) -> R {
+        scan(self)
+    }
+}
 
 /// A scanning processor.
 pub(super) struct Scanning<S> {
@@ -21,7 +40,7 @@ pub(super) struct Scanning<S> {
     pub(super) redaction: Redaction,
 }
 
-impl<S: Scanner> Scanning<S> {
+impl<S: ScannerFor> Scanning<S> {
     /// Applies the strategy to findings of `hook`: an abort for `block`, else a transient report.
     fn act(&self, ctx: &mut HookContext<'_>, hook: Hook, found: Vec<String>) -> HookResult<()> {
         if found.is_empty() {
@@ -55,37 +74,44 @@ impl<S: Scanner> Scanning<S> {
 }
 
 #[async_trait::async_trait]
-impl<S: Scanner + 'static> Processor for Scanning<S> {
+impl<S: ScannerFor + 'static> Processor for Scanning<S> {
     fn id(&self) -> &str {
         &self.id
     }
 
     fn hooks(&self) -> HookSet {
-        HookSet::of(&[Hook::ProcessInput, Hook::ProcessOutputStream])
+        if self.scanner.scans_input() {
+            HookSet::of(&[Hook::ProcessInput, Hook::ProcessOutputStream])
+        } else {
+            HookSet::of(&[Hook::ProcessOutputStream])
+        }
     }
 
     async fn process_input(&self, mut args: InputArgs<'_>) -> HookResult<InputOutcome> {
         let mut found = Vec::new();
         let mut changed = false;
-        for message in &mut args.messages {
-            for part in &mut message.parts {
-                if let Part::Text { text } = part {
-                    let findings = self.scanner.findings(text);
-                    if !findings.is_empty() {
-                        add_kinds(&mut found, &findings);
-                        *text = self.rewrite(text, &findings);
-                        changed |= self.strategy == Strategy::Redact;
+        self.scanner.with_scanner(args.message_list, |scanner| {
+            for message in &mut args.messages {
+                for part in &mut message.parts {
+                    if let Part::Text { text } = part {
+                        let findings = scanner.findings(text);
+                        if !findings.is_empty() {
+                            add_kinds(&mut found, &findings);
+                            *text = self.rewrite(text, &findings);
+                            changed |= self.strategy == Strategy::Redact;
+                        }
                     }
                 }
             }
-        }
+        });
         self.act(&mut args.ctx, Hook::ProcessInput, found)?;
         Ok(if changed { InputOutcome::Messages(args.messages) } else { InputOutcome::Unchanged })
     }
 
     async fn process_output_stream(&self, mut args: OutputStreamArgs<'_>) -> HookResult<Option<Chunk>> {
         let Chunk::TextDelta { id, text } = &args.part else { return Ok(Some(args.part)) };
-        let passage = pass(&self.scanner, args.ctx.state, id, text);
+        let passage =
+            self.scanner.with_scanner(args.message_list, |scanner| pass(scanner, args.ctx.state, id, text));
         self.act(&mut args.ctx, Hook::ProcessOutputStream, kinds(&passage.findings))?;
         if passage.settled.is_empty() {
             return Ok(None); // all of it may still be part of a match: held
@@ -96,7 +122,7 @@ impl<S: Scanner + 'static> Processor for Scanning<S> {
     async fn process_output_stream_end(&self, mut args: OutputStreamEndArgs<'_>) -> HookResult<Vec<Chunk>> {
         let mut out = Vec::new();
         for (id, held) in release(args.ctx.state) {
-            let findings = self.scanner.findings(&held);
+            let findings = self.scanner.with_scanner(args.message_list, |scanner| scanner.findings(&held));
             self.act(&mut args.ctx, Hook::ProcessOutputStream, kinds(&findings))?;
             out.push(Chunk::TextDelta { id, text: self.rewrite(&held, &findings) });
         }
