@@ -2,22 +2,26 @@
 //! factory that turns an id and a table of options into a processor.
 //!
 //! Embedders register their own kinds next to the built-ins, so their processors can be named in
-//! `agentwire.toml` like any other.
+//! `agentwire.toml` like any other. Kinds that call a model (the judges) are handed the runtime's
+//! models, so they can name any configured provider.
 
 use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 
 use super::{Processor, builtin};
+use crate::model::ModelRegistry;
 
-/// Makes a processor of one kind from its id and options. The error names the bad option.
+/// Makes a processor of one kind from its id, its options and the models it may call. The error
+/// names the bad option.
 pub type ProcessorFactory =
-    Arc<dyn Fn(&str, toml::Table) -> Result<Arc<dyn Processor>, String> + Send + Sync>;
+    Arc<dyn Fn(&str, toml::Table, &ModelRegistry) -> Result<Arc<dyn Processor>, String> + Send + Sync>;
 
 /// Processor kinds by name.
 #[derive(Clone, Default)]
 pub struct ProcessorRegistry {
     factories: BTreeMap<String, ProcessorFactory>,
+    models: ModelRegistry,
 }
 
 impl fmt::Debug for ProcessorRegistry {
@@ -39,12 +43,29 @@ impl ProcessorRegistry {
         self.factories.insert(kind.to_owned(), factory);
     }
 
-    /// Adds a kind from a function.
+    /// Adds a kind from a function of its id and options.
     pub fn register_fn<F>(&mut self, kind: &str, factory: F)
     where
         F: Fn(&str, toml::Table) -> Result<Arc<dyn Processor>, String> + Send + Sync + 'static,
     {
+        self.register(kind, Arc::new(move |id: &str, options, _: &ModelRegistry| factory(id, options)));
+    }
+
+    /// Adds a kind whose processors call a model: the function also gets the runtime's models.
+    pub fn register_with_models<F>(&mut self, kind: &str, factory: F)
+    where
+        F: Fn(&str, toml::Table, &ModelRegistry) -> Result<Arc<dyn Processor>, String>
+            + Send
+            + Sync
+            + 'static,
+    {
         self.register(kind, Arc::new(factory));
+    }
+
+    /// The models that kinds calling a model resolve their `model` option with (by default the
+    /// built-in providers; the runtime sets the config's).
+    pub fn set_models(&mut self, models: ModelRegistry) {
+        self.models = models;
     }
 
     /// Builds a processor of `kind`. `Err` names the unknown kind or the bad option.
@@ -53,7 +74,7 @@ impl ProcessorRegistry {
             let known: Vec<&str> = self.kinds().collect();
             return Err(format!("unknown processor kind `{kind}` (known kinds: {})", known.join(", ")));
         };
-        factory(id, options)
+        factory(id, options, &self.models)
     }
 
     /// True when `kind` is registered.

@@ -145,6 +145,7 @@ impl Runtime {
             })?;
             runtime.models.add_provider(built);
         }
+        runtime.processor_kinds.set_models(runtime.models.clone());
         for (name, tool) in &config.tools {
             let offset = tool.span().start;
             if runtime.tools.get(name).is_some() {

@@ -13,12 +13,15 @@
 //! | `batch-parts` | processOutputStream | coalesces text deltas by count or time |
 //! | `language-detector` | processInput | blocks or warns on input outside the allowed languages |
 //! | `system-prompt-scrubber` | processOutputStream | redacts, blocks or reports the system prompt leaking into the answer |
+//! | `moderation` | processInput, processOutputStream (windowed) | an LLM judge scores categories; blocks or warns |
 //! | `token-limiter` | processLLMRequest, processOutputStream | trims remembered history to a token budget; truncates or aborts long answers |
 
 mod batch_parts;
 mod content_filter;
+mod judge;
 mod language_detector;
 mod lowercase;
+mod moderation;
 mod pii;
 mod quality_guardrail;
 mod regex_filter;
@@ -65,5 +68,6 @@ pub(crate) fn register(registry: &mut ProcessorRegistry) {
     registry.register_fn(batch_parts::KIND, batch_parts::BatchParts::from_options);
     registry.register_fn(language_detector::KIND, language_detector::LanguageDetector::from_options);
     registry.register_fn(system_prompt_scrubber::KIND, system_prompt_scrubber::from_options);
+    registry.register_with_models(moderation::KIND, moderation::Moderation::from_options);
     registry.register_fn(token_limiter::KIND, token_limiter::TokenLimiter::from_options);
 }
