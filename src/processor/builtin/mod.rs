@@ -14,6 +14,7 @@
 //! | `language-detector` | processInput | blocks or warns on input outside the allowed languages |
 //! | `system-prompt-scrubber` | processOutputStream | redacts, blocks or reports the system prompt leaking into the answer |
 //! | `moderation` | processInput, processOutputStream (windowed) | an LLM judge scores categories; blocks or warns |
+//! | `prompt-injection-detector` | processInput, processToolResult | heuristic signals, then an optional LLM judge; blocks, warns or rewrites |
 //! | `token-limiter` | processLLMRequest, processOutputStream | trims remembered history to a token budget; truncates or aborts long answers |
 
 mod batch_parts;
@@ -23,6 +24,7 @@ mod language_detector;
 mod lowercase;
 mod moderation;
 mod pii;
+mod prompt_injection;
 mod quality_guardrail;
 mod regex_filter;
 mod scan;
@@ -69,5 +71,9 @@ pub(crate) fn register(registry: &mut ProcessorRegistry) {
     registry.register_fn(language_detector::KIND, language_detector::LanguageDetector::from_options);
     registry.register_fn(system_prompt_scrubber::KIND, system_prompt_scrubber::from_options);
     registry.register_with_models(moderation::KIND, moderation::Moderation::from_options);
+    registry.register_with_models(
+        prompt_injection::KIND,
+        prompt_injection::PromptInjectionDetector::from_options,
+    );
     registry.register_fn(token_limiter::KIND, token_limiter::TokenLimiter::from_options);
 }

@@ -44,33 +44,38 @@ impl UnicodeNormalizer {
         let options: Options = parse_options(options)?;
         Ok(Arc::new(UnicodeNormalizer { id: id.to_owned(), options }))
     }
+}
 
-    fn normalise(&self, text: &str) -> String {
-        let options = self.options;
-        let folded: String = if options.nfkc { text.nfkc().collect() } else { text.to_owned() };
-        let kept = folded.chars().filter(|c| {
-            !(options.strip_zero_width && is_zero_width(*c)
-                || options.strip_control && c.is_control() && !c.is_whitespace())
-        });
-        if !options.collapse_whitespace {
-            return kept.collect();
-        }
-        let mut out = String::with_capacity(folded.len());
-        let mut in_space = false;
-        for c in kept {
-            if c.is_whitespace() {
-                if !in_space {
-                    // Keep a line break where the run had one.
-                    out.push(if c == '\n' { '\n' } else { ' ' });
-                }
-                in_space = true;
-            } else {
-                out.push(c);
-                in_space = false;
-            }
-        }
-        out.trim().to_owned()
+/// `text` with every normalisation applied: what detectors read.
+pub(super) fn fold(text: &str) -> String {
+    let all = Options { nfkc: true, strip_control: true, strip_zero_width: true, collapse_whitespace: true };
+    normalise(text, all)
+}
+
+fn normalise(text: &str, options: Options) -> String {
+    let folded: String = if options.nfkc { text.nfkc().collect() } else { text.to_owned() };
+    let kept = folded.chars().filter(|c| {
+        !(options.strip_zero_width && is_zero_width(*c)
+            || options.strip_control && c.is_control() && !c.is_whitespace())
+    });
+    if !options.collapse_whitespace {
+        return kept.collect();
     }
+    let mut out = String::with_capacity(folded.len());
+    let mut in_space = false;
+    for c in kept {
+        if c.is_whitespace() {
+            if !in_space {
+                // Keep a line break where the run had one.
+                out.push(if c == '\n' { '\n' } else { ' ' });
+            }
+            in_space = true;
+        } else {
+            out.push(c);
+            in_space = false;
+        }
+    }
+    out.trim().to_owned()
 }
 
 #[async_trait::async_trait]
@@ -85,7 +90,7 @@ impl Processor for UnicodeNormalizer {
 
     async fn process_input(&self, args: InputArgs<'_>) -> HookResult<InputOutcome> {
         let mut messages = args.messages;
-        let changed = super::rewrite_texts(&mut messages, |text| self.normalise(text));
+        let changed = super::rewrite_texts(&mut messages, |text| normalise(text, self.options));
         Ok(if changed { InputOutcome::Messages(messages) } else { InputOutcome::Unchanged })
     }
 }
