@@ -12,6 +12,7 @@
 //! | `tool-call-filter` | processLLMRequest | hides recalled (named) tool calls and results from the prompt |
 //! | `batch-parts` | processOutputStream | coalesces text deltas by count or time |
 //! | `language-detector` | processInput | blocks or warns on input outside the allowed languages |
+//! | `structured-output` | processInputStep, processOutputStep | holds the final answer to a JSON schema, retrying with the errors as feedback |
 //! | `system-prompt-scrubber` | processOutputStream | redacts, blocks or reports the system prompt leaking into the answer |
 //! | `moderation` | processInput, processOutputStream (windowed) | an LLM judge scores categories; blocks or warns |
 //! | `prompt-injection-detector` | processInput, processToolResult | heuristic signals, then an optional LLM judge; blocks, warns or rewrites |
@@ -29,6 +30,7 @@ mod quality_guardrail;
 mod regex_filter;
 mod scan;
 mod scanning;
+mod structured_output;
 mod system_prompt_scrubber;
 mod token_limiter;
 mod tool_call_filter;
@@ -75,5 +77,6 @@ pub(crate) fn register(registry: &mut ProcessorRegistry) {
         prompt_injection::KIND,
         prompt_injection::PromptInjectionDetector::from_options,
     );
+    registry.register_fn(structured_output::KIND, structured_output::StructuredOutput::from_options);
     registry.register_fn(token_limiter::KIND, token_limiter::TokenLimiter::from_options);
 }
