@@ -3,8 +3,8 @@
 
 use agentwire::runtime::{Message, Part, Role};
 use agentwire::storage::{
-    Direction, EmbeddingRecord, NewThread, RecallScope, RunSave, SledStore, Store, StoreError, ThreadUpdate,
-    VectorQuery, WorkingMemoryScope,
+    CacheScope, Direction, EmbeddingRecord, NewThread, RecallScope, RunSave, SledStore, Store, StoreError,
+    ThreadUpdate, VectorQuery, WorkingMemoryScope,
 };
 
 fn open() -> (tempfile::TempDir, SledStore) {
@@ -263,4 +263,24 @@ async fn opening_waits_for_a_store_closing_elsewhere() {
     std::thread::sleep(std::time::Duration::from_millis(300));
     drop(first);
     assert_eq!(second.join().unwrap(), Ok(()), "opened once the first store closed");
+}
+
+#[tokio::test]
+async fn cached_values_expire_and_are_scoped() {
+    let (_dir, store) = open();
+    let store: &dyn Store = &store;
+    let now = agentwire::runtime::now_millis();
+    let alice = CacheScope::Resource("alice".into());
+    let thread = CacheScope::Thread("t1".into());
+    store.cache_put(&alice, "k", b"answer".to_vec(), now + 60_000).await.unwrap();
+    store.cache_put(&thread, "k", b"thread answer".to_vec(), now + 60_000).await.unwrap();
+    store.cache_put(&alice, "old", b"stale".to_vec(), now - 1).await.unwrap();
+    assert_eq!(store.cache_get(&alice, "k").await.unwrap().as_deref(), Some(&b"answer"[..]));
+    assert_eq!(store.cache_get(&CacheScope::Resource("bob".into()), "k").await.unwrap(), None);
+    assert_eq!(store.cache_get(&alice, "old").await.unwrap(), None, "expired");
+    store.save_run(save("t1", "alice", vec![message("hi")])).await.unwrap();
+    store.delete_thread("t1").await.unwrap();
+    assert_eq!(store.cache_get(&thread, "k").await.unwrap(), None, "gone with its thread");
+    store.delete_resource("alice").await.unwrap();
+    assert_eq!(store.cache_get(&alice, "k").await.unwrap(), None, "gone with its resource");
 }

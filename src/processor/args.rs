@@ -91,6 +91,9 @@ pub struct LlmRequestArgs<'a> {
     pub prompt: &'a [PromptMessage],
     /// The model that will receive it.
     pub model: &'a str,
+    /// The rest of the call: tools on offer, tool choice, settings, provider options, output
+    /// schema (as `processInputStep` left them).
+    pub step: &'a StepInput,
     /// The step number.
     pub step_number: u32,
     /// The results of earlier steps.

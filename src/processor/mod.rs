@@ -22,7 +22,7 @@ pub use self::args::{
 };
 pub use self::context::{Abort, HookContext, HookError, HookResult, RunInfo, SkippedProcessor};
 pub use self::hook::{Hook, HookSet};
-pub use self::registry::{ProcessorFactory, ProcessorRegistry, parse_options};
+pub use self::registry::{ProcessorFactory, ProcessorRegistry, ProcessorResources, parse_options};
 pub use self::window::StreamWindow;
 use crate::runtime::{Chunk, Message};
 

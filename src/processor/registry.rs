@@ -2,8 +2,8 @@
 //! factory that turns an id and a table of options into a processor.
 //!
 //! Embedders register their own kinds next to the built-ins, so their processors can be named in
-//! `agentwire.toml` like any other. Kinds that call a model (the judges) are handed the runtime's
-//! models, so they can name any configured provider.
+//! `agentwire.toml` like any other. Kinds may borrow the runtime's [`ProcessorResources`]: its
+//! models (the judges name any configured provider) and its store (`response-cache`).
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -11,17 +11,27 @@ use std::sync::Arc;
 
 use super::{Processor, builtin};
 use crate::model::ModelRegistry;
+use crate::storage::Store;
 
-/// Makes a processor of one kind from its id, its options and the models it may call. The error
+/// What the runtime lends the processors it builds.
+#[derive(Debug, Clone, Default)]
+pub struct ProcessorResources {
+    /// The models, with the config's providers.
+    pub models: ModelRegistry,
+    /// The store, when the server has one.
+    pub store: Option<Arc<dyn Store>>,
+}
+
+/// Makes a processor of one kind from its id, its options and the runtime's resources. The error
 /// names the bad option.
 pub type ProcessorFactory =
-    Arc<dyn Fn(&str, toml::Table, &ModelRegistry) -> Result<Arc<dyn Processor>, String> + Send + Sync>;
+    Arc<dyn Fn(&str, toml::Table, &ProcessorResources) -> Result<Arc<dyn Processor>, String> + Send + Sync>;
 
 /// Processor kinds by name.
 #[derive(Clone, Default)]
 pub struct ProcessorRegistry {
     factories: BTreeMap<String, ProcessorFactory>,
-    models: ModelRegistry,
+    resources: ProcessorResources,
 }
 
 impl fmt::Debug for ProcessorRegistry {
@@ -48,13 +58,13 @@ impl ProcessorRegistry {
     where
         F: Fn(&str, toml::Table) -> Result<Arc<dyn Processor>, String> + Send + Sync + 'static,
     {
-        self.register(kind, Arc::new(move |id: &str, options, _: &ModelRegistry| factory(id, options)));
+        self.register(kind, Arc::new(move |id: &str, options, _: &ProcessorResources| factory(id, options)));
     }
 
-    /// Adds a kind whose processors call a model: the function also gets the runtime's models.
-    pub fn register_with_models<F>(&mut self, kind: &str, factory: F)
+    /// Adds a kind whose processors use the runtime's models or store.
+    pub fn register_with_resources<F>(&mut self, kind: &str, factory: F)
     where
-        F: Fn(&str, toml::Table, &ModelRegistry) -> Result<Arc<dyn Processor>, String>
+        F: Fn(&str, toml::Table, &ProcessorResources) -> Result<Arc<dyn Processor>, String>
             + Send
             + Sync
             + 'static,
@@ -62,10 +72,10 @@ impl ProcessorRegistry {
         self.register(kind, Arc::new(factory));
     }
 
-    /// The models that kinds calling a model resolve their `model` option with (by default the
-    /// built-in providers; the runtime sets the config's).
-    pub fn set_models(&mut self, models: ModelRegistry) {
-        self.models = models;
+    /// What factories are lent (by default the built-in models and no store; the runtime sets
+    /// its own).
+    pub fn set_resources(&mut self, resources: ProcessorResources) {
+        self.resources = resources;
     }
 
     /// Builds a processor of `kind`. `Err` names the unknown kind or the bad option.
@@ -74,7 +84,7 @@ impl ProcessorRegistry {
             let known: Vec<&str> = self.kinds().collect();
             return Err(format!("unknown processor kind `{kind}` (known kinds: {})", known.join(", ")));
         };
-        factory(id, options, &self.models)
+        factory(id, options, &self.resources)
     }
 
     /// True when `kind` is registered.

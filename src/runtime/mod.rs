@@ -47,7 +47,7 @@ use crate::memory::{MemoryKind, MemoryProcessors};
 use crate::model::ModelRegistry;
 use crate::model::provider::Provider;
 use crate::processor::remote::{self, PoolTiming, RemotePool, RemoteProcessor};
-use crate::processor::{Processor, ProcessorRegistry};
+use crate::processor::{Processor, ProcessorRegistry, ProcessorResources};
 use crate::storage::Store;
 use crate::tool::RemoteTool;
 use crate::tool::ToolRegistry;
@@ -145,7 +145,10 @@ impl Runtime {
             })?;
             runtime.models.add_provider(built);
         }
-        runtime.processor_kinds.set_models(runtime.models.clone());
+        runtime.processor_kinds.set_resources(ProcessorResources {
+            models: runtime.models.clone(),
+            store: runtime.store.clone(),
+        });
         for (name, tool) in &config.tools {
             let offset = tool.span().start;
             if runtime.tools.get(name).is_some() {

@@ -413,7 +413,7 @@ impl Run {
     async fn process_llm_request(
         &mut self,
         step_number: u32,
-        model_id: &str,
+        step: &StepInput,
         mut prompt: Vec<PromptMessage>,
     ) -> Result<(Vec<PromptMessage>, Option<Vec<Chunk>>), RunStop> {
         let mut response = None;
@@ -422,7 +422,8 @@ impl Run {
             let args = LlmRequestArgs {
                 ctx: self.processors.context(&self.info, processor.id()),
                 prompt: &prompt,
-                model: model_id,
+                model: &step.model,
+                step,
                 step_number,
                 steps: &self.steps,
                 message_list: &self.list,
@@ -483,7 +484,7 @@ impl Run {
         let offered_tools = step.offered_tools();
         let source = loop {
             let prompt = build_prompt(&self.list);
-            let (prompt, replay) = self.process_llm_request(step_number, &step.model, prompt).await?;
+            let (prompt, replay) = self.process_llm_request(step_number, step, prompt).await?;
             if let Some(chunks) = replay {
                 break StepSource::Replay(chunks);
             }

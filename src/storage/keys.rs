@@ -1,6 +1,8 @@
 //! Every sled key, encoded in one place. Strings are length-prefixed (u16 big-endian) so that no
 //! id is a prefix of another's key; numbers are big-endian so keys sort numerically.
 
+use super::CacheScope;
+
 /// The storage format this build reads and writes, recorded at open.
 pub(super) const FORMAT_VERSION: u32 = 1;
 /// `meta` key of the format version.
@@ -113,6 +115,18 @@ pub(super) fn decode_cursor(cursor: &str) -> Option<Vec<u8>> {
 /// A key as an opaque cursor.
 pub(super) fn encode_cursor(key: &[u8]) -> String {
     key.iter().map(|byte| format!("{byte:02x}")).collect()
+}
+
+/// `response_cache` prefix of a scope.
+pub(super) fn cache_prefix(scope: &CacheScope) -> Vec<u8> {
+    string_key(&scope.key())
+}
+
+/// `response_cache`: scope | key → expires_at (u64, big-endian) | value.
+pub(super) fn cache(scope: &CacheScope, key: &str) -> Vec<u8> {
+    let mut entry = cache_prefix(scope);
+    push_str(&mut entry, key);
+    entry
 }
 
 #[cfg(test)]

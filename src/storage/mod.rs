@@ -1,4 +1,5 @@
-//! Storage: the [`Store`] trait — threads, messages, embeddings and working memory — and its
+//! Storage: the [`Store`] trait — threads, messages, embeddings, working memory and cached model
+//! responses — and its
 //! embedded implementation on sled ([`SledStore`]).
 //!
 //! Each trait method is a unit of atomicity and durability: when it returns `Ok`, what it wrote
@@ -13,7 +14,7 @@ mod vectors;
 
 pub use self::sled_store::SledStore;
 pub use self::types::{
-    DeleteReport, Direction, EmbeddingRecord, Hit, MessagePage, NewThread, RecallScope, RunSave,
+    CacheScope, DeleteReport, Direction, EmbeddingRecord, Hit, MessagePage, NewThread, RecallScope, RunSave,
     StoredMessage, Thread, ThreadPage, ThreadUpdate, VectorQuery, WorkingMemoryRecord, WorkingMemoryScope,
 };
 pub use self::vectors::dot;
@@ -147,4 +148,18 @@ pub trait Store: Send + Sync + std::fmt::Debug {
         content: String,
         expected_version: u64,
     ) -> Result<u64, StoreError>;
+
+    /// A cached value of `scope`, unless it expired.
+    async fn cache_get(&self, scope: &CacheScope, key: &str) -> Result<Option<Vec<u8>>, StoreError>;
+
+    /// Caches a value in `scope` until `expires_at` (milliseconds since the epoch). Unlike the
+    /// other writes, not flushed at once: a crash may lose the newest entries (a cache miss),
+    /// never half-write one. Deleting a resource or a thread deletes its scope's entries.
+    async fn cache_put(
+        &self,
+        scope: &CacheScope,
+        key: &str,
+        value: Vec<u8>,
+        expires_at: i64,
+    ) -> Result<(), StoreError>;
 }

@@ -2,12 +2,13 @@
 //!
 //! Trees: `threads` (id → thread), `resource_threads` (resource | created_at | thread → ()),
 //! `messages` (thread | seq → message), `message_ids` (id → message key), `vectors`
-//! (resource | thread | seq → f32 vector), `working_memory` (scope → record), `meta` (format
-//! version, embedder). Multi-tree writes are one sled transaction; sled calls run on blocking
+//! (resource | thread | seq → f32 vector), `working_memory` (scope → record), `response_cache`
+//! (scope | key → expiry and value), `meta` (format version, embedder). Multi-tree writes are one sled transaction; sled calls run on blocking
 //! threads; writes return once group-committed to disk.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use serde::Serialize;
@@ -19,8 +20,9 @@ use super::group_commit::GroupCommit;
 use super::keys;
 use super::vectors::ResourceVectors;
 use super::{
-    DeleteReport, Direction, Hit, MessagePage, NewThread, RecallScope, RunSave, Store, StoreError,
-    StoredMessage, Thread, ThreadPage, ThreadUpdate, VectorQuery, WorkingMemoryRecord, WorkingMemoryScope,
+    CacheScope, DeleteReport, Direction, Hit, MessagePage, NewThread, RecallScope, RunSave, Store,
+    StoreError, StoredMessage, Thread, ThreadPage, ThreadUpdate, VectorQuery, WorkingMemoryRecord,
+    WorkingMemoryScope,
 };
 use crate::runtime::{Message, new_id, now_millis};
 
@@ -42,6 +44,9 @@ struct Inner {
     message_ids: sled::Tree,
     vectors: sled::Tree,
     working_memory: sled::Tree,
+    response_cache: sled::Tree,
+    /// Cache writes so far: every [`CACHE_SWEEP_EVERY`]th sweeps out expired entries.
+    cache_puts: AtomicU64,
     meta: sled::Tree,
     group_commit: GroupCommit,
     /// Vectors of the resources searched so far, kept in step with every write.
@@ -164,6 +169,8 @@ impl SledStore {
             message_ids: tree("message_ids")?,
             vectors: tree("vectors")?,
             working_memory: tree("working_memory")?,
+            response_cache: tree("response_cache")?,
+            cache_puts: AtomicU64::new(0),
             group_commit: GroupCommit::start(db.clone())?,
             index: Mutex::new(HashMap::new()),
             meta,
@@ -429,6 +436,7 @@ impl Inner {
         if let Some(resource) = self.index.lock().expect("index lock").get_mut(&thread.resource_id) {
             resource.remove_thread(thread_id);
         }
+        self.clear_cache_scope(&CacheScope::Thread(thread_id.to_owned()))?;
         Ok(DeleteReport {
             threads: 1,
             messages: message_keys.len() as u64,
@@ -453,6 +461,7 @@ impl Inner {
             report.working_memories += 1;
         }
         self.index.lock().expect("index lock").remove(resource_id);
+        self.clear_cache_scope(&CacheScope::Resource(resource_id.to_owned()))?;
         Ok(report)
     }
 
@@ -572,6 +581,69 @@ impl Inner {
             Ok(record.version)
         }))
     }
+
+    fn cache_get(&self, scope: &CacheScope, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        let entry = keys::cache(scope, key);
+        let Some(bytes) = self.response_cache.get(&entry).map_err(engine)? else { return Ok(None) };
+        let (expires_at, value) = cache_entry(&bytes)?;
+        if expires_at <= now_millis() {
+            self.response_cache.remove(entry).map_err(engine)?;
+            return Ok(None);
+        }
+        Ok(Some(value.to_vec()))
+    }
+
+    fn cache_put(
+        &self,
+        scope: &CacheScope,
+        key: &str,
+        value: &[u8],
+        expires_at: i64,
+    ) -> Result<(), StoreError> {
+        let mut bytes = Vec::with_capacity(8 + value.len());
+        bytes.extend_from_slice(&u64::try_from(expires_at).unwrap_or(0).to_be_bytes());
+        bytes.extend_from_slice(value);
+        self.response_cache.insert(keys::cache(scope, key), bytes).map_err(engine)?;
+        if self.cache_puts.fetch_add(1, Ordering::Relaxed) % CACHE_SWEEP_EVERY == CACHE_SWEEP_EVERY - 1 {
+            self.sweep_cache()?;
+        }
+        Ok(())
+    }
+
+    /// Removes every expired cache entry.
+    fn sweep_cache(&self) -> Result<(), StoreError> {
+        let now = now_millis();
+        for item in self.response_cache.iter() {
+            let (entry, bytes) = item.map_err(engine)?;
+            if cache_entry(&bytes)?.0 <= now {
+                self.response_cache.remove(entry).map_err(engine)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Removes every cache entry of a scope.
+    fn clear_cache_scope(&self, scope: &CacheScope) -> Result<(), StoreError> {
+        for item in self.response_cache.scan_prefix(keys::cache_prefix(scope)) {
+            let (entry, _) = item.map_err(engine)?;
+            self.response_cache.remove(entry).map_err(engine)?;
+        }
+        Ok(())
+    }
+}
+
+/// Cache writes between two sweeps of expired entries.
+const CACHE_SWEEP_EVERY: u64 = 1024;
+
+/// A `response_cache` value: its expiry and the cached bytes.
+fn cache_entry(bytes: &[u8]) -> Result<(i64, &[u8]), StoreError> {
+    let Some((expiry, value)) = bytes.split_first_chunk::<8>() else {
+        return Err(StoreError::Corrupt {
+            tree: "response_cache",
+            reason: "entry shorter than its expiry".to_owned(),
+        });
+    };
+    Ok((i64::try_from(u64::from_be_bytes(*expiry)).unwrap_or(i64::MAX), value))
 }
 
 #[async_trait::async_trait]
@@ -661,5 +733,21 @@ impl Store for SledStore {
     ) -> Result<u64, StoreError> {
         let scope = scope.clone();
         self.durable_write(move |inner| inner.put_working_memory(&scope, &content, expected_version)).await
+    }
+
+    async fn cache_get(&self, scope: &CacheScope, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        let (scope, key) = (scope.clone(), key.to_owned());
+        self.blocking(move |inner| inner.cache_get(&scope, &key)).await
+    }
+
+    async fn cache_put(
+        &self,
+        scope: &CacheScope,
+        key: &str,
+        value: Vec<u8>,
+        expires_at: i64,
+    ) -> Result<(), StoreError> {
+        let (scope, key) = (scope.clone(), key.to_owned());
+        self.blocking(move |inner| inner.cache_put(&scope, &key, &value, expires_at)).await
     }
 }

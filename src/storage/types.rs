@@ -146,6 +146,31 @@ impl std::fmt::Display for WorkingMemoryScope {
     }
 }
 
+/// Who shares a cached model response.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum CacheScope {
+    /// The runs of one resource.
+    Resource(String),
+    /// The runs of one thread.
+    Thread(String),
+    /// Every run of one agent.
+    Agent(String),
+    /// Every run.
+    Global,
+}
+
+impl CacheScope {
+    /// The scope as its entries are keyed.
+    pub fn key(&self) -> String {
+        match self {
+            CacheScope::Resource(id) => format!("resource:{id}"),
+            CacheScope::Thread(id) => format!("thread:{id}"),
+            CacheScope::Agent(id) => format!("agent:{id}"),
+            CacheScope::Global => "global".to_owned(),
+        }
+    }
+}
+
 /// Stored working memory.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct WorkingMemoryRecord {

@@ -12,6 +12,7 @@
 //! | `tool-call-filter` | processLLMRequest | hides recalled (named) tool calls and results from the prompt |
 //! | `batch-parts` | processOutputStream | coalesces text deltas by count or time |
 //! | `language-detector` | processInput | blocks or warns on input outside the allowed languages |
+//! | `response-cache` | processLLMRequest, processLLMResponse | answers repeated model calls from the store, per resource, thread, agent or everyone |
 //! | `structured-output` | processInputStep, processOutputStep | holds the final answer to a JSON schema, retrying with the errors as feedback |
 //! | `system-prompt-scrubber` | processOutputStream | redacts, blocks or reports the system prompt leaking into the answer |
 //! | `moderation` | processInput, processOutputStream (windowed) | an LLM judge scores categories; blocks or warns |
@@ -28,6 +29,7 @@ mod pii;
 mod prompt_injection;
 mod quality_guardrail;
 mod regex_filter;
+mod response_cache;
 mod scan;
 mod scanning;
 mod structured_output;
@@ -72,11 +74,12 @@ pub(crate) fn register(registry: &mut ProcessorRegistry) {
     registry.register_fn(batch_parts::KIND, batch_parts::BatchParts::from_options);
     registry.register_fn(language_detector::KIND, language_detector::LanguageDetector::from_options);
     registry.register_fn(system_prompt_scrubber::KIND, system_prompt_scrubber::from_options);
-    registry.register_with_models(moderation::KIND, moderation::Moderation::from_options);
-    registry.register_with_models(
+    registry.register_with_resources(moderation::KIND, moderation::Moderation::from_options);
+    registry.register_with_resources(
         prompt_injection::KIND,
         prompt_injection::PromptInjectionDetector::from_options,
     );
+    registry.register_with_resources(response_cache::KIND, response_cache::ResponseCache::from_options);
     registry.register_fn(structured_output::KIND, structured_output::StructuredOutput::from_options);
     registry.register_fn(token_limiter::KIND, token_limiter::TokenLimiter::from_options);
 }

@@ -14,10 +14,9 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use super::judge::{Judge, JudgeOptions, Verdict};
-use crate::model::ModelRegistry;
 use crate::processor::{
     Abort, Hook, HookContext, HookResult, HookSet, InputArgs, InputOutcome, OutputWindowArgs, Processor,
-    RunInfo, StreamWindow, parse_options,
+    ProcessorResources, RunInfo, StreamWindow, parse_options,
 };
 use crate::runtime::{Chunk, DataChunk, JsonSchema};
 
@@ -76,7 +75,7 @@ impl Moderation {
     pub(super) fn from_options(
         id: &str,
         options: toml::Table,
-        models: &ModelRegistry,
+        resources: &ProcessorResources,
     ) -> Result<Arc<dyn Processor>, String> {
         let options: Options = parse_options(options)?;
         let categories = options
@@ -113,7 +112,7 @@ impl Moderation {
         );
         Ok(Arc::new(Moderation {
             id: id.to_owned(),
-            judge: Judge::new(options.judge, models)?,
+            judge: Judge::new(options.judge, &resources.models)?,
             categories,
             threshold: options.threshold,
             strategy: options.strategy,

@@ -18,10 +18,9 @@ use serde_json::{Value, json};
 
 use super::judge::{Judge, JudgeOptions, Verdict};
 use super::unicode_normalizer::fold;
-use crate::model::ModelRegistry;
 use crate::processor::{
-    Abort, Hook, HookContext, HookResult, HookSet, InputArgs, InputOutcome, Processor, ToolResultArgs,
-    ToolResultOutcome, parse_options,
+    Abort, Hook, HookContext, HookResult, HookSet, InputArgs, InputOutcome, Processor, ProcessorResources,
+    ToolResultArgs, ToolResultOutcome, parse_options,
 };
 use crate::runtime::{DataChunk, JsonSchema, Part};
 
@@ -173,13 +172,13 @@ impl PromptInjectionDetector {
     pub(super) fn from_options(
         id: &str,
         options: toml::Table,
-        models: &ModelRegistry,
+        resources: &ProcessorResources,
     ) -> Result<Arc<dyn Processor>, String> {
         let options: Options = parse_options(options)?;
         if !(0.0..=1.0).contains(&options.threshold) {
             return Err("`threshold` must be between 0 and 1".to_owned());
         }
-        let judge = options.judge.map(|judge| Judge::new(judge, models)).transpose()?;
+        let judge = options.judge.map(|judge| Judge::new(judge, &resources.models)).transpose()?;
         let schema = JsonSchema::new(json!({
             "type": "object",
             "properties": {
