@@ -1,11 +1,11 @@
 //! Stream processors on the hot path: the cost of `processOutputStream` per text delta that
 //! matches nothing, for each built-in stream processor, called in-process as the run loop calls
-//! it (hook context, state, the chunks seen so far). `cargo bench --bench processors` (add
+//! it (hook context, state, the chunks seen so far; a window at a time for windowed ones). `cargo bench --bench processors` (add
 //! `-- --quick` for a smoke run; `cargo test` runs the smoke run).
 
 use std::time::{Duration, Instant};
 
-use agentwire::processor::{HookContext, OutputStreamArgs, ProcessorRegistry, RunInfo};
+use agentwire::processor::{HookContext, OutputStreamArgs, OutputWindowArgs, ProcessorRegistry, RunInfo};
 use agentwire::runtime::{Chunk, MessageList};
 use serde_json::Map;
 
@@ -34,6 +34,7 @@ async fn main() {
         ("regex-filter", table("patterns = [{ name = \"order\", pattern = \"order-[0-9]{4}\" }]")),
         ("token-limiter", table("output_limit = 1_000_000_000")),
         ("system-prompt-scrubber", toml::Table::new()),
+        ("batch-parts", toml::Table::new()),
     ];
     let run = RunInfo::default();
     // The run's system prompt, for `system-prompt-scrubber`: 120 words.
@@ -50,16 +51,41 @@ async fn main() {
             let (mut emitted, mut skipped) = (Vec::new(), Vec::new());
             let mut seen: Vec<Chunk> = Vec::with_capacity(per_round);
             let start = Instant::now();
-            for index in 0..per_round {
-                let part = Chunk::TextDelta { id: "m".into(), text: WORDS[index % WORDS.len()].into() };
-                seen.push(part.clone());
-                let args = OutputStreamArgs {
-                    ctx: HookContext::new(&run, &mut state, 0, &mut emitted, &mut skipped),
-                    part,
-                    stream_parts: &seen,
-                    message_list: &list,
-                };
-                std::hint::black_box(processor.process_output_stream(args).await.expect("passes"));
+            match processor.stream_window(&run) {
+                // A windowed processor gets the chunks as the runtime hands them over: a window
+                // at a time.
+                Some(window) => {
+                    for first in (0..per_round).step_by(window.max_chunks) {
+                        let parts: Vec<Chunk> = (first..(first + window.max_chunks).min(per_round))
+                            .map(|index| Chunk::TextDelta {
+                                id: "m".into(),
+                                text: WORDS[index % WORDS.len()].into(),
+                            })
+                            .collect();
+                        seen.extend(parts.iter().cloned());
+                        let args = OutputWindowArgs {
+                            ctx: HookContext::new(&run, &mut state, 0, &mut emitted, &mut skipped),
+                            parts,
+                            stream_parts: &seen,
+                            message_list: &list,
+                        };
+                        std::hint::black_box(processor.process_output_window(args).await.expect("passes"));
+                    }
+                }
+                None => {
+                    for index in 0..per_round {
+                        let part =
+                            Chunk::TextDelta { id: "m".into(), text: WORDS[index % WORDS.len()].into() };
+                        seen.push(part.clone());
+                        let args = OutputStreamArgs {
+                            ctx: HookContext::new(&run, &mut state, 0, &mut emitted, &mut skipped),
+                            part,
+                            stream_parts: &seen,
+                            message_list: &list,
+                        };
+                        std::hint::black_box(processor.process_output_stream(args).await.expect("passes"));
+                    }
+                }
             }
             samples.push(start.elapsed() / u32::try_from(per_round).unwrap());
         }

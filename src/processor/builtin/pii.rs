@@ -1,5 +1,6 @@
 //! `pii-detector`: finds personal data and secrets — email addresses, phone numbers, credit cards
-//! (Luhn-checked), IBANs (checksum-checked), US social security numbers, IP addresses, API keys
+//! (Luhn-checked), IBANs (checksum-checked), national ids (US social security numbers, UK
+//! National Insurance numbers, Spanish DNI/NIE with their check letter), IP addresses, API keys
 //! and private keys — in the input and in the streamed answer; blocks, warns or redacts.
 
 use std::sync::{Arc, LazyLock};
@@ -64,6 +65,18 @@ static DETECTORS: LazyLock<Vec<Detector>> = LazyLock::new(|| {
         detector("credit-card", r"\b(?:[0-9][ \-]?){12,18}[0-9]\b", digits, luhn_valid),
         detector("ssn", r"\b[0-9]{3}-[0-9]{2}-[0-9]{4}\b", digits, any),
         detector(
+            "uk-nino",
+            r"\b[A-CEGHJ-PR-TW-Z][A-CEGHJ-NPR-TW-Z] ?[0-9]{2} ?[0-9]{2} ?[0-9]{2} ?[A-D]\b",
+            r"[A-Z]{1,2}|[A-Z]{2}(?: ?[0-9]{1,2}){1,3} ?",
+            nino_valid,
+        ),
+        detector(
+            "es-dni",
+            r"\b(?:[0-9]{8}|[XYZ]-?[0-9]{7})-?[A-Z]\b",
+            r"[XYZ]-?[0-9]{0,7}-?|[0-9]{1,8}-?",
+            dni_valid,
+        ),
+        detector(
             "ipv4",
             r"\b(?:(?:25[0-5]|2[0-4][0-9]|1?[0-9]?[0-9])\.){3}(?:25[0-5]|2[0-4][0-9]|1?[0-9]?[0-9])\b",
             r"[0-9.]+",
@@ -119,6 +132,20 @@ fn iban_valid(candidate: &str) -> bool {
         }
     }
     remainder == 1
+}
+
+/// UK National Insurance numbers: prefixes that are never issued are not numbers.
+fn nino_valid(candidate: &str) -> bool {
+    !["BG", "GB", "NK", "KN", "TN", "NT", "ZZ"].contains(&&candidate[..2])
+}
+
+/// Spanish DNI / NIE: the letter is the number's checksum (mod 23).
+fn dni_valid(candidate: &str) -> bool {
+    let compact: String = candidate.chars().filter(|c| *c != '-').collect();
+    let (number, letter) = compact.split_at(compact.len() - 1);
+    let number = number.replacen('X', "0", 1).replacen('Y', "1", 1).replacen('Z', "2", 1);
+    let Ok(number) = number.parse::<usize>() else { return false };
+    "TRWAGMYFPDXBNJZSQVHLCKE".as_bytes()[number % 23] == letter.as_bytes()[0]
 }
 
 fn ipv6_valid(candidate: &str) -> bool {
@@ -230,6 +257,10 @@ mod tests {
         assert!(found("card 4111 1111 1111 1112.").iter().all(|kind| kind != "credit-card"), "Luhn");
         assert_eq!(found("iban DE89 3704 0044 0532 0130 00 ok"), ["iban"]);
         assert_eq!(found("ssn 078-05-1120"), ["ssn"]);
+        assert_eq!(found("NI number AB 12 34 56 C."), ["uk-nino"]);
+        assert!(found("NI number GB 12 34 56 C.").is_empty(), "never issued");
+        assert_eq!(found("DNI 12345678Z, NIE X1234567L"), ["es-dni", "es-dni"]);
+        assert!(found("DNI 12345678A").iter().all(|kind| kind != "es-dni"), "checksum letter");
         assert_eq!(found("from 192.168.1.20 and 2001:db8::8a2e:370:7334"), ["ipv4", "ipv6"]);
         assert_eq!(found("key sk-abcdefghijklmnopqrstuvwx1234"), ["api-key"]);
         assert_eq!(found("call +1 415 555 0132 today"), ["phone"]);
