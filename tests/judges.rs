@@ -9,7 +9,7 @@ use std::sync::Arc;
 use agentwire::server::pb;
 use common::fake_provider::{FakeProvider, Reply, openai_text};
 use common::remote::{Behaviour, serve_with};
-use common::{TestServer, error, in_thread, request, text, tripwire};
+use common::{TestServer, error, in_thread, report, request, text, tripwire};
 use serde_json::json;
 
 const CLEAN: &str = r#"{ text = '{"scores": {"hate": 0, "harassment": 0, "self-harm": 0, "sexual": 0, "violence": 0.1, "illicit": 0}, "reason": "fine"}' }"#;
@@ -99,12 +99,6 @@ model = "mock/echo"
 input_processors = ["moderate-or-pass"]
 "#
     )
-}
-
-fn report(result: &pb::GenerateResponse, name: &str) -> serde_json::Value {
-    let chunk = result.data.iter().find(|chunk| chunk.r#type == name).expect("a report");
-    let Some(pb::chunk::Payload::Data(data)) = &chunk.payload else { panic!("a data chunk") };
-    common::json(&data.data)
 }
 
 #[tokio::test]

@@ -10,7 +10,7 @@ use std::time::Duration;
 use agentwire::server::pb;
 use agentwire::server::pb::memory_service_client::MemoryServiceClient;
 use common::fake_provider::{FakeProvider, Reply, openai_text};
-use common::{TestServer, in_thread, request};
+use common::{TestServer, in_thread, report, request};
 
 fn config(base_url: &str) -> String {
     format!(
@@ -50,12 +50,6 @@ fn for_resource(agent: &str, text: &str, resource: &str) -> pb::RunRequest {
     let mut run = request(agent, text);
     run.resource_id = resource.into();
     run
-}
-
-fn report(result: &pb::GenerateResponse, name: &str) -> serde_json::Value {
-    let chunk = result.data.iter().find(|chunk| chunk.r#type == name).expect("a report");
-    let Some(pb::chunk::Payload::Data(data)) = &chunk.payload else { panic!("a data chunk") };
-    common::json(&data.data)
 }
 
 #[tokio::test]

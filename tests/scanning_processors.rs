@@ -101,9 +101,7 @@ async fn input_is_redacted_and_reported() {
     let server = TestServer::start(CONFIG).await;
     let result = server.generate(request("echo-pii", "mail ada@example.com or 192.168.1.20")).await;
     assert_eq!(result.text, "echo: mail [EMAIL] or [IPV4]");
-    let report = result.data.iter().find(|chunk| chunk.r#type == "data-pii").expect("a data-pii report");
-    let Some(agentwire::server::pb::chunk::Payload::Data(data)) = &report.payload else { panic!("data") };
-    assert_eq!(common::json(&data.data)["found"], serde_json::json!(["email", "ipv4"]));
+    assert_eq!(common::report(&result, "data-pii")["found"], serde_json::json!(["email", "ipv4"]));
 }
 
 #[tokio::test]

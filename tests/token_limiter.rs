@@ -62,9 +62,7 @@ const WORDS: &str = "lorem ipsum dolor sit amet consectetur adipiscing elit sed 
                      incididunt ut labore et dolore magna aliqua ut enim ad minim veniam quis nostrud";
 
 fn report(result: &pb::GenerateResponse) -> serde_json::Value {
-    let chunk = result.data.iter().find(|chunk| chunk.r#type == "data-token-limit").expect("a report");
-    let Some(pb::chunk::Payload::Data(data)) = &chunk.payload else { panic!("a data chunk") };
-    common::json(&data.data)
+    common::report(result, "data-token-limit")
 }
 
 #[tokio::test]

@@ -211,6 +211,13 @@ pub fn text(chunks: &[pb::Chunk]) -> String {
         .collect()
 }
 
+/// The payload of the run's `name` data chunk (e.g. `data-pii`), which must be there.
+pub fn report(result: &pb::GenerateResponse, name: &str) -> serde_json::Value {
+    let chunk = result.data.iter().find(|chunk| chunk.r#type == name).unwrap_or_else(|| panic!("no {name}"));
+    let Some(pb::chunk::Payload::Data(data)) = &chunk.payload else { panic!("{name} is not a data chunk") };
+    json(&data.data)
+}
+
 /// A request in thread `thread_id` of resource `alice`.
 pub fn in_thread(agent_id: &str, text: &str, thread_id: &str) -> pb::RunRequest {
     let mut run = request(agent_id, text);

@@ -5,6 +5,8 @@
 use std::sync::Arc;
 
 use serde::Deserialize;
+
+use super::BlockOrWarn;
 use serde_json::json;
 use whatlang::Lang;
 
@@ -13,21 +15,13 @@ use crate::runtime::DataChunk;
 
 pub(super) const KIND: &str = "language-detector";
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
-enum Strategy {
-    #[default]
-    Block,
-    Warn,
-}
-
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Options {
     /// ISO 639-3 codes (`eng`, `deu`, `fra`, …).
     allowed: Vec<String>,
     #[serde(default)]
-    strategy: Strategy,
+    strategy: BlockOrWarn,
     /// Below this confidence (0 to 1) nothing is decided. Default 0.5.
     #[serde(default = "default_min_confidence")]
     min_confidence: f64,
@@ -41,7 +35,7 @@ fn default_min_confidence() -> f64 {
 pub(super) struct LanguageDetector {
     id: String,
     allowed: Vec<Lang>,
-    strategy: Strategy,
+    strategy: BlockOrWarn,
     min_confidence: f64,
 }
 
@@ -93,11 +87,11 @@ impl Processor for LanguageDetector {
             "allowed": self.allowed.iter().map(|lang| lang.code()).collect::<Vec<_>>(),
         });
         match self.strategy {
-            Strategy::Block => {
+            BlockOrWarn::Block => {
                 let reason = format!("Input language {} is not allowed", info.lang().eng_name());
                 Err(Abort::new(reason).metadata(details).into())
             }
-            Strategy::Warn => {
+            BlockOrWarn::Warn => {
                 args.ctx.emit(DataChunk::new("language", details).transient());
                 Ok(InputOutcome::Unchanged)
             }

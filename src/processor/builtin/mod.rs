@@ -46,6 +46,17 @@ pub use self::word_counter::WordCounter;
 use super::ProcessorRegistry;
 use crate::runtime::{Message, Part};
 
+/// What a detector that cannot rewrite does with a finding.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum BlockOrWarn {
+    /// Abort the run: a tripwire.
+    #[default]
+    Block,
+    /// Let it pass and report it.
+    Warn,
+}
+
 /// Rewrites every text part of `messages` with `rewrite`; true when any changed.
 fn rewrite_texts(messages: &mut [Message], rewrite: impl Fn(&str) -> String) -> bool {
     let mut changed = false;

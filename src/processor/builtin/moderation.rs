@@ -11,6 +11,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Deserialize;
+
+use super::BlockOrWarn;
 use serde_json::{Map, Value, json};
 
 use super::judge::{Judge, JudgeOptions, Verdict};
@@ -27,14 +29,6 @@ const CONTEXT_CHARS: usize = 400;
 
 const DEFAULT_CATEGORIES: &[&str] = &["hate", "harassment", "self-harm", "sexual", "violence", "illicit"];
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
-enum Strategy {
-    #[default]
-    Block,
-    Warn,
-}
-
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Options {
@@ -44,7 +38,7 @@ struct Options {
     #[serde(default = "default_threshold")]
     threshold: f64,
     #[serde(default)]
-    strategy: Strategy,
+    strategy: BlockOrWarn,
     #[serde(default = "default_window_chunks")]
     window_chunks: usize,
     #[serde(default)]
@@ -65,7 +59,7 @@ pub(super) struct Moderation {
     judge: Judge,
     categories: Vec<String>,
     threshold: f64,
-    strategy: Strategy,
+    strategy: BlockOrWarn,
     window: StreamWindow,
     instructions: String,
     schema: JsonSchema,
@@ -147,7 +141,7 @@ impl Moderation {
             "reason": value["reason"],
             "usage": usage,
         });
-        if !flagged.is_empty() && self.strategy == Strategy::Block {
+        if !flagged.is_empty() && self.strategy == BlockOrWarn::Block {
             let reason = format!("Moderation flagged {} in {}", flagged.join(", "), hook.name());
             return Err(Abort::new(reason).metadata(details).into());
         }
