@@ -6,10 +6,10 @@ use std::sync::Arc;
 
 use serde::Deserialize;
 
-use super::BlockOrWarn;
 use serde_json::json;
 use whatlang::Lang;
 
+use super::BlockOrWarn;
 use crate::processor::{Abort, Hook, HookResult, HookSet, InputArgs, InputOutcome, Processor, parse_options};
 use crate::runtime::DataChunk;
 

@@ -12,9 +12,9 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use super::BlockOrWarn;
 use serde_json::{Map, Value, json};
 
+use super::BlockOrWarn;
 use super::judge::{Judge, JudgeOptions, Verdict};
 use crate::processor::{
     Abort, Hook, HookContext, HookResult, HookSet, InputArgs, InputOutcome, OutputWindowArgs, Processor,
