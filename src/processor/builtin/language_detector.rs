@@ -5,7 +5,6 @@
 use std::sync::Arc;
 
 use serde::Deserialize;
-
 use serde_json::json;
 use whatlang::Lang;
 

@@ -11,7 +11,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Deserialize;
-
 use serde_json::{Map, Value, json};
 
 use super::BlockOrWarn;
