@@ -7,28 +7,10 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use agentwire::bench::{fill, sentence};
 use agentwire::memory::embedder::{Embedder, Lexical};
 use agentwire::runtime::{Message, Part, Role};
 use agentwire::storage::{EmbeddingRecord, RecallScope, RunSave, SledStore, Store, VectorQuery};
-
-const WORDS: &[&str] = &[
-    "invoice", "shipping", "refund", "password", "account", "delivery", "order", "weekend", "coffee",
-    "train", "meeting", "budget", "report", "holiday", "garden", "concert", "ticket", "doctor", "recipe",
-    "football", "python", "server", "backup", "contract", "salary", "flight", "hotel", "museum", "bicycle",
-    "weather", "piano", "camera",
-];
-
-/// A deterministic pseudo-random sentence.
-fn sentence(seed: u64) -> String {
-    let mut state = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
-    (0..12)
-        .map(|_| {
-            state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
-            WORDS[(state >> 33) as usize % WORDS.len()]
-        })
-        .collect::<Vec<_>>()
-        .join(" ")
-}
 
 fn message(role: Role, text: String) -> Message {
     Message::new(role, vec![Part::text(text)])
@@ -41,36 +23,6 @@ fn percentile(samples: &mut [Duration], quantile: f64) -> Duration {
 
 fn micros(duration: Duration) -> String {
     format!("{:.1} µs", duration.as_secs_f64() * 1e6)
-}
-
-/// Fills `resource` with `count` embedded messages over 100 threads.
-async fn fill(store: &SledStore, resource: &str, count: usize) {
-    let per_save = 500;
-    for batch in 0..count / per_save {
-        let thread = format!("{resource}-thread-{}", batch % 100);
-        let messages: Vec<Message> = (0..per_save)
-            .map(|index| {
-                let role = if index % 2 == 0 { Role::User } else { Role::Assistant };
-                message(role, sentence((batch * per_save + index) as u64))
-            })
-            .collect();
-        let embeddings = messages
-            .iter()
-            .map(|message| EmbeddingRecord {
-                message_id: message.id.clone(),
-                embedder: Lexical::new().id().to_owned(),
-                vector: Lexical::embed_one(&message.text()),
-            })
-            .collect();
-        let save = RunSave {
-            thread_id: thread,
-            resource_id: resource.into(),
-            messages,
-            embeddings,
-            working_memory: None,
-        };
-        store.save_run(save).await.unwrap();
-    }
 }
 
 async fn history_load(store: &SledStore, iterations: usize) {
@@ -99,7 +51,7 @@ async fn history_load(store: &SledStore, iterations: usize) {
 
 /// The recall path of a run: embed the query, search the resource, fetch the hits' neighbours.
 async fn recall(store: &SledStore, resource: &str, count: usize, iterations: usize) {
-    fill(store, resource, count).await;
+    fill(store, resource, count).await.unwrap();
     let embedder = Lexical::new();
     let mut samples = Vec::with_capacity(iterations);
     for iteration in 0..=iterations {

@@ -1,5 +1,5 @@
 //! The command line: `agentwire serve` starts the server; `agentwire run` and `agentwire agents`
-//! are a small client for newcomers.
+//! are a small client for newcomers; `agentwire bench` measures a server.
 
 use std::future::Future;
 use std::io::Write;
@@ -7,11 +7,13 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 use tokio::net::TcpListener;
 use tracing_subscriber::EnvFilter;
 
+use crate::bench::BenchOptions;
 use crate::config::Config;
 use crate::runtime::{Components, Runtime};
 use crate::server::pb::agent_service_client::AgentServiceClient;
@@ -65,6 +67,34 @@ enum Command {
         #[arg(long, default_value = DEFAULT_LISTEN)]
         addr: String,
     },
+    /// Measures runs, hooks and recall (see BENCHMARKS.md) and prints a Markdown report.
+    Bench {
+        /// Bench a running server (started with `--print-config`'s agents) instead of one in this
+        /// process. CPU and memory are then not measured, and recall scenarios are skipped.
+        #[arg(long)]
+        addr: Option<String>,
+        /// Seconds each measurement lasts.
+        #[arg(long, default_value_t = 5.0)]
+        seconds: f64,
+        /// Seconds of warm-up before each measurement.
+        #[arg(long, default_value_t = 1.0)]
+        warm_up: f64,
+        /// Concurrent clients, each measured in turn.
+        #[arg(long, value_delimiter = ',', default_value = "1,32")]
+        concurrency: Vec<usize>,
+        /// Only scenarios whose id starts with one of these (e.g. `S1,S4,R`).
+        #[arg(long, value_delimiter = ',')]
+        only: Vec<String>,
+        /// Stored messages of the recall scenarios' resources.
+        #[arg(long, value_delimiter = ',', default_value = "10000,100000")]
+        recall_sizes: Vec<usize>,
+        /// Every scenario, briefly: checks that the bench works (what CI runs).
+        #[arg(long)]
+        smoke: bool,
+        /// Print the bench's agents config and exit.
+        #[arg(long)]
+        print_config: bool,
+    },
 }
 
 /// Runs the command line; the exit code is 0 on success, 1 on failure and 2 after a tripwire.
@@ -79,6 +109,27 @@ pub async fn main() -> ExitCode {
             run_agent(addr, agent, text, thread, resource).await
         }
         Command::Agents { addr } => list_agents(addr).await,
+        Command::Bench { addr, seconds, warm_up, concurrency, only, recall_sizes, smoke, print_config } => {
+            if print_config {
+                print!("{}", crate::bench::config());
+                return ExitCode::SUCCESS;
+            }
+            let defaults = if smoke { BenchOptions::smoke() } else { BenchOptions::default() };
+            let options = if smoke {
+                BenchOptions { addr, only, ..defaults }
+            } else {
+                BenchOptions {
+                    addr,
+                    warm_up: Duration::from_secs_f64(warm_up),
+                    duration: Duration::from_secs_f64(seconds),
+                    concurrency,
+                    only,
+                    recall_sizes,
+                    ..defaults
+                }
+            };
+            run_bench(options).await
+        }
     };
     match outcome {
         Ok(code) => code,
@@ -183,6 +234,17 @@ async fn run_agent(
             _ => {}
         }
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Runs the bench on threads of its own (it starts its own runtimes) and prints its report.
+async fn run_bench(options: BenchOptions) -> Result<ExitCode, String> {
+    let (done, report) = tokio::sync::oneshot::channel();
+    std::thread::spawn(move || {
+        let _ = done.send(crate::bench::run(&options));
+    });
+    let report = report.await.map_err(|_| "the bench stopped".to_owned())??;
+    print!("{}", crate::bench::render(&report));
     Ok(ExitCode::SUCCESS)
 }
 

@@ -17,8 +17,10 @@
 //! - [`tool`]: the [`tool::Tool`] trait and the built-in tools.
 //! - [`storage`]: the [`storage::Store`] trait and its sled implementation.
 //! - [`config`]: the `agentwire.toml` file.
-//! - [`cli`]: the command line (`serve`, `run`, `agents`).
+//! - [`cli`]: the command line (`serve`, `run`, `agents`, `bench`).
+//! - [`bench`]: `agentwire bench`, the scenarios that measure a run, a hook and a recall.
 
+pub mod bench;
 pub mod cli;
 pub mod config;
 pub mod memory;

@@ -1,0 +1,444 @@
+//! What the scenarios run against: the bench's agents, a pass-through processor, pass-through
+//! remote processor instances, the floors (the same bytes over bare tonic services, no agentwire
+//! code), and stored messages to recall from.
+
+use std::pin::Pin;
+use std::sync::Arc;
+
+use futures::{Stream, StreamExt};
+use tokio::net::TcpListener;
+use tokio::sync::mpsc;
+use tokio_stream::wrappers::{ReceiverStream, TcpListenerStream};
+use tonic::transport::Channel;
+use tonic::{Request, Response, Status, Streaming};
+
+use crate::memory::embedder::{Embedder, Lexical};
+use crate::processor::{
+    Hook, HookResult, HookSet, InputArgs, InputOutcome, OutputResultArgs, OutputStreamArgs, Processor,
+    ProcessorRegistry, parse_options,
+};
+use crate::runtime::{Chunk, Message, Part, Role};
+use crate::server::pb;
+use crate::server::pb::agent_service_server::{AgentService, AgentServiceServer};
+use crate::server::pb::processor_service_client::ProcessorServiceClient;
+use crate::server::pb::processor_service_server::{ProcessorService, ProcessorServiceServer};
+use crate::storage::{EmbeddingRecord, RunSave, Store};
+
+/// The text deltas of a streamed scenario (S4, R2).
+pub const STREAM_CHUNKS: usize = 200;
+
+/// The mock answer of most scenarios: about 50 tokens.
+const ANSWER: &str = "Thanks for asking. Here is a short answer that stands in for what a real model would \
+    write: a few sentences, some detail, and a friendly closing line, so that every run streams and \
+    stores a realistic amount of text.";
+
+/// The word a guardrail blocks in S5.
+pub(super) const BLOCKED_WORD: &str = "forbidden";
+
+/// The processor kind of the pass-through processors.
+const PASS_THROUGH: &str = "bench-pass-through";
+
+/// The bench's agents, one per scenario.
+pub fn config() -> String {
+    let stream_text: Vec<String> = (0..STREAM_CHUNKS).map(|index| format!("w{index}")).collect();
+    let stream_text = stream_text.join(" ");
+    format!(
+        r#"# The agents of `agentwire bench`. To bench a server elsewhere, start it with this config
+# and run `agentwire bench --addr <host:port>`.
+
+[processors.pass-input]
+kind = "{PASS_THROUGH}"
+hook = "processInput"
+
+[processors.pass-stream]
+kind = "{PASS_THROUGH}"
+hook = "processOutputStream"
+
+[processors.pass-result]
+kind = "{PASS_THROUGH}"
+hook = "processOutputResult"
+
+[processors.guard]
+kind = "content-filter"
+blocked_words = ["{BLOCKED_WORD}"]
+
+[processors.remote-input]
+kind = "remote"
+timeout_ms = 5000
+
+[processors.remote-window]
+kind = "remote"
+timeout_ms = 5000
+
+[[agents]]
+id = "s1"
+model = "mock/script"
+script = [{{ text = "{ANSWER}" }}]
+
+[[agents]]
+id = "s2"
+model = "mock/script"
+memory = {{ last_messages = 10 }}
+script = [{{ text = "{ANSWER}" }}]
+
+[[agents]]
+id = "s3"
+model = "mock/script"
+input_processors = ["pass-input"]
+output_processors = ["pass-stream", "pass-result"]
+script = [{{ text = "{ANSWER}" }}]
+
+[[agents]]
+id = "s4"
+model = "mock/script"
+script = [{{ text = "{stream_text}" }}]
+
+[[agents]]
+id = "s4-pass"
+model = "mock/script"
+output_processors = ["pass-stream"]
+script = [{{ text = "{stream_text}" }}]
+
+[[agents]]
+id = "s5"
+model = "mock/script"
+memory = {{ last_messages = 10 }}
+input_processors = ["guard"]
+script = [{{ text = "{ANSWER}" }}]
+
+[[agents]]
+id = "s6"
+model = "mock/script"
+memory = {{ last_messages = 10, semantic_recall = {{ top_k = 3, scope = "resource" }} }}
+script = [{{ text = "{ANSWER}" }}]
+
+[[agents]]
+id = "s6-control"
+model = "mock/script"
+memory = {{ last_messages = 10 }}
+script = [{{ text = "{ANSWER}" }}]
+
+[[agents]]
+id = "r1"
+model = "mock/script"
+input_processors = ["remote-input"]
+script = [{{ text = "{ANSWER}" }}]
+
+[[agents]]
+id = "r2"
+model = "mock/script"
+output_processors = ["remote-window"]
+script = [{{ text = "{stream_text}" }}]
+"#
+    )
+}
+
+/// A processor that implements one hook and changes nothing: what the runtime's hook machinery
+/// costs on its own.
+struct PassThrough {
+    id: String,
+    hook: Hook,
+}
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PassThroughOptions {
+    hook: String,
+}
+
+#[async_trait::async_trait]
+impl Processor for PassThrough {
+    fn id(&self) -> &str {
+        &self.id
+    }
+
+    fn hooks(&self) -> HookSet {
+        HookSet::of(&[self.hook])
+    }
+
+    async fn process_input(&self, _args: InputArgs<'_>) -> HookResult<InputOutcome> {
+        Ok(InputOutcome::Unchanged)
+    }
+
+    async fn process_output_stream(&self, args: OutputStreamArgs<'_>) -> HookResult<Option<Chunk>> {
+        Ok(Some(args.part))
+    }
+
+    async fn process_output_result(&self, _args: OutputResultArgs<'_>) -> HookResult<Option<Vec<Message>>> {
+        Ok(None)
+    }
+}
+
+/// Adds the pass-through kind.
+pub(super) fn register(registry: &mut ProcessorRegistry) {
+    registry.register_fn(PASS_THROUGH, |id, options| {
+        let options: PassThroughOptions = parse_options(options)?;
+        let hook = Hook::from_name(&options.hook)
+            .filter(|hook| {
+                matches!(hook, Hook::ProcessInput | Hook::ProcessOutputStream | Hook::ProcessOutputResult)
+            })
+            .ok_or("`hook`: one of processInput, processOutputStream, processOutputResult")?;
+        Ok(Arc::new(PassThrough { id: id.to_owned(), hook }) as Arc<dyn Processor>)
+    });
+}
+
+/// Accepts connections with Nagle's algorithm off, as agentwire's server does.
+fn incoming(listener: TcpListener) -> impl Stream<Item = std::io::Result<tokio::net::TcpStream>> {
+    TcpListenerStream::new(listener).map(|connection| {
+        connection.inspect(|stream| {
+            let _ = stream.set_nodelay(true);
+        })
+    })
+}
+
+/// A channel to `address`, Nagle off.
+pub(super) async fn channel(address: &str) -> Result<Channel, String> {
+    let url = if address.contains("://") { address.to_owned() } else { format!("http://{address}") };
+    Channel::from_shared(url)
+        .map_err(|error| format!("bad address {address}: {error}"))?
+        .tcp_nodelay(true)
+        .connect()
+        .await
+        .map_err(|error| format!("cannot connect to {address}: {error}"))
+}
+
+/// Serves `router` on a free loopback port; returns the address.
+async fn serve_floor(router: tonic::transport::server::Router) -> Result<String, String> {
+    let listener = TcpListener::bind("127.0.0.1:0").await.map_err(|error| error.to_string())?;
+    let address = listener.local_addr().map_err(|error| error.to_string())?;
+    tokio::spawn(router.serve_with_incoming(incoming(listener)));
+    Ok(address.to_string())
+}
+
+/// The S4 floor: `AgentService.Stream` answering every request with the same 200 text deltas,
+/// built once — the bytes of S4 over bare tonic.
+struct FloorAgents {
+    chunks: Arc<Vec<pb::Chunk>>,
+}
+
+type Chunks = Pin<Box<dyn Stream<Item = Result<pb::Chunk, Status>> + Send>>;
+
+#[tonic::async_trait]
+impl AgentService for FloorAgents {
+    type StreamStream = Chunks;
+
+    async fn stream(&self, _request: Request<pb::RunRequest>) -> Result<Response<Chunks>, Status> {
+        let chunks = Arc::clone(&self.chunks);
+        let stream = futures::stream::iter((0..chunks.len()).map(move |index| Ok(chunks[index].clone())));
+        Ok(Response::new(Box::pin(stream)))
+    }
+
+    async fn generate(
+        &self,
+        _request: Request<pb::RunRequest>,
+    ) -> Result<Response<pb::GenerateResponse>, Status> {
+        Err(Status::unimplemented("the floor only streams"))
+    }
+
+    async fn list_agents(
+        &self,
+        _request: Request<pb::ListAgentsRequest>,
+    ) -> Result<Response<pb::ListAgentsResponse>, Status> {
+        Err(Status::unimplemented("the floor only streams"))
+    }
+
+    async fn get_agent(&self, _request: Request<pb::GetAgentRequest>) -> Result<Response<pb::Agent>, Status> {
+        Err(Status::unimplemented("the floor only streams"))
+    }
+}
+
+/// Starts the S4 floor; returns its address.
+pub(super) async fn stream_floor() -> Result<String, String> {
+    let chunks = (0..STREAM_CHUNKS)
+        .map(|index| pb::Chunk {
+            run_id: "floor".into(),
+            r#type: "text-delta".into(),
+            payload: Some(pb::chunk::Payload::TextDelta(pb::DeltaPayload {
+                id: "text-0".into(),
+                text: format!(" w{index}"),
+            })),
+        })
+        .collect();
+    let service = AgentServiceServer::new(FloorAgents { chunks: Arc::new(chunks) });
+    serve_floor(tonic::transport::Server::builder().add_service(service)).await
+}
+
+/// The R1 floor: a bidirectional stream that answers each `Pong` with a `Ping` of its nonce.
+struct PingPong;
+
+type Echoes = Pin<Box<dyn Stream<Item = Result<pb::ServerMessage, Status>> + Send>>;
+
+#[tonic::async_trait]
+impl ProcessorService for PingPong {
+    type ConnectStream = Echoes;
+
+    async fn connect(
+        &self,
+        request: Request<Streaming<pb::ProcessorMessage>>,
+    ) -> Result<Response<Echoes>, Status> {
+        let echoes = request.into_inner().map(|message| {
+            let nonce = match message?.message {
+                Some(pb::processor_message::Message::Pong(pong)) => pong.nonce,
+                _ => 0,
+            };
+            Ok(pb::ServerMessage { message: Some(pb::server_message::Message::Ping(pb::Ping { nonce })) })
+        });
+        Ok(Response::new(Box::pin(echoes)))
+    }
+
+    async fn list_processors(
+        &self,
+        _request: Request<pb::ListProcessorsRequest>,
+    ) -> Result<Response<pb::ListProcessorsResponse>, Status> {
+        Ok(Response::new(pb::ListProcessorsResponse::default()))
+    }
+}
+
+/// Starts the R1 floor; returns its address.
+pub(super) async fn ping_pong_floor() -> Result<String, String> {
+    serve_floor(tonic::transport::Server::builder().add_service(ProcessorServiceServer::new(PingPong))).await
+}
+
+/// One side of the R1 floor: sends a message, waits for its echo.
+pub(super) struct Pinger {
+    outbox: mpsc::Sender<pb::ProcessorMessage>,
+    echoes: Streaming<pb::ServerMessage>,
+    nonce: u64,
+}
+
+impl Pinger {
+    /// A ping-pong stream on the floor at `address`.
+    pub(super) async fn connect(address: &str) -> Result<Pinger, String> {
+        let (outbox, requests) = mpsc::channel(16);
+        let echoes = ProcessorServiceClient::new(channel(address).await?)
+            .connect(ReceiverStream::new(requests))
+            .await
+            .map_err(|status| status.to_string())?
+            .into_inner();
+        Ok(Pinger { outbox, echoes, nonce: 0 })
+    }
+
+    /// One round trip.
+    pub(super) async fn round_trip(&mut self) -> Result<(), String> {
+        self.nonce += 1;
+        let pong = pb::Pong { nonce: self.nonce };
+        let message = pb::ProcessorMessage { message: Some(pb::processor_message::Message::Pong(pong)) };
+        self.outbox.send(message).await.map_err(|_| "the floor hung up".to_owned())?;
+        match self.echoes.message().await {
+            Ok(Some(_)) => Ok(()),
+            _ => Err("the floor hung up".to_owned()),
+        }
+    }
+}
+
+/// Connects a remote processor instance for `processor_id` that lets everything pass, answering
+/// each call inline; `window` asks for windows of that many chunks.
+pub(super) async fn pass_through_instance(
+    address: &str,
+    processor_id: &str,
+    hook: pb::Hook,
+    window: Option<u32>,
+) -> Result<(), String> {
+    let (outbox, requests) = mpsc::channel(1024);
+    let hook_options = window
+        .map(|max_chunks| pb::HookOptions {
+            hook: hook as i32,
+            mode: pb::HookMode::Blocking as i32,
+            window: Some(pb::StreamWindow { max_chunks, max_delay_ms: 20 }),
+        })
+        .into_iter()
+        .collect();
+    let hello = pb::Hello {
+        processor_id: processor_id.into(),
+        instance_id: format!("{processor_id}-bench"),
+        min_protocol_version: 1,
+        max_protocol_version: 1,
+        hooks: vec![hook as i32],
+        max_concurrency: 0,
+        hook_options,
+        tools: Vec::new(),
+    };
+    let hello = pb::ProcessorMessage { message: Some(pb::processor_message::Message::Hello(hello)) };
+    outbox.send(hello).await.map_err(|_| "the instance stopped".to_owned())?;
+    let mut calls = ProcessorServiceClient::new(channel(address).await?)
+        .connect(ReceiverStream::new(requests))
+        .await
+        .map_err(|status| format!("connecting `{processor_id}`: {status}"))?
+        .into_inner();
+    match calls.message().await {
+        Ok(Some(pb::ServerMessage { message: Some(pb::server_message::Message::Welcome(_)) })) => {}
+        other => return Err(format!("`{processor_id}` was not welcomed: {other:?}")),
+    }
+    tokio::spawn(async move {
+        while let Ok(Some(message)) = calls.message().await {
+            let reply = match message.message {
+                Some(pb::server_message::Message::Call(call)) => {
+                    pb::processor_message::Message::Result(pb::HookResult {
+                        call_id: call.call_id,
+                        outcome: Some(pb::hook_result::Outcome::Continue(pb::Continue {})),
+                        ..Default::default()
+                    })
+                }
+                Some(pb::server_message::Message::Ping(ping)) => {
+                    pb::processor_message::Message::Pong(pb::Pong { nonce: ping.nonce })
+                }
+                _ => continue,
+            };
+            if outbox.send(pb::ProcessorMessage { message: Some(reply) }).await.is_err() {
+                return;
+            }
+        }
+    });
+    Ok(())
+}
+
+const WORDS: &[&str] = &[
+    "invoice", "shipping", "refund", "password", "account", "delivery", "order", "weekend", "coffee",
+    "train", "meeting", "budget", "report", "holiday", "garden", "concert", "ticket", "doctor", "recipe",
+    "football", "python", "server", "backup", "contract", "salary", "flight", "hotel", "museum", "bicycle",
+    "weather", "piano", "camera",
+];
+
+/// A deterministic pseudo-random sentence of twelve everyday words.
+pub fn sentence(seed: u64) -> String {
+    let mut state = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+    (0..12)
+        .map(|_| {
+            state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+            WORDS[(state >> 33) as usize % WORDS.len()]
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Fills `resource` with `count` messages (sentences, embedded by the built-in lexical embedder)
+/// over 100 threads, as recalled messages would be stored.
+pub async fn fill(store: &dyn Store, resource: &str, count: usize) -> Result<(), String> {
+    let per_save = 500.min(count.max(1));
+    for batch in 0..count.div_ceil(per_save) {
+        let thread = format!("{resource}-thread-{}", batch % 100);
+        let messages: Vec<Message> = (0..per_save.min(count - batch * per_save))
+            .map(|index| {
+                let role = if index % 2 == 0 { Role::User } else { Role::Assistant };
+                Message::new(role, vec![Part::text(sentence((batch * per_save + index) as u64))])
+            })
+            .collect();
+        let embeddings = messages
+            .iter()
+            .map(|message| EmbeddingRecord {
+                message_id: message.id.clone(),
+                embedder: Lexical::new().id().to_owned(),
+                vector: Lexical::embed_one(&message.text()),
+            })
+            .collect();
+        let save = RunSave {
+            thread_id: thread,
+            resource_id: resource.into(),
+            messages,
+            embeddings,
+            working_memory: None,
+        };
+        store.save_run(save).await.map_err(|error| error.to_string())?;
+    }
+    Ok(())
+}

@@ -1,0 +1,420 @@
+//! `agentwire bench`: the measured cost of a run, a hook and a recall, next to their floors.
+//!
+//! The bench starts a server in this process on a temporary data directory (or drives one
+//! elsewhere with `--addr`, started with [`config`]), drives it over real gRPC from its own client
+//! threads, and for each scenario — after a warm-up, for a fixed duration, at each concurrency —
+//! reports requests per second, p50 and p99 latency, the server's CPU time per request (the
+//! process's CPU time minus the client threads') and the process's peak resident memory. The
+//! floors are the same bytes over bare tonic services in the same process. `--smoke` runs every
+//! scenario briefly, so that the bench cannot rot (CI runs it).
+
+mod fixtures;
+mod load;
+mod scenarios;
+mod usage;
+
+use std::fmt::Write as _;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::net::TcpListener;
+
+pub use self::fixtures::{STREAM_CHUNKS, config, fill, sentence};
+pub use self::load::Measured;
+use self::load::{CLIENT_THREADS, Call, Phases, measure};
+use self::scenarios::{Ask, Scenario, Threads};
+use crate::config::Config;
+use crate::runtime::{Components, Runtime};
+use crate::server::pb::agent_service_client::AgentServiceClient;
+use crate::server::pb::memory_service_client::MemoryServiceClient;
+use crate::server::{ServeOptions, pb, serve};
+use crate::storage::{SledStore, Store};
+
+/// What to run.
+#[derive(Debug, Clone)]
+pub struct BenchOptions {
+    /// A running server to bench (started with [`config`]); `None` starts one in this process.
+    pub addr: Option<String>,
+    /// Warm-up before each measurement.
+    pub warm_up: Duration,
+    /// How long each measurement lasts.
+    pub duration: Duration,
+    /// The concurrencies to measure each scenario at.
+    pub concurrency: Vec<usize>,
+    /// Only the scenarios whose id starts with one of these (all when empty).
+    pub only: Vec<String>,
+    /// Stored messages of the recall scenarios' resources.
+    pub recall_sizes: Vec<usize>,
+    /// Messages the long thread of S2a holds before it is measured.
+    pub long_thread: usize,
+}
+
+impl Default for BenchOptions {
+    fn default() -> BenchOptions {
+        BenchOptions {
+            addr: None,
+            warm_up: Duration::from_secs(1),
+            duration: Duration::from_secs(5),
+            concurrency: vec![1, 32],
+            only: Vec::new(),
+            recall_sizes: vec![10_000, 100_000],
+            long_thread: 1_000,
+        }
+    }
+}
+
+impl BenchOptions {
+    /// Every scenario, briefly: a check that the bench still works, not a measurement.
+    pub fn smoke() -> BenchOptions {
+        BenchOptions {
+            warm_up: Duration::from_millis(20),
+            duration: Duration::from_millis(100),
+            concurrency: vec![1, 4],
+            recall_sizes: vec![300],
+            long_thread: 30,
+            ..BenchOptions::default()
+        }
+    }
+
+    fn wants(&self, scenario: &Scenario) -> bool {
+        self.only.is_empty() || self.only.iter().any(|prefix| scenario.id.starts_with(prefix.as_str()))
+    }
+}
+
+/// One scenario at one concurrency.
+#[derive(Debug, Clone)]
+pub struct Row {
+    /// The scenario's id (`S1`, `S4 floor`, ...).
+    pub scenario: String,
+    /// What it measures.
+    pub what: String,
+    /// Concurrent clients.
+    pub concurrency: usize,
+    /// What it cost.
+    pub measured: Measured,
+}
+
+/// Everything a bench run measured.
+#[derive(Debug, Clone, Default)]
+pub struct Report {
+    /// Each scenario at each concurrency, in order.
+    pub rows: Vec<Row>,
+    /// Resident memory of the idle process, in bytes: after the server started, and after the
+    /// bench (in-process only).
+    pub idle_rss: Option<(u64, u64)>,
+    /// Runs S5 aborted, and the threads they left in the store (must be 0).
+    pub aborted_runs: Option<(usize, usize)>,
+}
+
+impl Report {
+    /// The row of `scenario` at `concurrency`.
+    pub fn row(&self, scenario: &str, concurrency: usize) -> Option<&Row> {
+        self.rows.iter().find(|row| row.scenario == scenario && row.concurrency == concurrency)
+    }
+}
+
+/// Runs the bench; progress goes to stderr.
+pub fn run(options: &BenchOptions) -> Result<Report, String> {
+    let server = match &options.addr {
+        Some(addr) => Server::Remote(addr.clone()),
+        None => Server::start()?,
+    };
+    let client = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name(CLIENT_THREADS)
+        .enable_all()
+        .build()
+        .map_err(|error| format!("cannot start the client runtime: {error}"))?;
+    let report = client.block_on(bench(options, &server));
+    drop(client);
+    server.stop();
+    report
+}
+
+/// The server under test.
+enum Server {
+    /// Elsewhere.
+    Remote(String),
+    /// In this process, on its own runtime and threads.
+    Local {
+        address: String,
+        store: Arc<dyn Store>,
+        stop: tokio::sync::oneshot::Sender<()>,
+        thread: std::thread::JoinHandle<()>,
+        _data: tempfile::TempDir,
+    },
+}
+
+impl Server {
+    fn start() -> Result<Server, String> {
+        let data = tempfile::tempdir().map_err(|error| format!("cannot make a data directory: {error}"))?;
+        let store: Arc<dyn Store> = Arc::new(
+            SledStore::open(data.path()).map_err(|error| format!("cannot open the store: {error}"))?,
+        );
+        let mut components = Components::builtin().with_store(Arc::clone(&store));
+        fixtures::register(&mut components.processor_kinds);
+        let config = Config::parse(&config()).map_err(|error| format!("the bench config: {error}"))?;
+        let runtime = Arc::new(Runtime::new(&config, components).map_err(|error| error.to_string())?);
+        let server_runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("aw-server")
+            .enable_all()
+            .build()
+            .map_err(|error| format!("cannot start the server runtime: {error}"))?;
+        let listener = server_runtime
+            .block_on(TcpListener::bind("127.0.0.1:0"))
+            .map_err(|error| format!("cannot listen: {error}"))?;
+        let address = listener.local_addr().map_err(|error| error.to_string())?.to_string();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let thread = std::thread::spawn(move || {
+            let served = server_runtime.block_on(serve(listener, runtime, ServeOptions::default(), async {
+                let _ = stopped.await;
+            }));
+            if let Err(error) = served {
+                eprintln!("bench server: {error}");
+            }
+        });
+        Ok(Server::Local { address, store, stop, thread, _data: data })
+    }
+
+    fn address(&self) -> &str {
+        match self {
+            Server::Remote(address) | Server::Local { address, .. } => address,
+        }
+    }
+
+    fn store(&self) -> Option<&Arc<dyn Store>> {
+        match self {
+            Server::Remote(_) => None,
+            Server::Local { store, .. } => Some(store),
+        }
+    }
+
+    fn stop(self) {
+        if let Server::Local { stop, thread, .. } = self {
+            let _ = stop.send(());
+            let _ = thread.join();
+        }
+    }
+}
+
+async fn bench(options: &BenchOptions, server: &Server) -> Result<Report, String> {
+    let in_process = server.store().is_some();
+    let channel = fixtures::channel(server.address()).await?;
+    let stream_floor = fixtures::channel(&fixtures::stream_floor().await?).await?;
+    let ping_floor = fixtures::ping_pong_floor().await?;
+    fixtures::pass_through_instance(server.address(), "remote-input", pb::Hook::ProcessInput, None).await?;
+    fixtures::pass_through_instance(
+        server.address(),
+        "remote-window",
+        pb::Hook::ProcessOutputStream,
+        Some(32),
+    )
+    .await?;
+    let mut report = Report::default();
+    let idle_before = if in_process { usage::resident().map(|(now, _)| now) } else { None };
+    let phases = Phases { warm_up: options.warm_up, measure: options.duration };
+    for scenario in
+        scenarios::all(&options.recall_sizes).into_iter().filter(|scenario| options.wants(scenario))
+    {
+        if !prepare(&scenario, options, server, &channel).await? {
+            eprintln!("{}: skipped (its data can only be seeded in-process)", scenario.id);
+            continue;
+        }
+        for &concurrency in &options.concurrency {
+            eprintln!("{} at concurrency {concurrency} ...", scenario.id);
+            let mut workers: Vec<Call> = Vec::with_capacity(concurrency);
+            for index in 0..concurrency {
+                workers
+                    .push(scenarios::worker(&scenario, &channel, &stream_floor, &ping_floor, index).await?);
+            }
+            let measured = measure(workers, phases, in_process)
+                .await
+                .map_err(|error| format!("{}: {error}", scenario.id))?;
+            report.rows.push(Row {
+                scenario: scenario.id.clone(),
+                what: scenario.what.clone(),
+                concurrency,
+                measured,
+            });
+        }
+        if scenario.id == "S5" {
+            report.aborted_runs = Some(aborted_runs_check(&report, &channel).await?);
+        }
+    }
+    if let (Some(before), Some((after, _))) = (idle_before, in_process.then(usage::resident).flatten()) {
+        report.idle_rss = Some((before, after));
+    }
+    Ok(report)
+}
+
+/// Seeds what `scenario` needs; false when it cannot be seeded against this server.
+async fn prepare(
+    scenario: &Scenario,
+    options: &BenchOptions,
+    server: &Server,
+    channel: &tonic::transport::Channel,
+) -> Result<bool, String> {
+    match &scenario.ask {
+        Ask::Generate { threads: Threads::One(thread), agent, .. } => {
+            // Grow the thread past `long_thread` messages: each run adds two.
+            let mut client = AgentServiceClient::new(channel.clone());
+            for _ in 0..options.long_thread.div_ceil(2) {
+                let request = pb::RunRequest {
+                    agent_id: (*agent).into(),
+                    text: "hello".into(),
+                    thread_id: thread.clone(),
+                    resource_id: "bench".into(),
+                    ..Default::default()
+                };
+                client.generate(request).await.map_err(|status| status.to_string())?;
+            }
+            Ok(true)
+        }
+        Ask::Generate { threads: Threads::Each(resource), .. } if resource.starts_with("recall-") => {
+            let Some(store) = server.store() else { return Ok(false) };
+            let size: usize = resource["recall-".len()..].parse().map_err(|_| "a recall size".to_owned())?;
+            let seeded = store.list_threads(resource, "", 1).await.map_err(|error| error.to_string())?;
+            if seeded.threads.is_empty() {
+                eprintln!("seeding {size} messages into {resource} ...");
+                fill(store.as_ref(), resource, size).await?;
+            }
+            Ok(true)
+        }
+        _ => Ok(true),
+    }
+}
+
+/// S5's runs all tripped: none may have left a thread behind.
+async fn aborted_runs_check(
+    report: &Report,
+    channel: &tonic::transport::Channel,
+) -> Result<(usize, usize), String> {
+    let runs = report.rows.iter().filter(|row| row.scenario == "S5").map(|row| row.measured.requests).sum();
+    let request = pb::ListThreadsRequest {
+        resource_id: "bench-aborted".into(),
+        page_size: 1000,
+        page_token: String::new(),
+    };
+    let threads = MemoryServiceClient::new(channel.clone())
+        .list_threads(request)
+        .await
+        .map_err(|status| status.to_string())?
+        .into_inner()
+        .threads
+        .len();
+    Ok((runs, threads))
+}
+
+fn micros(duration: Duration) -> String {
+    let micros = duration.as_secs_f64() * 1e6;
+    if micros >= 10_000.0 { format!("{:.1} ms", micros / 1000.0) } else { format!("{micros:.0} µs") }
+}
+
+fn megabytes(bytes: u64) -> String {
+    format!("{:.1} MB", bytes as f64 / 1_048_576.0)
+}
+
+/// The report as Markdown: the table, the derived figures and the targets.
+pub fn render(report: &Report) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "| scenario | what | clients | req/s | p50 | p99 | server CPU / req | peak RSS |");
+    let _ = writeln!(out, "|---|---|---|---|---|---|---|---|");
+    for row in &report.rows {
+        let measured = &row.measured;
+        let cpu = measured
+            .cpu_per_request()
+            .map_or("–".to_owned(), |cpu| format!("{:.3} ms", cpu.as_secs_f64() * 1e3));
+        let rss = measured.peak_rss.map_or("–".to_owned(), megabytes);
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {:.0} | {} | {} | {cpu} | {rss} |",
+            row.scenario,
+            row.what,
+            row.concurrency,
+            measured.rate(),
+            micros(measured.percentile(0.5)),
+            micros(measured.percentile(0.99)),
+        );
+    }
+    let _ = writeln!(out);
+    for line in derived(report) {
+        let _ = writeln!(out, "- {line}");
+    }
+    out
+}
+
+/// Figures computed from the rows, at concurrency 1, with the targets.
+fn derived(report: &Report) -> Vec<String> {
+    let mut lines = Vec::new();
+    let p50 = |scenario: &str| report.row(scenario, 1).map(|row| row.measured.percentile(0.5));
+    let cpu = |scenario: &str| report.row(scenario, 1).and_then(|row| row.measured.cpu_per_request());
+    let per_chunk = |duration: Duration| duration.as_secs_f64() * 1e6 / STREAM_CHUNKS as f64;
+    let verdict = |met: bool| if met { "met" } else { "**missed**" };
+    if let Some(cpu) = cpu("S1") {
+        let ms = cpu.as_secs_f64() * 1e3;
+        lines.push(format!("S1 server CPU per request: {ms:.3} ms (target < 0.2 ms: {})", verdict(ms < 0.2)));
+    }
+    for scenario in ["S2a", "S2b"] {
+        if let Some(cpu) = cpu(scenario) {
+            let ms = cpu.as_secs_f64() * 1e3;
+            lines.push(format!(
+                "{scenario} server CPU per request, durable writes: {ms:.3} ms (target < 1 ms: {})",
+                verdict(ms < 1.0)
+            ));
+        }
+    }
+    if let (Some(bare), Some(passed)) = (p50("S4"), p50("S4+p")) {
+        let added = per_chunk(passed.saturating_sub(bare));
+        lines.push(format!(
+            "S4: {:.2} µs per chunk; a pass-through processOutputStream adds {added:.2} µs per chunk (target < 1 µs: {})",
+            per_chunk(bare),
+            verdict(added < 1.0)
+        ));
+    }
+    if let Some(floor) = p50("S4 floor") {
+        lines.push(format!("S4 floor: {:.2} µs per chunk over bare tonic", per_chunk(floor)));
+    }
+    if let Some(aborted) = p50("S5") {
+        let ms = aborted.as_secs_f64() * 1e3;
+        lines.push(format!("S5 p50: {ms:.3} ms (target < 0.3 ms: {})", verdict(ms < 0.3)));
+    }
+    if let Some((runs, threads)) = report.aborted_runs {
+        lines.push(format!("S5: {runs} aborted runs left {threads} threads in the store (must be 0)"));
+    }
+    for row in report.rows.iter().filter(|row| {
+        row.concurrency == 1 && row.scenario.starts_with("S6 ") && !row.scenario.ends_with("control")
+    }) {
+        let ms = row.measured.percentile(0.5).as_secs_f64() * 1e3;
+        let target = if row.scenario.ends_with("100000") {
+            format!(" (target < 5 ms: {})", verdict(ms < 5.0))
+        } else {
+            String::new()
+        };
+        lines.push(format!("{} p50: {ms:.2} ms{target}", row.scenario));
+    }
+    if let (Some(plain), Some(remote), Some(floor)) = (p50("S1"), p50("R1"), p50("R1 floor")) {
+        let added = remote.saturating_sub(plain);
+        lines.push(format!(
+            "R1: a blocking remote processInput adds {} at p50, next to a {} floor round trip: {:.2}×",
+            micros(added),
+            micros(floor),
+            added.as_secs_f64() / floor.as_secs_f64()
+        ));
+    }
+    if let (Some(bare), Some(guarded)) = (p50("S4"), p50("R2")) {
+        lines.push(format!(
+            "R2: a windowed remote stream guard adds {:.2} µs per chunk",
+            per_chunk(guarded.saturating_sub(bare))
+        ));
+    }
+    if let Some((started, ended)) = report.idle_rss {
+        lines.push(format!(
+            "Idle RSS: {} after start, {} after the bench (target < 50 MB: {})",
+            megabytes(started),
+            megabytes(ended),
+            verdict(started < 50 * 1_048_576)
+        ));
+    }
+    lines
+}

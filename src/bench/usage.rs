@@ -1,0 +1,88 @@
+//! What the bench reads off the process (Linux `/proc`): CPU time, split between the bench's own
+//! client threads and everything else (the server), and resident memory with its peak.
+
+use std::time::Duration;
+
+/// The kernel's clock ticks per second for `/proc` CPU times (`USER_HZ`, 100 on Linux).
+const TICKS_PER_SECOND: u64 = 100;
+
+/// CPU time used so far.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct Cpu {
+    /// The whole process, exited threads included.
+    process: u64,
+    /// The threads named `client`.
+    client: u64,
+}
+
+impl Cpu {
+    /// The CPU time of the process, and of its threads named `client` (the bench's load
+    /// generator). `None` where `/proc` cannot tell.
+    pub(super) fn now(client: &str) -> Option<Cpu> {
+        let process = ticks_of(&std::fs::read_to_string("/proc/self/stat").ok()?)?.1;
+        let mut client_ticks = 0;
+        for task in std::fs::read_dir("/proc/self/task").ok()?.flatten() {
+            let Ok(stat) = std::fs::read_to_string(task.path().join("stat")) else { continue };
+            if let Some((name, ticks)) = ticks_of(&stat)
+                && name == client
+            {
+                client_ticks += ticks;
+            }
+        }
+        Some(Cpu { process, client: client_ticks })
+    }
+
+    /// The CPU time everything but the client used since `earlier`.
+    pub(super) fn server_since(self, earlier: Cpu) -> Duration {
+        let process = self.process.saturating_sub(earlier.process);
+        let client = self.client.saturating_sub(earlier.client);
+        Duration::from_millis(process.saturating_sub(client) * 1000 / TICKS_PER_SECOND)
+    }
+}
+
+/// A `stat` line's command name and its user + system ticks.
+fn ticks_of(stat: &str) -> Option<(&str, u64)> {
+    let open = stat.find('(')?;
+    let close = stat.rfind(')')?;
+    let name = &stat[open + 1..close];
+    // After the name: state (field 3) ... utime (14) and stime (15).
+    let fields: Vec<&str> = stat[close + 2..].split(' ').collect();
+    let utime: u64 = fields.get(11)?.parse().ok()?;
+    let stime: u64 = fields.get(12)?.parse().ok()?;
+    Some((name, utime + stime))
+}
+
+/// Resident memory now and its peak since the last [`reset_peak`], in bytes.
+pub(super) fn resident() -> Option<(u64, u64)> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let field = |name: &str| -> Option<u64> {
+        let line = status.lines().find(|line| line.starts_with(name))?;
+        let kilobytes: u64 = line[name.len()..].trim().trim_end_matches("kB").trim().parse().ok()?;
+        Some(kilobytes * 1024)
+    };
+    Some((field("VmRSS:")?, field("VmHWM:")?))
+}
+
+/// Starts a new peak: the next [`resident`] peak counts from now.
+pub(super) fn reset_peak() {
+    // Writing 5 to clear_refs resets the peak resident set size (Linux 4.0 and later).
+    let _ = std::fs::write("/proc/self/clear_refs", "5");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stat_lines_are_read_past_names_with_spaces() {
+        let stat = "42 (aw bench) S 1 42 42 0 -1 4194304 100 0 0 0 250 30 0 0 20 0 3 0 1 2 3";
+        assert_eq!(ticks_of(stat), Some(("aw bench", 280)));
+    }
+
+    #[test]
+    fn this_process_can_be_read() {
+        assert!(Cpu::now("nobody").is_some());
+        let (now, peak) = resident().expect("resident memory");
+        assert!(now > 0 && peak >= now);
+    }
+}

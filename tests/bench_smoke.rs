@@ -1,0 +1,42 @@
+//! `agentwire bench --smoke` in the test suite, so that the bench cannot rot: every scenario
+//! runs against a real in-process server, at two concurrencies, and checks its own answers.
+
+use agentwire::bench::{BenchOptions, render, run};
+
+#[test]
+fn every_scenario_runs_and_aborted_runs_save_nothing() {
+    let report = run(&BenchOptions::smoke()).expect("the bench runs");
+    for scenario in [
+        "S1",
+        "S2a",
+        "S2b",
+        "S3",
+        "S4",
+        "S4+p",
+        "S4 floor",
+        "S5",
+        "S6 300",
+        "S6 300 control",
+        "R1",
+        "R1 floor",
+        "R2",
+    ] {
+        for concurrency in [1, 4] {
+            let row =
+                report.row(scenario, concurrency).unwrap_or_else(|| panic!("{scenario} at {concurrency}"));
+            assert!(row.measured.requests > 0, "{scenario} at {concurrency} completed nothing");
+            assert!(
+                row.measured.server_cpu.is_some() && row.measured.peak_rss.is_some(),
+                "{scenario}: usage read"
+            );
+        }
+    }
+    let (runs, threads) = report.aborted_runs.expect("S5 checked the store");
+    assert!(runs > 0);
+    assert_eq!(threads, 0, "a tripped run left a thread behind");
+    let rendered = render(&report);
+    assert!(
+        rendered.contains("| S6 300 | semantic recall")
+            && rendered.contains("R1: a blocking remote processInput adds")
+    );
+}
