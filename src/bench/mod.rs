@@ -119,16 +119,28 @@ pub fn run(options: &BenchOptions) -> Result<Report, String> {
         Some(addr) => Server::Remote(addr.clone()),
         None => Server::start()?,
     };
-    let client = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .thread_name(CLIENT_THREADS)
-        .enable_all()
-        .build()
-        .map_err(|error| format!("cannot start the client runtime: {error}"))?;
-    let report = client.block_on(bench(options, &server));
+    // The floors serve from threads of their own, like the server, so their CPU time is
+    // counted as a server's.
+    let floors = runtime("aw-floor")?;
+    let floor_addresses = floors.block_on(async {
+        Ok::<_, String>((fixtures::stream_floor().await?, fixtures::ping_pong_floor().await?))
+    })?;
+    let client = runtime(CLIENT_THREADS)?;
+    let report = client.block_on(bench(options, &server, &floor_addresses));
     drop(client);
+    drop(floors);
     server.stop();
     report
+}
+
+/// A runtime of two worker threads named `name`.
+fn runtime(name: &str) -> Result<tokio::runtime::Runtime, String> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name(name)
+        .enable_all()
+        .build()
+        .map_err(|error| format!("cannot start the {name} runtime: {error}"))
 }
 
 /// The server under test.
@@ -154,20 +166,15 @@ impl Server {
         let mut components = Components::builtin().with_store(Arc::clone(&store));
         fixtures::register(&mut components.processor_kinds);
         let config = Config::parse(&config()).map_err(|error| format!("the bench config: {error}"))?;
-        let runtime = Arc::new(Runtime::new(&config, components).map_err(|error| error.to_string())?);
-        let server_runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .thread_name("aw-server")
-            .enable_all()
-            .build()
-            .map_err(|error| format!("cannot start the server runtime: {error}"))?;
+        let agents = Arc::new(Runtime::new(&config, components).map_err(|error| error.to_string())?);
+        let server_runtime = runtime("aw-server")?;
         let listener = server_runtime
             .block_on(TcpListener::bind("127.0.0.1:0"))
             .map_err(|error| format!("cannot listen: {error}"))?;
         let address = listener.local_addr().map_err(|error| error.to_string())?.to_string();
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let thread = std::thread::spawn(move || {
-            let served = server_runtime.block_on(serve(listener, runtime, ServeOptions::default(), async {
+            let served = server_runtime.block_on(serve(listener, agents, ServeOptions::default(), async {
                 let _ = stopped.await;
             }));
             if let Err(error) = served {
@@ -198,11 +205,11 @@ impl Server {
     }
 }
 
-async fn bench(options: &BenchOptions, server: &Server) -> Result<Report, String> {
+async fn bench(options: &BenchOptions, server: &Server, floors: &(String, String)) -> Result<Report, String> {
     let in_process = server.store().is_some();
     let channel = fixtures::channel(server.address()).await?;
-    let stream_floor = fixtures::channel(&fixtures::stream_floor().await?).await?;
-    let ping_floor = fixtures::ping_pong_floor().await?;
+    let stream_floor = fixtures::channel(&floors.0).await?;
+    let ping_floor = &floors.1;
     fixtures::pass_through_instance(server.address(), "remote-input", pb::Hook::ProcessInput, None).await?;
     fixtures::pass_through_instance(
         server.address(),
@@ -225,8 +232,7 @@ async fn bench(options: &BenchOptions, server: &Server) -> Result<Report, String
             eprintln!("{} at concurrency {concurrency} ...", scenario.id);
             let mut workers: Vec<Call> = Vec::with_capacity(concurrency);
             for index in 0..concurrency {
-                workers
-                    .push(scenarios::worker(&scenario, &channel, &stream_floor, &ping_floor, index).await?);
+                workers.push(scenarios::worker(&scenario, &channel, &stream_floor, ping_floor, index).await?);
             }
             let measured = measure(workers, phases, in_process)
                 .await
