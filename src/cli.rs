@@ -151,8 +151,9 @@ async fn run_server(
     };
     std::fs::create_dir_all(&data_dir)
         .map_err(|error| format!("cannot create data directory `{}`: {error}", data_dir.display()))?;
-    let store = SledStore::open(&data_dir.join("store"))
-        .map_err(|error| format!("cannot open the store in `{}`: {error}", data_dir.display()))?;
+    let store =
+        SledStore::open_with_cache(&data_dir.join("store"), config.storage.cache_mb.max(1) * 1024 * 1024)
+            .map_err(|error| format!("cannot open the store in `{}`: {error}", data_dir.display()))?;
     let runtime = Runtime::new(&config, Components::builtin().with_store(Arc::new(store)))
         .map_err(|error| error.to_string())?;
     let listener =

@@ -137,12 +137,20 @@ pub struct StorageConfig {
     /// refused before the run starts. Default 1 MiB.
     #[serde(default = "default_max_file_bytes")]
     pub max_file_bytes: usize,
+    /// The store's page cache, in MiB. Default 64: the server's memory stays bounded however much
+    /// it stores (recall keeps its own in-memory copy of the vectors it searches).
+    #[serde(default = "default_cache_mb")]
+    pub cache_mb: u64,
 }
 
 impl Default for StorageConfig {
     fn default() -> StorageConfig {
-        StorageConfig { max_file_bytes: default_max_file_bytes() }
+        StorageConfig { max_file_bytes: default_max_file_bytes(), cache_mb: default_cache_mb() }
     }
+}
+
+fn default_cache_mb() -> u64 {
+    64
 }
 
 fn default_max_file_bytes() -> usize {

@@ -12,7 +12,7 @@ mod sled_store;
 mod types;
 mod vectors;
 
-pub use self::sled_store::SledStore;
+pub use self::sled_store::{DEFAULT_CACHE_BYTES, SledStore};
 pub use self::types::{
     CacheScope, DeleteReport, Direction, EmbeddingRecord, Hit, MessagePage, NewThread, RecallScope, RunSave,
     StoredMessage, Thread, ThreadPage, ThreadUpdate, VectorQuery, WorkingMemoryRecord, WorkingMemoryScope,

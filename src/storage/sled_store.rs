@@ -29,6 +29,9 @@ use crate::runtime::{Message, new_id, now_millis};
 /// `meta` key of the embedder that made the stored vectors (`id/dimension`).
 const META_EMBEDDER: &[u8] = b"embedder";
 
+/// The page cache of a store opened with [`SledStore::open`]: 64 MiB.
+pub const DEFAULT_CACHE_BYTES: u64 = 64 * 1024 * 1024;
+
 /// The store, in a sled database. Cheap to clone.
 #[derive(Debug, Clone)]
 pub struct SledStore {
@@ -126,10 +129,10 @@ fn next_working_memory(
 /// own flusher thread winding down) releases it shortly.
 const LOCK_PATIENCE: std::time::Duration = std::time::Duration::from_secs(3);
 
-fn open_waiting_for_lock(path: &Path) -> Result<sled::Db, StoreError> {
+fn open_waiting_for_lock(path: &Path, cache_bytes: u64) -> Result<sled::Db, StoreError> {
     let started = std::time::Instant::now();
     loop {
-        match sled::Config::new().path(path).open() {
+        match sled::Config::new().path(path).cache_capacity(cache_bytes).open() {
             // sled reports a held lock as `ErrorKind::Other`, with the reason in the message.
             Err(sled::Error::Io(error))
                 if error.to_string().contains("could not acquire lock")
@@ -143,9 +146,16 @@ fn open_waiting_for_lock(path: &Path) -> Result<sled::Db, StoreError> {
 }
 
 impl SledStore {
-    /// Opens (or creates) the store in `path`, checking its format version.
+    /// Opens (or creates) the store in `path`, checking its format version, with sled's page
+    /// cache at [`DEFAULT_CACHE_BYTES`].
     pub fn open(path: &Path) -> Result<SledStore, StoreError> {
-        let db = open_waiting_for_lock(path)?;
+        SledStore::open_with_cache(path, DEFAULT_CACHE_BYTES)
+    }
+
+    /// [`SledStore::open`] with a page cache of `cache_bytes` (sled's own default, 1 GiB, lets
+    /// the server's memory grow with its data).
+    pub fn open_with_cache(path: &Path, cache_bytes: u64) -> Result<SledStore, StoreError> {
+        let db = open_waiting_for_lock(path, cache_bytes)?;
         let meta = db.open_tree("meta").map_err(engine)?;
         match meta.get(keys::META_FORMAT).map_err(engine)? {
             Some(bytes) => {
