@@ -13,11 +13,7 @@ use tonic::transport::Channel;
 use tonic::{Request, Response, Status, Streaming};
 
 use crate::memory::embedder::{Embedder, Lexical};
-use crate::processor::{
-    Hook, HookResult, HookSet, InputArgs, InputOutcome, OutputResultArgs, OutputStreamArgs, Processor,
-    ProcessorRegistry, parse_options,
-};
-use crate::runtime::{Chunk, Message, Part, Role};
+use crate::runtime::{Message, Part, Role};
 use crate::server::pb;
 use crate::server::pb::agent_service_server::{AgentService, AgentServiceServer};
 use crate::server::pb::processor_service_client::ProcessorServiceClient;
@@ -36,7 +32,7 @@ const ANSWER: &str = "Thanks for asking. Here is a short answer that stands in f
 pub(super) const BLOCKED_WORD: &str = "forbidden";
 
 /// The processor kind of the pass-through processors.
-const PASS_THROUGH: &str = "bench-pass-through";
+const PASS_THROUGH: &str = "pass-through";
 
 /// The bench's agents, one per scenario.
 pub fn config() -> String {
@@ -48,15 +44,15 @@ pub fn config() -> String {
 
 [processors.pass-input]
 kind = "{PASS_THROUGH}"
-hook = "processInput"
+hooks = ["processInput"]
 
 [processors.pass-stream]
 kind = "{PASS_THROUGH}"
-hook = "processOutputStream"
+hooks = ["processOutputStream"]
 
 [processors.pass-result]
 kind = "{PASS_THROUGH}"
-hook = "processOutputResult"
+hooks = ["processOutputResult"]
 
 [processors.guard]
 kind = "content-filter"
@@ -131,55 +127,6 @@ output_processors = ["remote-window"]
 script = [{{ text = "{stream_text}" }}]
 "#
     )
-}
-
-/// A processor that implements one hook and changes nothing: what the runtime's hook machinery
-/// costs on its own.
-struct PassThrough {
-    id: String,
-    hook: Hook,
-}
-
-#[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct PassThroughOptions {
-    hook: String,
-}
-
-#[async_trait::async_trait]
-impl Processor for PassThrough {
-    fn id(&self) -> &str {
-        &self.id
-    }
-
-    fn hooks(&self) -> HookSet {
-        HookSet::of(&[self.hook])
-    }
-
-    async fn process_input(&self, _args: InputArgs<'_>) -> HookResult<InputOutcome> {
-        Ok(InputOutcome::Unchanged)
-    }
-
-    async fn process_output_stream(&self, args: OutputStreamArgs<'_>) -> HookResult<Option<Chunk>> {
-        Ok(Some(args.part))
-    }
-
-    async fn process_output_result(&self, _args: OutputResultArgs<'_>) -> HookResult<Option<Vec<Message>>> {
-        Ok(None)
-    }
-}
-
-/// Adds the pass-through kind.
-pub(super) fn register(registry: &mut ProcessorRegistry) {
-    registry.register_fn(PASS_THROUGH, |id, options| {
-        let options: PassThroughOptions = parse_options(options)?;
-        let hook = Hook::from_name(&options.hook)
-            .filter(|hook| {
-                matches!(hook, Hook::ProcessInput | Hook::ProcessOutputStream | Hook::ProcessOutputResult)
-            })
-            .ok_or("`hook`: one of processInput, processOutputStream, processOutputResult")?;
-        Ok(Arc::new(PassThrough { id: id.to_owned(), hook }) as Arc<dyn Processor>)
-    });
 }
 
 /// Accepts connections with Nagle's algorithm off, as agentwire's server does.

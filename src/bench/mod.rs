@@ -163,8 +163,7 @@ impl Server {
         let store: Arc<dyn Store> = Arc::new(
             SledStore::open(data.path()).map_err(|error| format!("cannot open the store: {error}"))?,
         );
-        let mut components = Components::builtin().with_store(Arc::clone(&store));
-        fixtures::register(&mut components.processor_kinds);
+        let components = Components::builtin().with_store(Arc::clone(&store));
         let config = Config::parse(&config()).map_err(|error| format!("the bench config: {error}"))?;
         let agents = Arc::new(Runtime::new(&config, components).map_err(|error| error.to_string())?);
         let server_runtime = runtime("aw-server")?;

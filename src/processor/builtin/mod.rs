@@ -17,6 +17,7 @@
 //! | `system-prompt-scrubber` | processOutputStream | redacts, blocks or reports the system prompt leaking into the answer |
 //! | `moderation` | processInput, processOutputStream (windowed) | an LLM judge scores categories; blocks or warns |
 //! | `prompt-injection-detector` | processInput, processToolResult | heuristic signals, then an optional LLM judge; blocks, warns or rewrites |
+//! | `pass-through` | any (`hooks`) | changes nothing: the cost of the hook machinery, or a placeholder |
 //! | `token-limiter` | processLLMRequest, processOutputStream | trims remembered history to a token budget; truncates or aborts long answers |
 
 mod batch_parts;
@@ -25,6 +26,7 @@ mod judge;
 mod language_detector;
 mod lowercase;
 mod moderation;
+mod pass_through;
 mod pii;
 mod prompt_injection;
 mod quality_guardrail;
@@ -92,5 +94,6 @@ pub(crate) fn register(registry: &mut ProcessorRegistry) {
     );
     registry.register_with_resources(response_cache::KIND, response_cache::ResponseCache::from_options);
     registry.register_fn(structured_output::KIND, structured_output::StructuredOutput::from_options);
+    registry.register_fn(pass_through::KIND, pass_through::PassThrough::from_options);
     registry.register_fn(token_limiter::KIND, token_limiter::TokenLimiter::from_options);
 }
