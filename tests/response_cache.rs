@@ -87,10 +87,12 @@ async fn entries_expire_and_go_with_their_resource() {
     tokio::time::sleep(Duration::from_millis(1100)).await;
     assert_eq!(server.generate(for_resource("briefly-cached", "hi", "alice")).await.text, "Second answer.");
 
-    server.generate(in_thread("cached", "hi", "t")).await;
+    // Another agent making the same call in the same scope is answered from the cache.
+    assert_eq!(server.generate(for_resource("cached", "hi", "alice")).await.text, "Second answer.");
+    server.generate(in_thread("cached", "hello", "t")).await;
     assert_eq!(fake.seen().len(), 3);
     let mut memory = MemoryServiceClient::new(server.channel().await);
     memory.delete_resource(pb::DeleteResourceRequest { resource_id: "alice".into() }).await.unwrap();
-    assert_eq!(server.generate(in_thread("cached", "hi", "t")).await.text, "Fourth answer.");
+    assert_eq!(server.generate(in_thread("cached", "hello", "t")).await.text, "Fourth answer.");
     assert_eq!(fake.seen().len(), 4, "deleting the resource deleted its cached answers");
 }

@@ -199,20 +199,38 @@ impl PromptInjectionDetector {
     }
 
     /// Checks one text: `Some` when it is an injection.
+    /// Checks one text: the heuristic, then the judge if it has one.
     async fn detect(
         &self,
         ctx: &mut HookContext<'_>,
         hook: Hook,
         text: &str,
     ) -> HookResult<Option<Detection>> {
-        let folded = fold(text).to_lowercase();
-        let found = heuristic(&folded);
-        if found.score >= self.threshold {
-            let details = json!({
-                "hook": hook.name(), "detector": "heuristic", "score": found.score, "signals": found.signals,
-            });
-            return Ok(Some(Detection { details, rewritten: without_signals(&fold(text)) }));
+        if let Some(detection) = self.heuristic_detection(hook, text) {
+            return Ok(Some(detection));
         }
+        self.judge_detection(ctx, hook, text).await
+    }
+
+    /// What the heuristic finds in `text`, if it reaches the threshold.
+    fn heuristic_detection(&self, hook: Hook, text: &str) -> Option<Detection> {
+        let folded = fold(text);
+        let found = heuristic(&folded.to_lowercase());
+        (found.score >= self.threshold).then(|| Detection {
+            details: json!({
+                "hook": hook.name(), "detector": "heuristic", "score": found.score, "signals": found.signals,
+            }),
+            rewritten: without_signals(&folded),
+        })
+    }
+
+    /// What the judge, if there is one, says of `text`.
+    async fn judge_detection(
+        &self,
+        ctx: &mut HookContext<'_>,
+        hook: Hook,
+        text: &str,
+    ) -> HookResult<Option<Detection>> {
         let Some(judge) = &self.judge else { return Ok(None) };
         let Some(Verdict { value, usage }) =
             judge.judge(ctx, "prompt-injection", JUDGE_INSTRUCTIONS, text, &self.schema).await?
@@ -294,23 +312,42 @@ impl Processor for PromptInjectionDetector {
         Ok(if changed { InputOutcome::Messages(args.messages) } else { InputOutcome::Unchanged })
     }
 
+    /// Every string of the result goes through the heuristic; the judge, if any, is asked once,
+    /// about the whole result, when the heuristic found nothing.
     async fn process_tool_result(&self, mut args: ToolResultArgs<'_>) -> HookResult<ToolResultOutcome> {
+        let hook = Hook::ProcessToolResult;
         let mut texts = Vec::new();
         strings(&args.result, &mut texts);
         let mut replacements = Vec::with_capacity(texts.len());
-        for text in texts {
-            let detection = self.detect(&mut args.ctx, Hook::ProcessToolResult, &text).await?;
+        let mut flagged = false;
+        for text in &texts {
+            let detection = self.heuristic_detection(hook, text);
+            flagged |= detection.is_some();
             replacements.push(match detection {
                 Some(detection) => {
                     let mut details = detection.details;
                     details["tool"] = json!(args.tool_name);
-                    self.act(&mut args.ctx, Hook::ProcessToolResult, details)?;
+                    self.act(&mut args.ctx, hook, details)?;
                     (self.strategy == Strategy::Rewrite).then_some(detection.rewritten)
                 }
                 None => None,
             });
         }
-        if replacements.iter().all(Option::is_none) {
+        if !flagged && !texts.is_empty() {
+            let whole = args.result.to_string();
+            if let Some(detection) = self.judge_detection(&mut args.ctx, hook, &whole).await? {
+                let mut details = detection.details;
+                details["tool"] = json!(args.tool_name);
+                self.act(&mut args.ctx, hook, details)?;
+                if self.strategy == Strategy::Rewrite {
+                    return Ok(ToolResultOutcome {
+                        result: Some(Value::String(detection.rewritten)),
+                        messages: None,
+                    });
+                }
+            }
+        }
+        if !replacements.iter().any(Option::is_some) {
             return Ok(ToolResultOutcome::default());
         }
         let mut result = args.result;

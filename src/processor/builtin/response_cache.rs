@@ -96,12 +96,11 @@ impl ResponseCache {
     }
 }
 
-/// The key of a model call.
+/// The key of a model call: the call itself, whoever makes it (the scope says who shares).
 fn key_of(args: &LlmRequestArgs<'_>) -> String {
     let step = args.step;
     let call = json!({
         "format": FORMAT,
-        "agent": args.ctx.run.agent_id,
         "model": step.model,
         "prompt": args.prompt,
         "tools": step.offered_tools(),
