@@ -60,12 +60,18 @@ enum Command {
         /// The owner of the conversation.
         #[arg(long, default_value = "")]
         resource: String,
+        /// The API key, when the server has `[auth]` keys.
+        #[arg(long, env = "AGENTWIRE_API_KEY", hide_env_values = true)]
+        key: Option<String>,
     },
     /// Lists the server's agents.
     Agents {
         /// The server.
         #[arg(long, default_value = DEFAULT_LISTEN)]
         addr: String,
+        /// The API key, when the server has `[auth]` keys.
+        #[arg(long, env = "AGENTWIRE_API_KEY", hide_env_values = true)]
+        key: Option<String>,
     },
     /// Measures runs, hooks and recall (see BENCHMARKS.md) and prints a Markdown report.
     Bench {
@@ -105,10 +111,17 @@ pub async fn main() -> ExitCode {
         .init();
     let outcome = match Cli::parse().command {
         Command::Serve { config, listen, data_dir } => run_server(config, listen, data_dir).await,
-        Command::Run { agent, text, addr, thread, resource } => {
-            run_agent(addr, agent, text, thread, resource).await
+        Command::Run { agent, text, addr, thread, resource, key } => {
+            let request = pb::RunRequest {
+                agent_id: agent,
+                text,
+                thread_id: thread,
+                resource_id: resource,
+                ..Default::default()
+            };
+            run_agent(addr, request, key).await
         }
-        Command::Agents { addr } => list_agents(addr).await,
+        Command::Agents { addr, key } => list_agents(addr, key).await,
         Command::Bench { addr, seconds, warm_up, concurrency, only, recall_sizes, smoke, print_config } => {
             if print_config {
                 print!("{}", crate::bench::config());
@@ -156,6 +169,17 @@ async fn run_server(
             .map_err(|error| format!("cannot open the store in `{}`: {error}", data_dir.display()))?;
     let runtime = Runtime::new(&config, Components::builtin().with_store(Arc::new(store)))
         .map_err(|error| error.to_string())?;
+    let options = ServeOptions::from_config(&config).map_err(|error| error.to_string())?;
+    if options.auth.is_open() {
+        if !listen.ip().is_loopback() && !config.auth.allow_unauthenticated {
+            return Err(format!(
+                "refusing to serve {listen} without API keys: anyone who can reach it could use every agent \
+                 and read every resource's memory. Add `[[auth.keys]]`, listen on loopback, or set \
+                 `[auth] allow_unauthenticated = true`"
+            ));
+        }
+        tracing::warn!("no API keys configured ([auth]): every caller may use every agent and resource");
+    }
     let listener =
         TcpListener::bind(listen).await.map_err(|error| format!("cannot listen on {listen}: {error}"))?;
     let address = listener.local_addr().map_err(|error| error.to_string())?;
@@ -163,9 +187,7 @@ async fn run_server(
     // Test runners in every language read this line to learn the port.
     println!("agentwire listening on {address}");
     std::io::stdout().flush().map_err(|error| error.to_string())?;
-    serve(listener, Arc::new(runtime), ServeOptions::default(), shutdown)
-        .await
-        .map_err(|error| error.to_string())?;
+    serve(listener, Arc::new(runtime), options, shutdown).await.map_err(|error| error.to_string())?;
     tracing::info!("agentwire stopped");
     Ok(ExitCode::SUCCESS)
 }
@@ -195,15 +217,21 @@ async fn connect(addr: &str) -> Result<AgentServiceClient<tonic::transport::Chan
     Ok(AgentServiceClient::new(channel))
 }
 
-async fn run_agent(
-    addr: String,
-    agent_id: String,
-    text: String,
-    thread_id: String,
-    resource_id: String,
-) -> Result<ExitCode, String> {
+/// A request carrying `key` as a bearer token, when there is one.
+fn keyed<T>(message: T, key: Option<&str>) -> Result<tonic::Request<T>, String> {
+    let mut request = tonic::Request::new(message);
+    if let Some(key) = key {
+        let value = format!("Bearer {key}")
+            .parse()
+            .map_err(|_| "the API key has characters a header cannot carry")?;
+        request.metadata_mut().insert("authorization", value);
+    }
+    Ok(request)
+}
+
+async fn run_agent(addr: String, request: pb::RunRequest, key: Option<String>) -> Result<ExitCode, String> {
+    let request = keyed(request, key.as_deref())?;
     let mut client = connect(&addr).await?;
-    let request = pb::RunRequest { agent_id, text, thread_id, resource_id, ..Default::default() };
     let mut stream = client.stream(request).await.map_err(|status| status.message().to_owned())?.into_inner();
     let mut stdout = std::io::stdout();
     while let Some(chunk) = stream.message().await.map_err(|status| status.message().to_owned())? {
@@ -253,14 +281,11 @@ fn json_of(value: Option<prost_types::Value>) -> String {
     value.map(crate::server::value::from_proto).unwrap_or_default().to_string()
 }
 
-async fn list_agents(addr: String) -> Result<ExitCode, String> {
+async fn list_agents(addr: String, key: Option<String>) -> Result<ExitCode, String> {
+    let request = keyed(pb::ListAgentsRequest {}, key.as_deref())?;
     let mut client = connect(&addr).await?;
-    let agents = client
-        .list_agents(pb::ListAgentsRequest {})
-        .await
-        .map_err(|status| status.message().to_owned())?
-        .into_inner()
-        .agents;
+    let agents =
+        client.list_agents(request).await.map_err(|status| status.message().to_owned())?.into_inner().agents;
     for agent in agents {
         println!("{:<20} {:<16} {}", agent.id, agent.model, agent.name);
     }

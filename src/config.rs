@@ -64,9 +64,59 @@ pub struct Config {
     /// Model providers by name (the part of a model id before `/`), over the built-in ones.
     #[serde(default)]
     pub providers: BTreeMap<String, Spanned<ProviderConfig>>,
+    /// Client API keys and what each may use.
+    #[serde(default)]
+    pub auth: AuthConfig,
     /// The source text, to turn byte offsets into line numbers.
     #[serde(skip)]
     source: String,
+    /// The directory of the config file, for the files it names (none: the working directory).
+    #[serde(skip)]
+    dir: Option<std::path::PathBuf>,
+}
+
+/// The `[auth]` table: with keys, every `AgentService` and `MemoryService` call must present one
+/// (`authorization: Bearer <key>` or `x-api-key`), and may only use the resources and agents its
+/// key names.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AuthConfig {
+    /// The keys.
+    #[serde(default)]
+    pub keys: Vec<Spanned<ApiKeyConfig>>,
+    /// A TOML file of more `[[keys]]`, relative to this config file.
+    #[serde(default)]
+    pub keys_file: Option<String>,
+    /// Serve without keys on an address other than loopback. Without keys and without this, the
+    /// server refuses to listen beyond loopback.
+    #[serde(default)]
+    pub allow_unauthenticated: bool,
+}
+
+/// One client API key.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ApiKeyConfig {
+    /// Who holds it, for logs and errors (never the key itself).
+    pub name: String,
+    /// The key (prefer `key_env` or `key_sha256`: files get copied).
+    #[serde(default)]
+    pub key: Option<String>,
+    /// The environment variable holding the key.
+    #[serde(default)]
+    pub key_env: Option<String>,
+    /// The key's SHA-256, in hex: the file then holds no secret.
+    #[serde(default)]
+    pub key_sha256: Option<String>,
+    /// The resources it may use: exact ids, `prefix*`, or `*`.
+    pub resources: Vec<String>,
+    /// The agents it may call: exact ids, `prefix*`, or `*` (the default).
+    #[serde(default = "every_agent")]
+    pub agents: Vec<String>,
+}
+
+fn every_agent() -> Vec<String> {
+    vec!["*".to_owned()]
 }
 
 /// One `[[processor_tokens]]` entry.
@@ -249,7 +299,17 @@ impl Config {
     pub fn load(path: &Path) -> Result<Config, ConfigError> {
         let source = std::fs::read_to_string(path)
             .map_err(|source| ConfigError::Read { path: path.display().to_string(), source })?;
-        Config::parse(&source)
+        let mut config = Config::parse(&source)?;
+        config.dir = path.parent().map(Path::to_path_buf);
+        Ok(config)
+    }
+
+    /// A path the config names, relative to the config file's directory.
+    pub fn resolve(&self, path: &str) -> std::path::PathBuf {
+        match &self.dir {
+            Some(dir) => dir.join(path),
+            None => std::path::PathBuf::from(path),
+        }
     }
 
     /// The built-in default config.

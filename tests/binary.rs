@@ -88,3 +88,56 @@ fn bad_config_stops_start_up() {
     assert!(stderr.contains("speed") && stderr.contains("line 4"), "{stderr}");
     assert!(output.stdout.is_empty(), "no ready line");
 }
+
+/// Without API keys the server will not listen beyond loopback, unless told to; with keys, `run`
+/// and `agents` pass `--key` (or `AGENTWIRE_API_KEY`).
+#[test]
+fn keys_guard_what_is_served_beyond_loopback() {
+    let data_dir = tempfile::tempdir().unwrap();
+    let refused = Command::new(BINARY)
+        .args(["serve", "--listen", "0.0.0.0:0", "--data-dir"])
+        .arg(data_dir.path())
+        .output()
+        .unwrap();
+    assert!(!refused.status.success());
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("refusing to serve 0.0.0.0:0 without API keys")
+    );
+
+    let config = data_dir.path().join("keyed.toml");
+    std::fs::write(
+        &config,
+        "[[auth.keys]]\nname = \"ops\"\nkey_env = \"TEST_OPS_KEY\"\nresources = [\"*\"]\n\n\
+         [[agents]]\nid = \"echo\"\nmodel = \"mock/echo\"\n",
+    )
+    .unwrap();
+    let mut child = Command::new(BINARY)
+        .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+        .arg(data_dir.path().join("data"))
+        .arg("--config")
+        .arg(&config)
+        .env("TEST_OPS_KEY", "ops-secret")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut first_line = String::new();
+    BufReader::new(child.stdout.take().unwrap()).read_line(&mut first_line).unwrap();
+    let served = Served {
+        addr: first_line.trim().strip_prefix("agentwire listening on ").expect("the ready line").to_owned(),
+        child,
+    };
+    let without = Command::new(BINARY)
+        .args(["agents", "--addr", &served.addr])
+        .env_remove("AGENTWIRE_API_KEY")
+        .output()
+        .unwrap();
+    assert!(!without.status.success());
+    assert!(String::from_utf8_lossy(&without.stderr).contains("API key is required"));
+    let with = Command::new(BINARY)
+        .args(["run", "--agent", "echo", "--addr", &served.addr, "hi"])
+        .env("AGENTWIRE_API_KEY", "ops-secret")
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&with.stdout).trim(), "echo: hi");
+}

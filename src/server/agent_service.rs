@@ -9,6 +9,7 @@ use tokio_stream::StreamExt;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status};
 
+use super::auth::Auth;
 use super::convert::chunk_to_pb;
 use super::pb;
 use crate::runtime::{ChunkSink, RunError, RunRequest, Runtime};
@@ -20,11 +21,25 @@ const CHUNK_BUFFER: usize = 64;
 #[derive(Debug)]
 pub(super) struct AgentServiceImpl {
     runtime: Arc<Runtime>,
+    auth: Arc<Auth>,
 }
 
 impl AgentServiceImpl {
-    pub(super) fn new(runtime: Arc<Runtime>) -> AgentServiceImpl {
-        AgentServiceImpl { runtime }
+    pub(super) fn new(runtime: Arc<Runtime>, auth: Arc<Auth>) -> AgentServiceImpl {
+        AgentServiceImpl { runtime, auth }
+    }
+
+    /// The run a request asks for, if its caller may: the agent, and the resource its memory
+    /// would use (the thread's id when it names no resource).
+    fn authorized_run(&self, request: Request<pb::RunRequest>) -> Result<RunRequest, Status> {
+        let access = self.auth.access(&request)?;
+        let run = RunRequest::try_from(request.into_inner())?;
+        access.agent(&run.agent_id)?;
+        let resource = if run.resource_id.is_empty() { &run.thread_id } else { &run.resource_id };
+        if !resource.is_empty() {
+            access.resource(resource)?;
+        }
+        Ok(run)
     }
 }
 
@@ -35,7 +50,7 @@ impl pb::agent_service_server::AgentService for AgentServiceImpl {
     type StreamStream = ChunkStream;
 
     async fn stream(&self, request: Request<pb::RunRequest>) -> Result<Response<ChunkStream>, Status> {
-        let run_request = RunRequest::try_from(request.into_inner())?;
+        let run_request = self.authorized_run(request)?;
         let run = self.runtime.prepare(run_request).await?;
         let run_id: Arc<str> = Arc::from(run.run_id());
         let (sender, receiver) = mpsc::channel(CHUNK_BUFFER);
@@ -49,7 +64,7 @@ impl pb::agent_service_server::AgentService for AgentServiceImpl {
         &self,
         request: Request<pb::RunRequest>,
     ) -> Result<Response<pb::GenerateResponse>, Status> {
-        let run_request = RunRequest::try_from(request.into_inner())?;
+        let run_request = self.authorized_run(request)?;
         let run = self.runtime.prepare(run_request).await?;
         // Dropping this future (the client cancelled) drops the run with it.
         let result = run.execute(ChunkSink::discard()).await;
@@ -58,17 +73,25 @@ impl pb::agent_service_server::AgentService for AgentServiceImpl {
 
     async fn list_agents(
         &self,
-        _request: Request<pb::ListAgentsRequest>,
+        request: Request<pb::ListAgentsRequest>,
     ) -> Result<Response<pb::ListAgentsResponse>, Status> {
-        let agents = self.runtime.agents().map(|agent| pb::Agent::from(agent.as_ref())).collect();
+        let access = self.auth.access(&request)?;
+        let agents = self
+            .runtime
+            .agents()
+            .filter(|agent| access.sees_agent(&agent.id))
+            .map(|agent| pb::Agent::from(agent.as_ref()))
+            .collect();
         Ok(Response::new(pb::ListAgentsResponse { agents }))
     }
 
     async fn get_agent(&self, request: Request<pb::GetAgentRequest>) -> Result<Response<pb::Agent>, Status> {
+        let access = self.auth.access(&request)?;
         let agent_id = request.into_inner().agent_id;
         if agent_id.is_empty() {
             return Err(RunError::invalid("agent_id", "is required").into());
         }
+        access.agent(&agent_id)?;
         match self.runtime.agent(&agent_id) {
             Some(agent) => Ok(Response::new(pb::Agent::from(agent.as_ref()))),
             None => Err(RunError::AgentNotFound(agent_id).into()),

@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use tonic::{Request, Response, Status};
 
+use super::auth::{Access, Auth};
 use super::pb;
 use super::value::{from_struct, to_struct};
 use crate::memory::embedder::{Embedder, Lexical};
@@ -26,21 +27,29 @@ const MAX_TOP_K: u32 = 100;
 #[derive(Debug)]
 pub(super) struct MemoryServiceImpl {
     store: Arc<dyn Store>,
+    auth: Arc<Auth>,
 }
 
 impl MemoryServiceImpl {
-    pub(super) fn new(store: Arc<dyn Store>) -> MemoryServiceImpl {
-        MemoryServiceImpl { store }
+    pub(super) fn new(store: Arc<dyn Store>, auth: Arc<Auth>) -> MemoryServiceImpl {
+        MemoryServiceImpl { store, auth }
     }
 
-    /// The thread, checked against the resource the caller expects (when it names one).
-    async fn owned_thread(&self, thread_id: &str, resource_id: &str) -> Result<Thread, Status> {
+    /// The thread, if the caller may use the resource that owns it, checked against the resource
+    /// the caller expects (when it names one).
+    async fn owned_thread(
+        &self,
+        access: &Access,
+        thread_id: &str,
+        resource_id: &str,
+    ) -> Result<Thread, Status> {
         required("thread_id", thread_id)?;
-        let thread = self
-            .store
-            .get_thread(thread_id)
-            .await?
-            .ok_or_else(|| StoreError::ThreadNotFound(thread_id.to_owned()))?;
+        let thread = self.store.get_thread(thread_id).await?;
+        let Some(thread) = thread else {
+            access.missing_thread(thread_id)?;
+            return Err(StoreError::ThreadNotFound(thread_id.to_owned()).into());
+        };
+        access.resource(&thread.resource_id)?;
         if !resource_id.is_empty() && thread.resource_id != resource_id {
             return Err(StoreError::ThreadOwnedElsewhere {
                 thread_id: thread_id.to_owned(),
@@ -50,6 +59,25 @@ impl MemoryServiceImpl {
             .into());
         }
         Ok(thread)
+    }
+
+    /// `Ok` when the caller may use the thread's resource (a key may not name a missing thread).
+    async fn thread_in_reach(&self, access: &Access, thread_id: &str) -> Result<(), Status> {
+        if matches!(access, Access::Open) {
+            return Ok(());
+        }
+        match self.store.get_thread(thread_id).await? {
+            Some(thread) => Ok(access.resource(&thread.resource_id)?),
+            None => Ok(access.missing_thread(thread_id)?),
+        }
+    }
+
+    /// A working-memory scope, if the caller may use it.
+    async fn scope_in_reach(&self, access: &Access, scope: &WorkingMemoryScope) -> Result<(), Status> {
+        match scope {
+            WorkingMemoryScope::Resource(id) => Ok(access.resource(id)?),
+            WorkingMemoryScope::Thread(id) => self.thread_in_reach(access, id).await,
+        }
     }
 }
 
@@ -124,8 +152,10 @@ impl pb::memory_service_server::MemoryService for MemoryServiceImpl {
         &self,
         request: Request<pb::CreateThreadRequest>,
     ) -> Result<Response<pb::Thread>, Status> {
+        let access = self.auth.access(&request)?;
         let request = request.into_inner();
         required("resource_id", &request.resource_id)?;
+        access.resource(&request.resource_id)?;
         let new = NewThread {
             id: request.thread_id,
             resource_id: request.resource_id,
@@ -139,16 +169,19 @@ impl pb::memory_service_server::MemoryService for MemoryServiceImpl {
         &self,
         request: Request<pb::GetThreadRequest>,
     ) -> Result<Response<pb::Thread>, Status> {
+        let access = self.auth.access(&request)?;
         let request = request.into_inner();
-        Ok(Response::new(self.owned_thread(&request.thread_id, &request.resource_id).await?.into()))
+        Ok(Response::new(self.owned_thread(&access, &request.thread_id, &request.resource_id).await?.into()))
     }
 
     async fn list_threads(
         &self,
         request: Request<pb::ListThreadsRequest>,
     ) -> Result<Response<pb::ListThreadsResponse>, Status> {
+        let access = self.auth.access(&request)?;
         let request = request.into_inner();
         required("resource_id", &request.resource_id)?;
+        access.resource(&request.resource_id)?;
         let limit = page_size(request.page_size)?;
         let page = self.store.list_threads(&request.resource_id, &request.page_token, limit).await?;
         Ok(Response::new(pb::ListThreadsResponse {
@@ -161,8 +194,9 @@ impl pb::memory_service_server::MemoryService for MemoryServiceImpl {
         &self,
         request: Request<pb::UpdateThreadRequest>,
     ) -> Result<Response<pb::Thread>, Status> {
+        let access = self.auth.access(&request)?;
         let request = request.into_inner();
-        self.owned_thread(&request.thread_id, &request.resource_id).await?;
+        self.owned_thread(&access, &request.thread_id, &request.resource_id).await?;
         let update = ThreadUpdate { title: request.title, metadata: request.metadata.map(from_struct) };
         Ok(Response::new(self.store.update_thread(&request.thread_id, update).await?.into()))
     }
@@ -171,8 +205,9 @@ impl pb::memory_service_server::MemoryService for MemoryServiceImpl {
         &self,
         request: Request<pb::DeleteThreadRequest>,
     ) -> Result<Response<pb::DeleteReport>, Status> {
+        let access = self.auth.access(&request)?;
         let request = request.into_inner();
-        self.owned_thread(&request.thread_id, &request.resource_id).await?;
+        self.owned_thread(&access, &request.thread_id, &request.resource_id).await?;
         Ok(Response::new(self.store.delete_thread(&request.thread_id).await?.into()))
     }
 
@@ -180,8 +215,9 @@ impl pb::memory_service_server::MemoryService for MemoryServiceImpl {
         &self,
         request: Request<pb::ListMessagesRequest>,
     ) -> Result<Response<pb::ListMessagesResponse>, Status> {
+        let access = self.auth.access(&request)?;
         let request = request.into_inner();
-        self.owned_thread(&request.thread_id, &request.resource_id).await?;
+        self.owned_thread(&access, &request.thread_id, &request.resource_id).await?;
         let direction = match request.direction() {
             pb::Direction::Backward => Direction::Backward,
             pb::Direction::Forward | pb::Direction::Unspecified => Direction::Forward,
@@ -199,7 +235,9 @@ impl pb::memory_service_server::MemoryService for MemoryServiceImpl {
         &self,
         request: Request<pb::GetWorkingMemoryRequest>,
     ) -> Result<Response<pb::WorkingMemory>, Status> {
+        let access = self.auth.access(&request)?;
         let scope = scope_of(request.into_inner().scope)?;
+        self.scope_in_reach(&access, &scope).await?;
         let record = self.store.get_working_memory(&scope).await?;
         let (content, version, updated_at) =
             record.map(|record| (record.content, record.version, record.updated_at)).unwrap_or_default();
@@ -215,8 +253,10 @@ impl pb::memory_service_server::MemoryService for MemoryServiceImpl {
         &self,
         request: Request<pb::UpdateWorkingMemoryRequest>,
     ) -> Result<Response<pb::WorkingMemory>, Status> {
+        let access = self.auth.access(&request)?;
         let request = request.into_inner();
         let scope = scope_of(request.scope)?;
+        self.scope_in_reach(&access, &scope).await?;
         let expected_version = match request.expected_version {
             Some(version) => version,
             None => self.store.get_working_memory(&scope).await?.map_or(0, |record| record.version),
@@ -237,11 +277,18 @@ impl pb::memory_service_server::MemoryService for MemoryServiceImpl {
         request: Request<pb::SearchMessagesRequest>,
     ) -> Result<Response<pb::SearchMessagesResponse>, Status> {
         use pb::search_messages_request::Scope;
+        let access = self.auth.access(&request)?;
         let request = request.into_inner();
         required("query", &request.query)?;
         let scope = match request.scope {
-            Some(Scope::ResourceId(id)) if !id.is_empty() => RecallScope::Resource(id),
-            Some(Scope::ThreadId(id)) if !id.is_empty() => RecallScope::Thread(id),
+            Some(Scope::ResourceId(id)) if !id.is_empty() => {
+                access.resource(&id)?;
+                RecallScope::Resource(id)
+            }
+            Some(Scope::ThreadId(id)) if !id.is_empty() => {
+                self.thread_in_reach(&access, &id).await?;
+                RecallScope::Thread(id)
+            }
             _ => return Err(RunError::invalid("scope", "needs a resource_id or a thread_id").into()),
         };
         let top_k = bounded("top_k", request.top_k, DEFAULT_TOP_K, MAX_TOP_K)?;
@@ -268,8 +315,10 @@ impl pb::memory_service_server::MemoryService for MemoryServiceImpl {
         &self,
         request: Request<pb::DeleteResourceRequest>,
     ) -> Result<Response<pb::DeleteReport>, Status> {
+        let access = self.auth.access(&request)?;
         let request = request.into_inner();
         required("resource_id", &request.resource_id)?;
+        access.resource(&request.resource_id)?;
         Ok(Response::new(self.store.delete_resource(&request.resource_id).await?.into()))
     }
 }

@@ -5,6 +5,7 @@
 //! v1alpha) are served next to the agentwire services so `grpcurl` works with no proto files.
 
 mod agent_service;
+mod auth;
 mod convert;
 mod memory_service;
 mod processor_service;
@@ -20,6 +21,7 @@ use tokio_stream::StreamExt;
 use tokio_stream::wrappers::TcpListenerStream;
 
 use self::agent_service::AgentServiceImpl;
+pub use self::auth::{Auth, AuthError};
 use self::memory_service::MemoryServiceImpl;
 use self::processor_service::ProcessorServiceImpl;
 use crate::runtime::Runtime;
@@ -37,7 +39,17 @@ pub mod pb {
 
 /// Options of [`serve`] beyond the runtime.
 #[derive(Debug, Clone, Default)]
-pub struct ServeOptions {}
+pub struct ServeOptions {
+    /// The client API keys (none: every caller may use everything).
+    pub auth: Auth,
+}
+
+impl ServeOptions {
+    /// The options `config` sets.
+    pub fn from_config(config: &crate::config::Config) -> Result<ServeOptions, crate::config::ConfigError> {
+        Ok(ServeOptions { auth: Auth::from_config(config)? })
+    }
+}
 
 /// Why the server could not run.
 #[derive(Debug, thiserror::Error)]
@@ -54,11 +66,15 @@ pub enum ServeError {
 pub async fn serve(
     listener: TcpListener,
     runtime: Arc<Runtime>,
-    _options: ServeOptions,
+    options: ServeOptions,
     shutdown: impl Future<Output = ()> + Send,
 ) -> Result<(), ServeError> {
+    let auth = Arc::new(options.auth);
     let memory_service = runtime.store().map(|store| {
-        pb::memory_service_server::MemoryServiceServer::new(MemoryServiceImpl::new(Arc::clone(store)))
+        pb::memory_service_server::MemoryServiceServer::new(MemoryServiceImpl::new(
+            Arc::clone(store),
+            Arc::clone(&auth),
+        ))
     });
     let processor_service = pb::processor_service_server::ProcessorServiceServer::new(
         ProcessorServiceImpl::new(Arc::clone(runtime.remote_pool())),
@@ -66,7 +82,8 @@ pub async fn serve(
     .max_decoding_message_size(processor_service::MAX_FRAME_BYTES as usize)
     .max_encoding_message_size(processor_service::MAX_FRAME_BYTES as usize);
     let pool = Arc::clone(runtime.remote_pool());
-    let agent_service = pb::agent_service_server::AgentServiceServer::new(AgentServiceImpl::new(runtime));
+    let agent_service =
+        pb::agent_service_server::AgentServiceServer::new(AgentServiceImpl::new(runtime, auth));
     // On shutdown, remote processors drain first: their sessions would otherwise keep the
     // graceful stop waiting forever.
     let shutdown = async move {

@@ -3,6 +3,7 @@
 
 use tonic::{Code, Status};
 
+use super::auth::AuthError;
 use crate::runtime::RunError;
 use crate::storage::StoreError;
 
@@ -21,6 +22,16 @@ impl From<RunError> for Status {
 impl From<StoreError> for Status {
     fn from(error: StoreError) -> Status {
         Status::new(store_code(&error), error.to_string())
+    }
+}
+
+impl From<AuthError> for Status {
+    fn from(error: AuthError) -> Status {
+        let code = match &error {
+            AuthError::Unauthenticated(_) => Code::Unauthenticated,
+            AuthError::Forbidden { .. } => Code::PermissionDenied,
+        };
+        Status::new(code, error.to_string())
     }
 }
 

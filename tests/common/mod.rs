@@ -89,6 +89,7 @@ impl TestServerBuilder {
         let mut components = Components::builtin().with_store(Arc::new(store));
         components.processor_kinds = self.kinds;
         let runtime = Runtime::new(&config, components).expect("test config is valid");
+        let options = ServeOptions::from_config(&config).expect("test auth config is valid");
         // Bind first: the socket accepts connections before the server polls, so no sleep is needed.
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let addr = listener.local_addr().expect("local addr");
@@ -97,7 +98,7 @@ impl TestServerBuilder {
             let shutdown = async {
                 let _ = shutdown_rx.await;
             };
-            serve(listener, Arc::new(runtime), ServeOptions::default(), shutdown).await.expect("server runs");
+            serve(listener, Arc::new(runtime), options, shutdown).await.expect("server runs");
         });
         TestServer {
             addr,

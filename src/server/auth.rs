@@ -1,0 +1,236 @@
+//! Client authentication and tenancy: API keys from `[auth]`, each allowed some resources and
+//! some agents. Every `AgentService` and `MemoryService` handler asks for the caller's
+//! [`Access`] first, then checks each resource and agent it touches; a thread is checked by the
+//! resource that owns it, never by the one the request claims.
+//!
+//! Keys are kept as SHA-256 digests only. Without keys the server is open, and the command line
+//! refuses to serve beyond loopback unless `allow_unauthenticated` says so.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use serde::Deserialize;
+use sha2::{Digest, Sha256};
+use tonic::Request;
+
+use crate::config::{ApiKeyConfig, Config, ConfigError};
+
+/// Why a call was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AuthError {
+    /// No key, or not a known one.
+    #[error("{0}")]
+    Unauthenticated(&'static str),
+    /// The key may not use this resource or agent.
+    #[error("API key `{key}` may not use {what} `{id}`")]
+    Forbidden {
+        /// The key's name.
+        key: String,
+        /// `resource` or `agent`.
+        what: &'static str,
+        /// The resource or agent.
+        id: String,
+    },
+}
+
+/// Ids a key may use: exact, by prefix (`tenant-a/*`), or all (`*`).
+#[derive(Debug, Clone)]
+struct Patterns(Vec<String>);
+
+impl Patterns {
+    fn allows(&self, id: &str) -> bool {
+        self.0.iter().any(|pattern| match pattern.strip_suffix('*') {
+            Some(prefix) => id.starts_with(prefix),
+            None => pattern == id,
+        })
+    }
+}
+
+/// What one key may use.
+#[derive(Debug)]
+pub(super) struct Grant {
+    name: String,
+    resources: Patterns,
+    agents: Patterns,
+}
+
+/// The keys the server accepts.
+#[derive(Debug, Clone, Default)]
+pub struct Auth {
+    by_digest: HashMap<[u8; 32], Arc<Grant>>,
+}
+
+/// The file `keys_file` names.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct KeysFile {
+    keys: Vec<ApiKeyConfig>,
+}
+
+impl Auth {
+    /// The keys of `[auth]` (and of its `keys_file`); the error names the bad entry.
+    pub fn from_config(config: &Config) -> Result<Auth, ConfigError> {
+        let mut auth = Auth::default();
+        for (index, key) in config.auth.keys.iter().enumerate() {
+            auth.add(key.get_ref()).map_err(|reason| {
+                config.invalid_at(key.span().start, format!("auth.keys[{index}]: {reason}"))
+            })?;
+        }
+        if let Some(file) = &config.auth.keys_file {
+            let path = config.resolve(file);
+            let source = std::fs::read_to_string(&path)
+                .map_err(|source| ConfigError::Read { path: path.display().to_string(), source })?;
+            let keys: KeysFile = toml::from_str(&source)
+                .map_err(|error| ConfigError::Parse(format!("{}: {error}", path.display())))?;
+            for (index, key) in keys.keys.iter().enumerate() {
+                auth.add(key).map_err(|reason| {
+                    ConfigError::Parse(format!("{}: keys[{index}]: {reason}", path.display()))
+                })?;
+            }
+        }
+        Ok(auth)
+    }
+
+    fn add(&mut self, key: &ApiKeyConfig) -> Result<(), String> {
+        let digest = match (&key.key, &key.key_env, &key.key_sha256) {
+            (Some(key), None, None) => digest_of(key),
+            (None, Some(variable), None) => {
+                let value =
+                    std::env::var(variable).map_err(|_| format!("`{variable}` (key_env) is not set"))?;
+                digest_of(&value)
+            }
+            (None, None, Some(hex)) => parse_digest(hex).ok_or("key_sha256 must be 64 hex digits")?,
+            _ => return Err("give exactly one of `key`, `key_env`, `key_sha256`".to_owned()),
+        };
+        if key.resources.is_empty() {
+            return Err("`resources` must name at least one resource (or `*`)".to_owned());
+        }
+        let grant = Grant {
+            name: key.name.clone(),
+            resources: Patterns(key.resources.clone()),
+            agents: Patterns(key.agents.clone()),
+        };
+        if self.by_digest.insert(digest, Arc::new(grant)).is_some() {
+            return Err(format!("key `{}` is the same key as another entry", key.name));
+        }
+        Ok(())
+    }
+
+    /// True when no keys are configured: every caller may use everything.
+    pub fn is_open(&self) -> bool {
+        self.by_digest.is_empty()
+    }
+
+    /// The caller's access, from its `authorization: Bearer` or `x-api-key` metadata.
+    pub(super) fn access<T>(&self, request: &Request<T>) -> Result<Access, AuthError> {
+        if self.is_open() {
+            return Ok(Access::Open);
+        }
+        let metadata = request.metadata();
+        let presented = match metadata.get("authorization") {
+            Some(value) => value
+                .to_str()
+                .ok()
+                .and_then(|value| value.strip_prefix("Bearer "))
+                .ok_or(AuthError::Unauthenticated("the authorization header must be `Bearer <key>`"))?,
+            None => metadata
+                .get("x-api-key")
+                .and_then(|value| value.to_str().ok())
+                .ok_or(AuthError::Unauthenticated("an API key is required (authorization: Bearer <key>)"))?,
+        };
+        self.by_digest
+            .get(&digest_of(presented.trim()))
+            .map(|grant| Access::Key(Arc::clone(grant)))
+            .ok_or(AuthError::Unauthenticated("unknown API key"))
+    }
+}
+
+fn digest_of(key: &str) -> [u8; 32] {
+    Sha256::digest(key.as_bytes()).into()
+}
+
+fn parse_digest(hex: &str) -> Option<[u8; 32]> {
+    let hex = hex.trim();
+    if hex.len() != 64 {
+        return None;
+    }
+    let mut digest = [0; 32];
+    for (index, byte) in digest.iter_mut().enumerate() {
+        *byte = u8::from_str_radix(hex.get(index * 2..index * 2 + 2)?, 16).ok()?;
+    }
+    Some(digest)
+}
+
+/// What the caller of one request may use.
+#[derive(Debug, Clone)]
+pub(super) enum Access {
+    /// No keys are configured.
+    Open,
+    /// A key's grant.
+    Key(Arc<Grant>),
+}
+
+impl Access {
+    /// `Ok` when the caller may use resource `id`.
+    pub(super) fn resource(&self, id: &str) -> Result<(), AuthError> {
+        self.check("resource", id, |grant| &grant.resources)
+    }
+
+    /// `Ok` when the caller may call agent `id`.
+    pub(super) fn agent(&self, id: &str) -> Result<(), AuthError> {
+        self.check("agent", id, |grant| &grant.agents)
+    }
+
+    /// For a thread that does not exist: a key may only name threads of its resources, so a key
+    /// is refused (it could otherwise prepare data under an id another tenant will use).
+    pub(super) fn missing_thread(&self, id: &str) -> Result<(), AuthError> {
+        match self {
+            Access::Open => Ok(()),
+            Access::Key(grant) => {
+                Err(AuthError::Forbidden { key: grant.name.clone(), what: "thread", id: id.to_owned() })
+            }
+        }
+    }
+
+    /// True when the caller may see agent `id` (listing agents).
+    pub(super) fn sees_agent(&self, id: &str) -> bool {
+        self.agent(id).is_ok()
+    }
+
+    fn check(
+        &self,
+        what: &'static str,
+        id: &str,
+        patterns: impl Fn(&Grant) -> &Patterns,
+    ) -> Result<(), AuthError> {
+        match self {
+            Access::Open => Ok(()),
+            Access::Key(grant) if patterns(grant).allows(id) => Ok(()),
+            Access::Key(grant) => {
+                Err(AuthError::Forbidden { key: grant.name.clone(), what, id: id.to_owned() })
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn patterns_match_exactly_by_prefix_or_all() {
+        let patterns = Patterns(vec!["alice".into(), "tenant-a/*".into()]);
+        assert!(patterns.allows("alice") && patterns.allows("tenant-a/u1"));
+        assert!(
+            !patterns.allows("alice2") && !patterns.allows("tenant-b/u1") && !patterns.allows("tenant-a")
+        );
+        assert!(Patterns(vec!["*".into()]).allows("anyone"));
+    }
+
+    #[test]
+    fn digests_parse_from_hex() {
+        let hex: String = digest_of("k").iter().map(|byte| format!("{byte:02x}")).collect();
+        assert_eq!(parse_digest(&hex), Some(digest_of("k")));
+        assert_eq!(parse_digest("abc"), None);
+    }
+}
