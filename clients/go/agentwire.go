@@ -63,14 +63,35 @@ type Client struct {
 	Memory agentwirev1.MemoryServiceClient
 }
 
-// Dial connects to a server (plaintext).
+// Dial connects to a server (plaintext). The API key in AGENTWIRE_API_KEY, if set, goes with
+// every call; see DialWithKey.
 func Dial(address string) (*Client, error) {
-	conn, err := grpc.NewClient(address, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	return DialWithKey(address, os.Getenv("AGENTWIRE_API_KEY"))
+}
+
+// DialWithKey connects to a server with `[auth]` keys: key goes with every call as
+// `authorization: Bearer <key>` (none when empty).
+func DialWithKey(address, key string) (*Client, error) {
+	options := []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
+	if key != "" {
+		options = append(options, grpc.WithPerRPCCredentials(apiKey(key)))
+	}
+	conn, err := grpc.NewClient(address, options...)
 	if err != nil {
 		return nil, err
 	}
 	return &Client{conn: conn, Agents: agentwirev1.NewAgentServiceClient(conn), Memory: agentwirev1.NewMemoryServiceClient(conn)}, nil
 }
+
+// apiKey sends an API key with every call.
+type apiKey string
+
+func (key apiKey) GetRequestMetadata(context.Context, ...string) (map[string]string, error) {
+	return map[string]string{"authorization": "Bearer " + string(key)}, nil
+}
+
+// RequireTransportSecurity is false: agentwire on loopback or behind a TLS proxy speaks plaintext.
+func (apiKey) RequireTransportSecurity() bool { return false }
 
 // Generate runs an agent to the end; the result's Tripwire is set when a processor aborted.
 func (c *Client) Generate(ctx context.Context, request *agentwirev1.RunRequest) (*agentwirev1.GenerateResponse, error) {

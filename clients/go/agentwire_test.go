@@ -24,6 +24,12 @@ var config = filepath.Join("..", "testdata", "agentwire.toml")
 // startServer runs the real agentwire binary on a free port and returns its address.
 func startServer(t *testing.T) string {
 	t.Helper()
+	return startServerWith(t, config)
+}
+
+// startServerWith runs the binary with another config.
+func startServerWith(t *testing.T, config string) string {
+	t.Helper()
 	binary := os.Getenv("AGENTWIRE_BIN")
 	if binary == "" {
 		binary = filepath.Join("..", "..", "target", "debug", "agentwire")
@@ -269,5 +275,30 @@ func TestRemoteToolServesAnAgent(t *testing.T) {
 	fields := toolResult.GetResult().GetStructValue().GetFields()
 	if fields["city"].GetStringValue() != "Paris" || fields["temp"].GetNumberValue() != 21 {
 		t.Fatalf("tool result: %v", fields)
+	}
+}
+
+func TestAPIKeysGoWithEveryCall(t *testing.T) {
+	address := startServerWith(t, filepath.Join("..", "testdata", "keyed.toml"))
+	ctx := context.Background()
+	client, err := agentwire.DialWithKey(address, "client-suite-key")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	result, err := client.Generate(ctx, &agentwirev1.RunRequest{AgentId: "echo", Text: "hi", ThreadId: "t1", ResourceId: "suite-go"})
+	if err != nil || result.GetText() != "echo: hi" {
+		t.Fatalf("with the key: %v %v", result, err)
+	}
+	if _, err := client.Generate(ctx, &agentwirev1.RunRequest{AgentId: "echo", Text: "hi", ResourceId: "someone-else"}); status.Code(err) != codes.PermissionDenied {
+		t.Fatalf("another resource: %v", err)
+	}
+	anonymous, err := agentwire.DialWithKey(address, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer anonymous.Close()
+	if _, err := anonymous.Generate(ctx, &agentwirev1.RunRequest{AgentId: "echo", Text: "hi"}); status.Code(err) != codes.Unauthenticated {
+		t.Fatalf("without a key: %v", err)
 	}
 }

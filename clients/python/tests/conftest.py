@@ -16,11 +16,13 @@ BINARY = os.environ.get("AGENTWIRE_BIN", str(ROOT / "target" / "debug" / "agentw
 CONFIG = ROOT / "clients" / "testdata" / "agentwire.toml"
 
 
-@pytest.fixture(scope="session")
-def server():
+KEYED_CONFIG = ROOT / "clients" / "testdata" / "keyed.toml"
+
+
+def _serve(config):
     with tempfile.TemporaryDirectory() as data_dir:
         process = subprocess.Popen(
-            [BINARY, "serve", "--listen", "127.0.0.1:0", "--config", str(CONFIG), "--data-dir", data_dir],
+            [BINARY, "serve", "--listen", "127.0.0.1:0", "--config", str(config), "--data-dir", data_dir],
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
             text=True,
@@ -33,6 +35,17 @@ def server():
         finally:
             process.terminate()
             process.wait(timeout=10)
+
+
+@pytest.fixture(scope="session")
+def server():
+    yield from _serve(CONFIG)
+
+
+@pytest.fixture(scope="session")
+def keyed_server():
+    """A server with API keys (clients/testdata/keyed.toml)."""
+    yield from _serve(KEYED_CONFIG)
 
 
 @pytest.fixture()

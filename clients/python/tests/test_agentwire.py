@@ -93,3 +93,23 @@ def test_remote_tool_serves_an_agent(server, client):
         assert "".join(chunk.text_delta.text for chunk in chunks if chunk.type == "text-delta") == "done"
     finally:
         tools.stop()
+
+
+def test_api_keys_go_with_every_call(keyed_server):
+    from agentwire import Client
+
+    with Client(keyed_server, api_key="client-suite-key") as client:
+        assert client.generate("echo", "hi", thread_id="t1", resource_id="suite-a").text == "echo: hi"
+        thread = client.memory.GetThread(memory_pb2.GetThreadRequest(thread_id="t1"))
+        assert thread.resource_id == "suite-a"
+        try:
+            client.generate("echo", "hi", resource_id="someone-else")
+            raise AssertionError("another resource is out of the key's reach")
+        except grpc.RpcError as error:
+            assert error.code() == grpc.StatusCode.PERMISSION_DENIED
+    with Client(keyed_server, api_key="") as anonymous:
+        try:
+            anonymous.generate("echo", "hi")
+            raise AssertionError("a call without a key is refused")
+        except grpc.RpcError as error:
+            assert error.code() == grpc.StatusCode.UNAUTHENTICATED

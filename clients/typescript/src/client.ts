@@ -2,7 +2,7 @@
  * Calls agents: `new Client(address).generate(...)` and `.stream(...)`.
  */
 import { create } from "@bufbuild/protobuf";
-import { type Client as ServiceClient, type Transport, createClient } from "@connectrpc/connect";
+import { type Interceptor, type Client as ServiceClient, type Transport, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 
 import {
@@ -21,10 +21,17 @@ export type RunOptions = Partial<Omit<RunRequest, "$typeName" | "agentId" | "tex
   signal?: AbortSignal;
 };
 
-/** A gRPC transport to `address` (`host:port`, or a URL), over HTTP/2 as gRPC requires. */
-export function transportTo(address: string): Transport {
+/**
+ * A gRPC transport to `address` (`host:port`, or a URL), over HTTP/2 as gRPC requires. With
+ * `apiKey`, every call carries `authorization: Bearer <key>` (for servers with `[auth]` keys).
+ */
+export function transportTo(address: string, apiKey?: string): Transport {
   const baseUrl = /^https?:\/\//.test(address) ? address : `http://${address}`;
-  return createGrpcTransport({ baseUrl });
+  const withKey: Interceptor = (next) => (request) => {
+    request.header.set("authorization", `Bearer ${apiKey}`);
+    return next(request);
+  };
+  return createGrpcTransport({ baseUrl, interceptors: apiKey ? [withKey] : [] });
 }
 
 /** A connection to an agentwire server. */
@@ -33,8 +40,9 @@ export class Client {
   readonly memory: ServiceClient<typeof MemoryService>;
   readonly processors: ServiceClient<typeof ProcessorService>;
 
-  constructor(address = "127.0.0.1:50051") {
-    const transport = transportTo(address);
+  /** `apiKey` defaults to `$AGENTWIRE_API_KEY`; none when unset or empty. */
+  constructor(address = "127.0.0.1:50051", apiKey: string | undefined = process.env.AGENTWIRE_API_KEY) {
+    const transport = transportTo(address, apiKey || undefined);
     this.agents = createClient(AgentService, transport);
     this.memory = createClient(MemoryService, transport);
     this.processors = createClient(ProcessorService, transport);

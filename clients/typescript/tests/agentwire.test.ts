@@ -24,29 +24,36 @@ const binary = process.env.AGENTWIRE_BIN ?? join(root, "target/debug/agentwire")
 /** The server config all client suites share. */
 const config = join(root, "clients/testdata/agentwire.toml");
 
-let server: ChildProcess;
-let dataDir: string;
+/** A running server: its address, and how to stop it. */
+async function serve(configPath: string): Promise<{ address: string; stop: () => void }> {
+  const dataDir = mkdtempSync(join(tmpdir(), "agentwire-ts-"));
+  const child: ChildProcess = spawn(
+    binary,
+    ["serve", "--listen", "127.0.0.1:0", "--config", configPath, "--data-dir", dataDir],
+    { stdio: ["ignore", "pipe", "ignore"] },
+  );
+  const lines = createInterface({ input: child.stdout! });
+  const ready: string = await new Promise((resolve) => lines.once("line", resolve));
+  assert.match(ready, /^agentwire listening on /);
+  const stop = () => {
+    child.kill("SIGTERM");
+    rmSync(dataDir, { recursive: true, force: true });
+  };
+  return { address: ready.replace("agentwire listening on ", ""), stop };
+}
+
+let stopServer: () => void;
 let address: string;
 let client: Client;
 
 before(async () => {
-  dataDir = mkdtempSync(join(tmpdir(), "agentwire-ts-"));
-  server = spawn(
-    binary,
-    ["serve", "--listen", "127.0.0.1:0", "--config", config, "--data-dir", dataDir],
-    { stdio: ["ignore", "pipe", "ignore"] },
-  );
-  const lines = createInterface({ input: server.stdout! });
-  const ready: string = await new Promise((resolve) => lines.once("line", resolve));
-  assert.match(ready, /^agentwire listening on /);
-  address = ready.replace("agentwire listening on ", "");
+  const served = await serve(config);
+  address = served.address;
+  stopServer = served.stop;
   client = new Client(address);
 });
 
-after(() => {
-  server.kill("SIGTERM");
-  rmSync(dataDir, { recursive: true, force: true });
-});
+after(() => stopServer());
 
 test("generate returns the answer, stream yields the chunks", async () => {
   const result = await client.generate("echo", "hello from typescript");
@@ -124,5 +131,22 @@ test("a remote tool serves an agent", async () => {
     assert.equal(value?.case === "structValue" ? value.value.fields.city?.kind.value : undefined, "Paris");
   } finally {
     await tools.stop();
+  }
+});
+
+test("an API key goes with every call", async () => {
+  const keyed = await serve(join(root, "clients/testdata/keyed.toml"));
+  try {
+    const withKey = new Client(keyed.address, "client-suite-key");
+    const result = await withKey.generate("echo", "hi", { threadId: "t1", resourceId: "suite-ts" });
+    assert.equal(result.text, "echo: hi");
+    const refused = (code: Code) => (error: unknown) => {
+      assert.equal(ConnectError.from(error).code, code);
+      return true;
+    };
+    await assert.rejects(withKey.generate("echo", "hi", { resourceId: "someone-else" }), refused(Code.PermissionDenied));
+    await assert.rejects(new Client(keyed.address, "").generate("echo", "hi"), refused(Code.Unauthenticated));
+  } finally {
+    keyed.stop();
   }
 });
