@@ -67,6 +67,9 @@ pub struct Config {
     /// Client API keys and what each may use.
     #[serde(default)]
     pub auth: AuthConfig,
+    /// Limits on requests and runs.
+    #[serde(default)]
+    pub limits: LimitsConfig,
     /// The source text, to turn byte offsets into line numbers.
     #[serde(skip)]
     source: String,
@@ -93,6 +96,46 @@ pub struct AuthConfig {
     pub allow_unauthenticated: bool,
 }
 
+/// The `[limits]` table. Each limit's error names it and its value.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LimitsConfig {
+    /// The largest request message, in bytes (larger ones are refused before decoding).
+    /// Default 4 MiB.
+    #[serde(default = "default_max_request_bytes")]
+    pub max_request_bytes: usize,
+    /// Runs at once; more wait up to `queue_timeout_ms` for a slot, then get
+    /// RESOURCE_EXHAUSTED. 0 (the default): no limit.
+    #[serde(default)]
+    pub max_concurrent_runs: usize,
+    /// How long a run waits for a slot. Default 1000.
+    #[serde(default = "default_queue_timeout_ms")]
+    pub queue_timeout_ms: u64,
+    /// A run still going after this long ends with an error (nothing saved). 0 (the default):
+    /// no limit.
+    #[serde(default)]
+    pub max_run_ms: u64,
+}
+
+impl Default for LimitsConfig {
+    fn default() -> LimitsConfig {
+        LimitsConfig {
+            max_request_bytes: default_max_request_bytes(),
+            max_concurrent_runs: 0,
+            queue_timeout_ms: default_queue_timeout_ms(),
+            max_run_ms: 0,
+        }
+    }
+}
+
+fn default_max_request_bytes() -> usize {
+    4 * 1024 * 1024
+}
+
+fn default_queue_timeout_ms() -> u64 {
+    1000
+}
+
 /// One client API key.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -113,6 +156,12 @@ pub struct ApiKeyConfig {
     /// The agents it may call: exact ids, `prefix*`, or `*` (the default).
     #[serde(default = "every_agent")]
     pub agents: Vec<String>,
+    /// Requests per second it may make, on average (none: no limit).
+    #[serde(default)]
+    pub rate_per_second: Option<f64>,
+    /// Requests it may make at once above the rate. Default: one second's worth.
+    #[serde(default)]
+    pub burst: Option<u32>,
 }
 
 fn every_agent() -> Vec<String> {

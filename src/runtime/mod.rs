@@ -106,6 +106,8 @@ pub struct Runtime {
     embedders: Embedders,
     /// The connected instances of remote processors.
     remote: Arc<RemotePool>,
+    /// How long a run may go on (`[limits] max_run_ms`).
+    max_run: Option<std::time::Duration>,
 }
 
 impl Runtime {
@@ -122,6 +124,8 @@ impl Runtime {
             max_file_bytes: config.storage.max_file_bytes,
             embedders: Embedders::default(),
             remote,
+            max_run: (config.limits.max_run_ms > 0)
+                .then(|| std::time::Duration::from_millis(config.limits.max_run_ms)),
         };
         for (name, embedder) in &config.embedders {
             let offset = embedder.span().start;

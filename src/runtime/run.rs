@@ -233,12 +233,28 @@ impl PreparedRun {
 
     /// Drives the run to its end, streaming chunks into `sink`. When the sink's client goes
     /// away the run stops at once: no more model calls, tools or hooks.
+    /// A run still going after `[limits] max_run_ms` ends with an error; nothing is saved.
     pub async fn execute(self, sink: ChunkSink) -> RunResult {
         let mut run = self.run;
         run.sink = sink.clone();
+        let max_run = run.runtime.max_run;
+        let out_of_time = async move {
+            match max_run {
+                Some(limit) => tokio::time::sleep(limit).await,
+                None => std::future::pending().await,
+            }
+        };
         let outcome = tokio::select! {
             outcome = run.drive() => outcome,
             () = sink.closed() => Err(RunStop::Cancelled),
+            () = out_of_time => Err(RunStop::Failed(RunFailure {
+                message: format!(
+                    "the run went on longer than max_run_ms ({} ms)",
+                    max_run.map_or(0, |limit| limit.as_millis())
+                ),
+                source: ErrorSource::Runtime,
+                origin: "limits".to_owned(),
+            })),
         };
         run.conclude(outcome).await
     }

@@ -11,6 +11,7 @@ use tonic::{Request, Response, Status};
 
 use super::auth::Auth;
 use super::convert::chunk_to_pb;
+use super::limits::RunSlots;
 use super::pb;
 use crate::runtime::{ChunkSink, RunError, RunRequest, Runtime};
 
@@ -22,11 +23,12 @@ const CHUNK_BUFFER: usize = 64;
 pub(super) struct AgentServiceImpl {
     runtime: Arc<Runtime>,
     auth: Arc<Auth>,
+    slots: RunSlots,
 }
 
 impl AgentServiceImpl {
-    pub(super) fn new(runtime: Arc<Runtime>, auth: Arc<Auth>) -> AgentServiceImpl {
-        AgentServiceImpl { runtime, auth }
+    pub(super) fn new(runtime: Arc<Runtime>, auth: Arc<Auth>, slots: RunSlots) -> AgentServiceImpl {
+        AgentServiceImpl { runtime, auth, slots }
     }
 
     /// The run a request asks for, if its caller may: the agent, and the resource its memory
@@ -51,11 +53,15 @@ impl pb::agent_service_server::AgentService for AgentServiceImpl {
 
     async fn stream(&self, request: Request<pb::RunRequest>) -> Result<Response<ChunkStream>, Status> {
         let run_request = self.authorized_run(request)?;
+        let slot = self.slots.acquire().await?;
         let run = self.runtime.prepare(run_request).await?;
         let run_id: Arc<str> = Arc::from(run.run_id());
         let (sender, receiver) = mpsc::channel(CHUNK_BUFFER);
         // The run stops by itself when the client drops the stream (the sink closes).
-        tokio::spawn(run.execute(ChunkSink::channel(sender)));
+        tokio::spawn(async move {
+            run.execute(ChunkSink::channel(sender)).await;
+            drop(slot);
+        });
         let chunks = ReceiverStream::new(receiver).map(move |chunk| Ok(chunk_to_pb(&run_id, chunk)));
         Ok(Response::new(Box::pin(chunks)))
     }
@@ -65,6 +71,7 @@ impl pb::agent_service_server::AgentService for AgentServiceImpl {
         request: Request<pb::RunRequest>,
     ) -> Result<Response<pb::GenerateResponse>, Status> {
         let run_request = self.authorized_run(request)?;
+        let _slot = self.slots.acquire().await?;
         let run = self.runtime.prepare(run_request).await?;
         // Dropping this future (the client cancelled) drops the run with it.
         let result = run.execute(ChunkSink::discard()).await;

@@ -3,7 +3,7 @@
 //! [`Access`] first, then checks each resource and agent it touches; a thread is checked by the
 //! resource that owns it, never by the one the request claims.
 //!
-//! Keys are kept as SHA-256 digests only. Without keys the server is open, and the command line
+//! A key's rate limit is taken here too, once per call. Keys are kept as SHA-256 digests only. Without keys the server is open, and the command line
 //! refuses to serve beyond loopback unless `allow_unauthenticated` says so.
 
 use std::collections::HashMap;
@@ -13,14 +13,18 @@ use serde::Deserialize;
 use sha2::{Digest, Sha256};
 use tonic::Request;
 
+use super::limits::{LimitError, Rate};
 use crate::config::{ApiKeyConfig, Config, ConfigError};
 
 /// Why a call was refused.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum AuthError {
     /// No key, or not a known one.
     #[error("{0}")]
     Unauthenticated(&'static str),
+    /// The key went over a limit.
+    #[error(transparent)]
+    Limited(#[from] LimitError),
     /// The key may not use this resource or agent.
     #[error("API key `{key}` may not use {what} `{id}`")]
     Forbidden {
@@ -52,6 +56,7 @@ pub(super) struct Grant {
     name: String,
     resources: Patterns,
     agents: Patterns,
+    rate: Option<Rate>,
 }
 
 /// The keys the server accepts.
@@ -105,10 +110,15 @@ impl Auth {
         if key.resources.is_empty() {
             return Err("`resources` must name at least one resource (or `*`)".to_owned());
         }
+        let rate = key.rate_per_second.map(|rate| Rate::new(rate, key.burst)).transpose()?;
+        if rate.is_none() && key.burst.is_some() {
+            return Err("`burst` needs a `rate_per_second`".to_owned());
+        }
         let grant = Grant {
             name: key.name.clone(),
             resources: Patterns(key.resources.clone()),
             agents: Patterns(key.agents.clone()),
+            rate,
         };
         if self.by_digest.insert(digest, Arc::new(grant)).is_some() {
             return Err(format!("key `{}` is the same key as another entry", key.name));
@@ -138,10 +148,14 @@ impl Auth {
                 .and_then(|value| value.to_str().ok())
                 .ok_or(AuthError::Unauthenticated("an API key is required (authorization: Bearer <key>)"))?,
         };
-        self.by_digest
+        let grant = self
+            .by_digest
             .get(&digest_of(presented.trim()))
-            .map(|grant| Access::Key(Arc::clone(grant)))
-            .ok_or(AuthError::Unauthenticated("unknown API key"))
+            .ok_or(AuthError::Unauthenticated("unknown API key"))?;
+        if let Some(rate) = &grant.rate {
+            rate.take(&grant.name)?;
+        }
+        Ok(Access::Key(Arc::clone(grant)))
     }
 }
 

@@ -7,6 +7,7 @@
 mod agent_service;
 mod auth;
 mod convert;
+mod limits;
 mod memory_service;
 mod processor_service;
 mod remote_convert;
@@ -22,8 +23,11 @@ use tokio_stream::wrappers::TcpListenerStream;
 
 use self::agent_service::AgentServiceImpl;
 pub use self::auth::{Auth, AuthError};
+pub use self::limits::LimitError;
+use self::limits::RunSlots;
 use self::memory_service::MemoryServiceImpl;
 use self::processor_service::ProcessorServiceImpl;
+use crate::config::LimitsConfig;
 use crate::runtime::Runtime;
 
 /// Generated protobuf types, clients and servers for `agentwire.v1`.
@@ -42,12 +46,14 @@ pub mod pb {
 pub struct ServeOptions {
     /// The client API keys (none: every caller may use everything).
     pub auth: Auth,
+    /// Limits on requests and runs.
+    pub limits: LimitsConfig,
 }
 
 impl ServeOptions {
     /// The options `config` sets.
     pub fn from_config(config: &crate::config::Config) -> Result<ServeOptions, crate::config::ConfigError> {
-        Ok(ServeOptions { auth: Auth::from_config(config)? })
+        Ok(ServeOptions { auth: Auth::from_config(config)?, limits: config.limits.clone() })
     }
 }
 
@@ -70,11 +76,13 @@ pub async fn serve(
     shutdown: impl Future<Output = ()> + Send,
 ) -> Result<(), ServeError> {
     let auth = Arc::new(options.auth);
+    let max_request = options.limits.max_request_bytes;
     let memory_service = runtime.store().map(|store| {
         pb::memory_service_server::MemoryServiceServer::new(MemoryServiceImpl::new(
             Arc::clone(store),
             Arc::clone(&auth),
         ))
+        .max_decoding_message_size(max_request)
     });
     let processor_service = pb::processor_service_server::ProcessorServiceServer::new(
         ProcessorServiceImpl::new(Arc::clone(runtime.remote_pool())),
@@ -82,8 +90,12 @@ pub async fn serve(
     .max_decoding_message_size(processor_service::MAX_FRAME_BYTES as usize)
     .max_encoding_message_size(processor_service::MAX_FRAME_BYTES as usize);
     let pool = Arc::clone(runtime.remote_pool());
-    let agent_service =
-        pb::agent_service_server::AgentServiceServer::new(AgentServiceImpl::new(runtime, auth));
+    let agent_service = pb::agent_service_server::AgentServiceServer::new(AgentServiceImpl::new(
+        runtime,
+        auth,
+        RunSlots::new(&options.limits),
+    ))
+    .max_decoding_message_size(max_request);
     // On shutdown, remote processors drain first: their sessions would otherwise keep the
     // graceful stop waiting forever.
     let shutdown = async move {

@@ -4,6 +4,7 @@
 use tonic::{Code, Status};
 
 use super::auth::AuthError;
+use super::limits::LimitError;
 use crate::runtime::RunError;
 use crate::storage::StoreError;
 
@@ -25,11 +26,18 @@ impl From<StoreError> for Status {
     }
 }
 
+impl From<LimitError> for Status {
+    fn from(error: LimitError) -> Status {
+        Status::new(Code::ResourceExhausted, error.to_string())
+    }
+}
+
 impl From<AuthError> for Status {
     fn from(error: AuthError) -> Status {
         let code = match &error {
             AuthError::Unauthenticated(_) => Code::Unauthenticated,
             AuthError::Forbidden { .. } => Code::PermissionDenied,
+            AuthError::Limited(_) => Code::ResourceExhausted,
         };
         Status::new(code, error.to_string())
     }

@@ -1,0 +1,96 @@
+//! `[limits]` and per-key rates through the server: each refusal has its gRPC code and names its
+//! limit and the limit's value; a run over its time ends with an error and saves nothing.
+
+mod common;
+
+use agentwire::server::pb;
+use agentwire::server::pb::agent_service_client::AgentServiceClient;
+use common::{TestServer, error, in_thread, request};
+use tonic::{Code, Request};
+
+const CONFIG: &str = r#"
+[limits]
+max_request_bytes = 2048
+max_concurrent_runs = 1
+queue_timeout_ms = 100
+max_run_ms = 300
+
+[[agents]]
+id = "echo"
+model = "mock/echo"
+
+[[agents]]
+id = "slow"
+model = "mock/script"
+memory = { last_messages = 10 }
+script = [{ text = "one two three four five six seven eight nine ten", chunk_delay_ms = 100 }]
+"#;
+
+#[tokio::test]
+async fn requests_over_max_request_bytes_are_refused() {
+    let server = TestServer::start(CONFIG).await;
+    let refused = server.client().await.generate(request("echo", &"x".repeat(4000))).await.unwrap_err();
+    assert!(matches!(refused.code(), Code::OutOfRange | Code::ResourceExhausted), "{refused:?}");
+    assert!(refused.message().contains("2048"), "{}", refused.message());
+    assert_eq!(server.generate(request("echo", "small")).await.text, "echo: small");
+}
+
+#[tokio::test]
+async fn runs_beyond_max_concurrent_runs_wait_then_are_refused() {
+    let server = TestServer::start(CONFIG).await;
+    let mut first = server.client().await.stream(request("slow", "go")).await.unwrap().into_inner();
+    first.message().await.unwrap().expect("the first run started");
+    let refused = server.client().await.generate(request("echo", "me too")).await.unwrap_err();
+    assert_eq!(refused.code(), Code::ResourceExhausted);
+    assert!(
+        refused.message().contains("max_concurrent_runs (1)")
+            && refused.message().contains("queue_timeout_ms (100)"),
+        "{}",
+        refused.message()
+    );
+    while first.message().await.unwrap().is_some() {}
+    assert_eq!(server.generate(request("echo", "now")).await.text, "echo: now", "the slot came back");
+}
+
+#[tokio::test]
+async fn a_run_over_max_run_ms_ends_with_an_error_and_saves_nothing() {
+    let server = TestServer::start(CONFIG).await;
+    let chunks = server.stream(in_thread("slow", "go", "t")).await;
+    let failure = error(&chunks).expect("an error chunk");
+    assert!(failure.message.contains("max_run_ms (300 ms)"), "{}", failure.message);
+    assert!(server.stored_texts("t").await.is_empty(), "nothing saved");
+}
+
+#[tokio::test]
+async fn a_key_over_its_rate_is_refused() {
+    let server = TestServer::start(
+        r#"
+[[auth.keys]]
+name = "batch-job"
+key = "k"
+resources = ["*"]
+rate_per_second = 1
+burst = 2
+
+[[agents]]
+id = "echo"
+model = "mock/echo"
+"#,
+    )
+    .await;
+    let mut agents = AgentServiceClient::new(server.channel().await);
+    let call = || {
+        let mut request = Request::new(pb::ListAgentsRequest {});
+        request.metadata_mut().insert("authorization", "Bearer k".parse().unwrap());
+        request
+    };
+    agents.list_agents(call()).await.expect("within the burst");
+    agents.list_agents(call()).await.expect("within the burst");
+    let refused = agents.list_agents(call()).await.unwrap_err();
+    assert_eq!(refused.code(), Code::ResourceExhausted);
+    assert!(
+        refused.message().contains("`batch-job`") && refused.message().contains("rate limit of 1"),
+        "{}",
+        refused.message()
+    );
+}
