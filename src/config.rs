@@ -70,6 +70,9 @@ pub struct Config {
     /// Limits on requests and runs.
     #[serde(default)]
     pub limits: LimitsConfig,
+    /// TLS for the gRPC port (none: plaintext).
+    #[serde(default)]
+    pub tls: Option<Spanned<TlsConfig>>,
     /// The source text, to turn byte offsets into line numbers.
     #[serde(skip)]
     source: String,
@@ -94,6 +97,19 @@ pub struct AuthConfig {
     /// server refuses to listen beyond loopback.
     #[serde(default)]
     pub allow_unauthenticated: bool,
+}
+
+/// The `[tls]` table: PEM files, relative to the config file.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TlsConfig {
+    /// The server's certificate chain.
+    pub cert: String,
+    /// Its private key.
+    pub key: String,
+    /// A CA: clients must present a certificate it signed (mutual TLS).
+    #[serde(default)]
+    pub client_ca: Option<String>,
 }
 
 /// The `[limits]` table. Each limit's error names it and its value.

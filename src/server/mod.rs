@@ -27,7 +27,7 @@ pub use self::limits::LimitError;
 use self::limits::RunSlots;
 use self::memory_service::MemoryServiceImpl;
 use self::processor_service::ProcessorServiceImpl;
-use crate::config::LimitsConfig;
+use crate::config::{Config, ConfigError, LimitsConfig, TlsConfig};
 use crate::runtime::Runtime;
 
 /// Generated protobuf types, clients and servers for `agentwire.v1`.
@@ -48,13 +48,41 @@ pub struct ServeOptions {
     pub auth: Auth,
     /// Limits on requests and runs.
     pub limits: LimitsConfig,
+    /// TLS (and client certificates) for the port.
+    pub tls: Option<tonic::transport::ServerTlsConfig>,
 }
 
 impl ServeOptions {
-    /// The options `config` sets.
-    pub fn from_config(config: &crate::config::Config) -> Result<ServeOptions, crate::config::ConfigError> {
-        Ok(ServeOptions { auth: Auth::from_config(config)?, limits: config.limits.clone() })
+    /// The options `config` sets; certificate files are read and checked now.
+    pub fn from_config(config: &Config) -> Result<ServeOptions, ConfigError> {
+        Ok(ServeOptions {
+            auth: Auth::from_config(config)?,
+            limits: config.limits.clone(),
+            tls: config.tls.as_ref().map(|tls| tls_of(config, tls)).transpose()?,
+        })
     }
+}
+
+/// The TLS settings of `[tls]`, checked by building a server with them.
+fn tls_of(
+    config: &Config,
+    tls: &toml::Spanned<TlsConfig>,
+) -> Result<tonic::transport::ServerTlsConfig, ConfigError> {
+    use tonic::transport::{Certificate, Identity, ServerTlsConfig};
+    let read = |path: &str| {
+        let path = config.resolve(path);
+        std::fs::read(&path).map_err(|source| ConfigError::Read { path: path.display().to_string(), source })
+    };
+    let settings = tls.get_ref();
+    let mut server_tls =
+        ServerTlsConfig::new().identity(Identity::from_pem(read(&settings.cert)?, read(&settings.key)?));
+    if let Some(ca) = &settings.client_ca {
+        server_tls = server_tls.client_ca_root(Certificate::from_pem(read(ca)?));
+    }
+    tonic::transport::Server::builder()
+        .tls_config(server_tls.clone())
+        .map_err(|error| config.invalid_at(tls.span().start, format!("tls: {error}")))?;
+    Ok(server_tls)
 }
 
 /// Why the server could not run.
@@ -132,7 +160,11 @@ pub async fn serve(
         })
     });
 
-    tonic::transport::Server::builder()
+    let mut server = tonic::transport::Server::builder();
+    if let Some(tls) = options.tls {
+        server = server.tls_config(tls).map_err(|error| ServeError::Transport(error.to_string()))?;
+    }
+    server
         .add_service(health_service)
         .add_service(reflection_v1)
         .add_service(reflection_v1alpha)
