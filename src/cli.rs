@@ -167,6 +167,7 @@ async fn run_server(
     let store =
         SledStore::open_with_cache(&data_dir.join("store"), config.storage.cache_mb.max(1) * 1024 * 1024)
             .map_err(|error| format!("cannot open the store in `{}`: {error}", data_dir.display()))?;
+    let flushed_on_exit = store.clone();
     let runtime = Runtime::new(&config, Components::builtin().with_store(Arc::new(store)))
         .map_err(|error| error.to_string())?;
     let options = ServeOptions::from_config(&config).map_err(|error| error.to_string())?;
@@ -188,6 +189,7 @@ async fn run_server(
     println!("agentwire listening on {address}");
     std::io::stdout().flush().map_err(|error| error.to_string())?;
     serve(listener, Arc::new(runtime), options, shutdown).await.map_err(|error| error.to_string())?;
+    flushed_on_exit.flush().map_err(|error| format!("cannot flush the store: {error}"))?;
     tracing::info!("agentwire stopped");
     Ok(ExitCode::SUCCESS)
 }

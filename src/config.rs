@@ -131,6 +131,10 @@ pub struct LimitsConfig {
     /// no limit.
     #[serde(default)]
     pub max_run_ms: u64,
+    /// On SIGTERM, how long runs in flight may take to finish before they are stopped (new runs
+    /// are refused at once). Default 10000.
+    #[serde(default = "default_shutdown_grace_ms")]
+    pub shutdown_grace_ms: u64,
 }
 
 impl Default for LimitsConfig {
@@ -140,8 +144,13 @@ impl Default for LimitsConfig {
             max_concurrent_runs: 0,
             queue_timeout_ms: default_queue_timeout_ms(),
             max_run_ms: 0,
+            shutdown_grace_ms: default_shutdown_grace_ms(),
         }
     }
+}
+
+fn default_shutdown_grace_ms() -> u64 {
+    10_000
 }
 
 fn default_max_request_bytes() -> usize {

@@ -16,6 +16,7 @@ mod agent;
 mod assembly;
 mod chunk;
 mod json_schema;
+mod lifecycle;
 mod message;
 mod message_list;
 mod request;
@@ -34,6 +35,7 @@ pub use self::chunk::{
     Chunk, DATA_PREFIX, DataChunk, ErrorSource, FinishReason, RunFailure, Tripwire, Usage,
 };
 pub use self::json_schema::JsonSchema;
+pub use self::lifecycle::ShutdownReport;
 pub use self::message::{Message, Part, Role, ToolCall, ToolResult, new_id, now_millis, text_of};
 pub use self::message_list::{MessageList, MessageSource, ReconcileScope};
 pub use self::request::{RunError, RunRequest};
@@ -108,6 +110,8 @@ pub struct Runtime {
     remote: Arc<RemotePool>,
     /// How long a run may go on (`[limits] max_run_ms`).
     max_run: Option<std::time::Duration>,
+    /// Runs in flight, and shutdown.
+    lifecycle: lifecycle::Lifecycle,
 }
 
 impl Runtime {
@@ -126,6 +130,7 @@ impl Runtime {
             remote,
             max_run: (config.limits.max_run_ms > 0)
                 .then(|| std::time::Duration::from_millis(config.limits.max_run_ms)),
+            lifecycle: lifecycle::Lifecycle::default(),
         };
         for (name, embedder) in &config.embedders {
             let offset = embedder.span().start;
@@ -259,6 +264,7 @@ impl Runtime {
     /// Checks a request and readies its run: the agent, the input, the processor overrides and
     /// (for agents with memory) the thread's owner. Nothing runs yet.
     pub async fn prepare(self: &Arc<Self>, request: RunRequest) -> Result<PreparedRun, RunError> {
+        let admitted = self.lifecycle.admit()?;
         if request.agent_id.is_empty() {
             return Err(RunError::invalid("agent_id", "is required"));
         }
@@ -299,6 +305,14 @@ impl Runtime {
             assembly::chain(&output, memory.as_ref(), assembly::Placement::Output),
             assembly::chain(&error, None, assembly::Placement::Error),
         ];
-        Ok(PreparedRun::new(Arc::clone(self), Arc::clone(agent), request, chains, run_tools, output_schema))
+        let run =
+            PreparedRun::new(Arc::clone(self), Arc::clone(agent), request, chains, run_tools, output_schema);
+        Ok(run.admitted(admitted))
+    }
+
+    /// Shuts down gracefully: new runs are refused (UNAVAILABLE), runs in flight get `grace` to
+    /// finish, then end with an error chunk (saving nothing). Returns once every run concluded.
+    pub async fn shut_down(&self, grace: std::time::Duration) -> ShutdownReport {
+        self.lifecycle.shut_down(grace).await
     }
 }

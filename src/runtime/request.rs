@@ -62,6 +62,9 @@ pub enum RunError {
     /// Memory refused or failed (e.g. the thread belongs to another resource).
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// The server is shutting down and takes no new runs.
+    #[error("the server is shutting down and takes no new runs")]
+    ShuttingDown,
 }
 
 impl RunError {

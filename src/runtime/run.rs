@@ -83,6 +83,8 @@ enum StepSource {
 /// A checked request, ready to run.
 pub struct PreparedRun {
     run: Run,
+    /// Counts the run among the runs in flight until it is dropped.
+    admitted: Option<tokio_util::task::task_tracker::TaskTrackerToken>,
 }
 
 impl std::fmt::Debug for PreparedRun {
@@ -223,7 +225,13 @@ impl PreparedRun {
             data: Vec::new(),
             pending_data_parts: Vec::new(),
         };
-        PreparedRun { run }
+        PreparedRun { run, admitted: None }
+    }
+
+    /// The run, counted among the runs in flight.
+    pub(super) fn admitted(mut self, token: tokio_util::task::task_tracker::TaskTrackerToken) -> PreparedRun {
+        self.admitted = Some(token);
+        self
     }
 
     /// The run's id.
@@ -235,9 +243,10 @@ impl PreparedRun {
     /// away the run stops at once: no more model calls, tools or hooks.
     /// A run still going after `[limits] max_run_ms` ends with an error; nothing is saved.
     pub async fn execute(self, sink: ChunkSink) -> RunResult {
-        let mut run = self.run;
+        let PreparedRun { mut run, admitted } = self;
         run.sink = sink.clone();
         let max_run = run.runtime.max_run;
+        let stop = run.runtime.lifecycle.stop().clone();
         let out_of_time = async move {
             match max_run {
                 Some(limit) => tokio::time::sleep(limit).await,
@@ -255,8 +264,15 @@ impl PreparedRun {
                 source: ErrorSource::Runtime,
                 origin: "limits".to_owned(),
             })),
+            () = stop.cancelled() => Err(RunStop::Failed(RunFailure {
+                message: "the server shut down before the run finished (its shutdown grace period ran out)".to_owned(),
+                source: ErrorSource::Runtime,
+                origin: "shutdown".to_owned(),
+            })),
         };
-        run.conclude(outcome).await
+        let result = run.conclude(outcome).await;
+        drop(admitted);
+        result
     }
 }
 

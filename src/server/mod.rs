@@ -118,16 +118,21 @@ pub async fn serve(
     .max_decoding_message_size(processor_service::MAX_FRAME_BYTES as usize)
     .max_encoding_message_size(processor_service::MAX_FRAME_BYTES as usize);
     let pool = Arc::clone(runtime.remote_pool());
+    let draining = Arc::clone(&runtime);
+    let grace = std::time::Duration::from_millis(options.limits.shutdown_grace_ms);
     let agent_service = pb::agent_service_server::AgentServiceServer::new(AgentServiceImpl::new(
         runtime,
         auth,
         RunSlots::new(&options.limits),
     ))
     .max_decoding_message_size(max_request);
-    // On shutdown, remote processors drain first: their sessions would otherwise keep the
-    // graceful stop waiting forever.
+    // On shutdown: new runs are refused, runs in flight finish (with their remote processors
+    // still connected) within the grace period, then the processor sessions drain — they would
+    // otherwise keep tonic's graceful stop waiting forever — and tonic stops.
     let shutdown = async move {
         shutdown.await;
+        let report = draining.shut_down(grace).await;
+        tracing::info!(in_flight = report.in_flight, stopped = report.stopped, "runs concluded");
         pool.drain().await;
     };
 

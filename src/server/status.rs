@@ -15,6 +15,7 @@ impl From<RunError> for Status {
             RunError::InvalidArgument { .. } => Code::InvalidArgument,
             RunError::TooLarge { .. } => Code::ResourceExhausted,
             RunError::Store(store_error) => store_code(store_error),
+            RunError::ShuttingDown => Code::Unavailable,
         };
         Status::new(code, error.to_string())
     }

@@ -212,6 +212,12 @@ impl SledStore {
         Ok(outcome)
     }
 
+    /// Writes everything to disk (runs' writes already are; this catches the rest, e.g. cache
+    /// entries). The server calls it on its way out.
+    pub fn flush(&self) -> Result<(), StoreError> {
+        self.inner.db.flush().map(|_| ()).map_err(engine)
+    }
+
     /// Bytes on disk, for operators.
     pub fn size_on_disk(&self) -> Result<u64, StoreError> {
         self.inner.db.size_on_disk().map_err(engine)

@@ -128,10 +128,15 @@ impl TestServer {
     }
 
     /// Stops the server and waits until it is gone (its store closed).
-    pub async fn stop(mut self) {
+    /// Sends the shutdown signal (like SIGTERM) without waiting for the server to stop.
+    pub fn signal_stop(&mut self) {
         if let Some(shutdown) = self.shutdown.take() {
             let _ = shutdown.send(());
         }
+    }
+
+    pub async fn stop(mut self) {
+        self.signal_stop();
         if let Some(task) = self.task.take() {
             let _ = task.await;
         }

@@ -293,6 +293,11 @@ impl Session {
         let _ = self.outbox.try_send(SessionEvent::Drain(deadline_unix_ms));
     }
 
+    /// True when every message queued for the instance went out on its stream.
+    fn sent_all(&self) -> bool {
+        self.outbox.capacity() == self.outbox.max_capacity()
+    }
+
     /// True once the instance went away.
     pub fn is_closed(&self) -> bool {
         self.ended.is_cancelled()
@@ -415,8 +420,9 @@ impl RemotePool {
         for session in &sessions {
             session.drain(deadline);
         }
+        // Calls in flight are answered, and the `Drain` messages go out before the streams end.
         let settled = async {
-            while sessions.iter().any(|session| session.in_flight() > 0) {
+            while sessions.iter().any(|session| session.in_flight() > 0 || !session.sent_all()) {
                 tokio::time::sleep(Duration::from_millis(5)).await;
             }
         };
