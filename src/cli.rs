@@ -184,11 +184,19 @@ async fn run_server(
     let listener =
         TcpListener::bind(listen).await.map_err(|error| format!("cannot listen on {listen}: {error}"))?;
     let address = listener.local_addr().map_err(|error| error.to_string())?;
+    let runtime = Arc::new(runtime);
+    if let Some(metrics) = config.metrics.listen {
+        let listener = TcpListener::bind(metrics)
+            .await
+            .map_err(|error| format!("cannot serve metrics on {metrics}: {error}"))?;
+        tracing::info!(%metrics, "metrics on http://{metrics}/metrics");
+        tokio::spawn(crate::server::serve_metrics(listener, Arc::clone(&runtime)));
+    }
     let shutdown = shutdown_signal()?;
     // Test runners in every language read this line to learn the port.
     println!("agentwire listening on {address}");
     std::io::stdout().flush().map_err(|error| error.to_string())?;
-    serve(listener, Arc::new(runtime), options, shutdown).await.map_err(|error| error.to_string())?;
+    serve(listener, runtime, options, shutdown).await.map_err(|error| error.to_string())?;
     flushed_on_exit.flush().map_err(|error| format!("cannot flush the store: {error}"))?;
     tracing::info!("agentwire stopped");
     Ok(ExitCode::SUCCESS)

@@ -73,6 +73,9 @@ pub struct Config {
     /// TLS for the gRPC port (none: plaintext).
     #[serde(default)]
     pub tls: Option<Spanned<TlsConfig>>,
+    /// The Prometheus endpoint.
+    #[serde(default)]
+    pub metrics: MetricsConfig,
     /// The source text, to turn byte offsets into line numbers.
     #[serde(skip)]
     source: String,
@@ -97,6 +100,16 @@ pub struct AuthConfig {
     /// server refuses to listen beyond loopback.
     #[serde(default)]
     pub allow_unauthenticated: bool,
+}
+
+/// The `[metrics]` table.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MetricsConfig {
+    /// Where `GET /metrics` is served (a port of its own, e.g. `127.0.0.1:9464`); none: not
+    /// served.
+    #[serde(default)]
+    pub listen: Option<std::net::SocketAddr>,
 }
 
 /// The `[tls]` table: PEM files, relative to the config file.

@@ -18,12 +18,14 @@
 //! - [`storage`]: the [`storage::Store`] trait and its sled implementation.
 //! - [`config`]: the `agentwire.toml` file.
 //! - [`cli`]: the command line (`serve`, `run`, `agents`, `bench`).
+//! - [`metrics`]: Prometheus counters and histograms the runtime records.
 //! - [`bench`]: `agentwire bench`, the scenarios that measure a run, a hook and a recall.
 
 pub mod bench;
 pub mod cli;
 pub mod config;
 pub mod memory;
+pub mod metrics;
 pub mod model;
 pub mod processor;
 pub mod runtime;

@@ -347,6 +347,21 @@ impl Run {
             skipped: std::mem::take(&mut self.processors.skipped),
             cancelled: false,
         };
+        let metrics = crate::metrics::global();
+        let outcome_name = match &outcome {
+            Ok(_) => "finished",
+            Err(RunStop::Tripwire(tripwire)) => {
+                metrics.count("agentwire_tripwires_total", &[("processor", &tripwire.processor_id)], 1);
+                "tripwire"
+            }
+            Err(RunStop::Failed(_)) => "error",
+            Err(RunStop::Cancelled) => "cancelled",
+        };
+        metrics.count(
+            "agentwire_runs_total",
+            &[("agent", &self.info.agent_id), ("outcome", outcome_name)],
+            1,
+        );
         match outcome {
             Ok(Completed { finish_reason, text, object }) => {
                 result.finish_reason = finish_reason;
@@ -380,7 +395,7 @@ impl Run {
                 system_messages: self.list.system_messages().to_vec(),
                 message_list: &mut self.list,
             };
-            let outcome = guarded(processor.process_input(args))
+            let outcome = guarded(processor.id(), Hook::ProcessInput, processor.process_input(args))
                 .await
                 .map_err(|error| stop(processor.as_ref(), Hook::ProcessInput, error))?;
             match outcome {
@@ -425,9 +440,10 @@ impl Run {
                 steps: &self.steps,
                 step: &step,
             };
-            let overrides = guarded(processor.process_input_step(args))
-                .await
-                .map_err(|error| stop(processor.as_ref(), Hook::ProcessInputStep, error))?;
+            let overrides =
+                guarded(processor.id(), Hook::ProcessInputStep, processor.process_input_step(args))
+                    .await
+                    .map_err(|error| stop(processor.as_ref(), Hook::ProcessInputStep, error))?;
             let StepOverrides { messages, system_messages, .. } = step.apply(overrides);
             if let Some(system_messages) = system_messages {
                 self.list.replace_system_messages(system_messages);
@@ -460,9 +476,10 @@ impl Run {
                 steps: &self.steps,
                 message_list: &self.list,
             };
-            let outcome = guarded(processor.process_llm_request(args))
-                .await
-                .map_err(|error| stop(processor.as_ref(), Hook::ProcessLlmRequest, error))?;
+            let outcome =
+                guarded(processor.id(), Hook::ProcessLlmRequest, processor.process_llm_request(args))
+                    .await
+                    .map_err(|error| stop(processor.as_ref(), Hook::ProcessLlmRequest, error))?;
             if let Some(rewritten) = outcome.prompt {
                 prompt = rewritten;
             }
@@ -488,7 +505,7 @@ impl Run {
                 step_number,
                 steps: &self.steps,
             };
-            let outcome = guarded(processor.process_api_error(args))
+            let outcome = guarded(processor.id(), Hook::ProcessApiError, processor.process_api_error(args))
                 .await
                 .map_err(|error| stop(processor.as_ref(), Hook::ProcessApiError, error))?;
             self.flush_emitted(false, Closing::All).await?;
@@ -514,6 +531,7 @@ impl Run {
             .resolve(&step.model, self.agent.script.as_ref())
             .map_err(|error| RunStop::Failed(model_failure(&step.model, &error)))?;
         let offered_tools = step.offered_tools();
+        let model_started = std::time::Instant::now();
         let source = loop {
             let prompt = build_prompt(&self.list);
             let (prompt, replay) = self.process_llm_request(step_number, step, prompt).await?;
@@ -572,6 +590,19 @@ impl Run {
             },
         }
         self.close_windows(&mut answer).await?;
+        if !from_cache {
+            let (metrics, model) = (crate::metrics::global(), [("model", step.model.as_str())]);
+            metrics.observe(
+                "agentwire_model_duration_seconds",
+                &model,
+                model_started.elapsed().as_secs_f64(),
+            );
+            let usage = answer.result.usage;
+            for (direction, tokens) in [("input", usage.input_tokens), ("output", usage.output_tokens)] {
+                let labels = [("model", step.model.as_str()), ("direction", direction)];
+                metrics.count("agentwire_model_tokens_total", &labels, tokens);
+            }
+        }
         raw_chunks.push(Chunk::StepFinish {
             step: step_number,
             finish_reason: answer.result.finish_reason,
@@ -646,7 +677,7 @@ impl Run {
                 steps: &self.steps,
                 from_cache,
             };
-            guarded(processor.process_llm_response(args))
+            guarded(processor.id(), Hook::ProcessLlmResponse, processor.process_llm_response(args))
                 .await
                 .map_err(|error| stop(processor.as_ref(), Hook::ProcessLlmResponse, error))?;
             self.flush_emitted(false, Closing::All).await?;
@@ -676,7 +707,8 @@ impl Run {
                 usage: current.usage,
                 steps: &self.steps,
             };
-            match guarded(processor.process_output_step(args)).await {
+            match guarded(processor.id(), Hook::ProcessOutputStep, processor.process_output_step(args)).await
+            {
                 Ok(Some(messages)) => {
                     self.list.reconcile(ReconcileScope::All, messages, MessageSource::Response);
                 }
@@ -750,9 +782,10 @@ impl Run {
                 step_number,
                 steps: &self.steps,
             };
-            let outcome = guarded(processor.process_tool_result(args))
-                .await
-                .map_err(|error| stop(processor.as_ref(), Hook::ProcessToolResult, error))?;
+            let outcome =
+                guarded(processor.id(), Hook::ProcessToolResult, processor.process_tool_result(args))
+                    .await
+                    .map_err(|error| stop(processor.as_ref(), Hook::ProcessToolResult, error))?;
             if let Some(messages) = outcome.messages {
                 self.list.reconcile(ReconcileScope::All, messages, MessageSource::Response);
             }
@@ -787,9 +820,10 @@ impl Run {
                 message_list: &mut self.list,
                 result: &summary,
             };
-            let outcome = guarded(processor.process_output_result(args))
-                .await
-                .map_err(|error| stop(processor.as_ref(), Hook::ProcessOutputResult, error))?;
+            let outcome =
+                guarded(processor.id(), Hook::ProcessOutputResult, processor.process_output_result(args))
+                    .await
+                    .map_err(|error| stop(processor.as_ref(), Hook::ProcessOutputResult, error))?;
             if let Some(messages) = outcome {
                 self.list.reconcile(ReconcileScope::Response, messages, MessageSource::Response);
             }
@@ -902,9 +936,21 @@ impl StepAnswer {
     }
 }
 
-/// Runs a hook, turning a panic into a failure of that processor.
-async fn guarded<T>(hook_call: impl Future<Output = HookResult<T>>) -> HookResult<T> {
-    match AssertUnwindSafe(hook_call).catch_unwind().await {
+/// Runs a hook of processor `processor_id`, turning a panic into a failure of that processor,
+/// and records how long it took.
+async fn guarded<T>(
+    processor_id: &str,
+    hook: Hook,
+    hook_call: impl Future<Output = HookResult<T>>,
+) -> HookResult<T> {
+    let started = std::time::Instant::now();
+    let outcome = AssertUnwindSafe(hook_call).catch_unwind().await;
+    crate::metrics::global().observe(
+        "agentwire_hook_duration_seconds",
+        &[("processor", processor_id), ("hook", hook.name())],
+        started.elapsed().as_secs_f64(),
+    );
+    match outcome {
         Ok(outcome) => outcome,
         Err(panic) => {
             let message = panic

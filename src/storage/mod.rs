@@ -149,6 +149,11 @@ pub trait Store: Send + Sync + std::fmt::Debug {
         expected_version: u64,
     ) -> Result<u64, StoreError>;
 
+    /// Bytes the store takes on disk, when it can tell (for metrics).
+    fn size_bytes(&self) -> Option<u64> {
+        None
+    }
+
     /// A cached value of `scope`, unless it expired.
     async fn cache_get(&self, scope: &CacheScope, key: &str) -> Result<Option<Vec<u8>>, StoreError>;
 

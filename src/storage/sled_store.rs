@@ -751,6 +751,10 @@ impl Store for SledStore {
         self.durable_write(move |inner| inner.put_working_memory(&scope, &content, expected_version)).await
     }
 
+    fn size_bytes(&self) -> Option<u64> {
+        self.size_on_disk().ok()
+    }
+
     async fn cache_get(&self, scope: &CacheScope, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
         let (scope, key) = (scope.clone(), key.to_owned());
         self.blocking(move |inner| inner.cache_get(&scope, &key)).await

@@ -45,6 +45,8 @@ impl Log {
 /// A server running in this test, with its store in a temporary directory (or a given one).
 pub struct TestServer {
     pub addr: SocketAddr,
+    /// Where `GET /metrics` answers.
+    pub metrics_addr: SocketAddr,
     pub log: Log,
     /// Where the store lives.
     pub data_dir: PathBuf,
@@ -90,6 +92,10 @@ impl TestServerBuilder {
         components.processor_kinds = self.kinds;
         let runtime = Runtime::new(&config, components).expect("test config is valid");
         let options = ServeOptions::from_config(&config).expect("test auth config is valid");
+        let runtime = Arc::new(runtime);
+        let metrics_listener = TcpListener::bind("127.0.0.1:0").await.expect("bind metrics");
+        let metrics_addr = metrics_listener.local_addr().expect("metrics addr");
+        let metrics = tokio::spawn(agentwire::server::serve_metrics(metrics_listener, Arc::clone(&runtime)));
         // Bind first: the socket accepts connections before the server polls, so no sleep is needed.
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let addr = listener.local_addr().expect("local addr");
@@ -98,10 +104,12 @@ impl TestServerBuilder {
             let shutdown = async {
                 let _ = shutdown_rx.await;
             };
-            serve(listener, Arc::new(runtime), options, shutdown).await.expect("server runs");
+            serve(listener, runtime, options, shutdown).await.expect("server runs");
+            metrics.abort();
         });
         TestServer {
             addr,
+            metrics_addr,
             log: self.log,
             data_dir,
             shutdown: Some(shutdown_tx),

@@ -112,7 +112,7 @@ impl Run {
             stream_parts: self.stream_parts.get(processor.id()).expect("seen_by inserted it"),
             message_list: &self.list,
         };
-        guarded(processor.process_output_stream_end(args))
+        guarded(processor.id(), Hook::ProcessOutputStream, processor.process_output_stream_end(args))
             .await
             .map_err(|error| stop(processor, Hook::ProcessOutputStream, error))
     }
@@ -247,7 +247,7 @@ impl Run {
             stream_parts: self.stream_parts.get(processor.id()).expect("seen_by inserted it"),
             message_list: &self.list,
         };
-        guarded(processor.process_output_stream(args))
+        guarded(processor.id(), Hook::ProcessOutputStream, processor.process_output_stream(args))
             .await
             .map_err(|error| stop(processor, Hook::ProcessOutputStream, error))
     }
@@ -289,9 +289,10 @@ impl Run {
             stream_parts: self.stream_parts.get(processor.id()).expect("seen_by inserted it"),
             message_list: &self.list,
         };
-        let answer = guarded(processor.process_output_window(args))
-            .await
-            .map_err(|error| stop(processor, Hook::ProcessOutputStream, error))?;
+        let answer =
+            guarded(processor.id(), Hook::ProcessOutputStream, processor.process_output_window(args))
+                .await
+                .map_err(|error| stop(processor, Hook::ProcessOutputStream, error))?;
         Ok(if open.window.hold { answer } else { Vec::new() })
     }
 

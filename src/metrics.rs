@@ -1,0 +1,172 @@
+//! Process metrics in the Prometheus text format: counters and latency histograms recorded by
+//! the runtime as runs go (runs by outcome, tripwires by processor, hook and model latency, model
+//! tokens), and gauges read at scrape time (remote instances, store size). One registry per
+//! process, like Prometheus clients' default registry; `server::serve_metrics` exposes it.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::sync::{LazyLock, Mutex};
+
+/// The upper bounds of the latency histograms, in seconds.
+const BUCKETS: [f64; 16] =
+    [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0];
+
+/// What each metric is, for `# HELP` and `# TYPE`.
+const DESCRIPTIONS: &[(&str, &str, &str)] = &[
+    (
+        "agentwire_runs_total",
+        "counter",
+        "Runs concluded, by agent and outcome (finished, tripwire, error, cancelled).",
+    ),
+    ("agentwire_tripwires_total", "counter", "Tripwires, by the processor that aborted."),
+    ("agentwire_hook_duration_seconds", "histogram", "Hook calls, by processor and hook."),
+    (
+        "agentwire_model_duration_seconds",
+        "histogram",
+        "Model calls, from request to the end of the stream, by model.",
+    ),
+    ("agentwire_model_tokens_total", "counter", "Model tokens, by model and direction (input, output)."),
+    ("agentwire_remote_instances", "gauge", "Connected remote processor instances, by processor."),
+    ("agentwire_store_bytes", "gauge", "Bytes the store takes on disk."),
+];
+
+/// A value read at scrape time.
+#[derive(Debug, Clone)]
+pub struct Gauge {
+    /// The metric.
+    pub name: &'static str,
+    /// Its labels.
+    pub labels: Vec<(&'static str, String)>,
+    /// Its value now.
+    pub value: f64,
+}
+
+#[derive(Debug, Clone)]
+enum Series {
+    Counter(u64),
+    Histogram { counts: [u64; BUCKETS.len()], sum: f64, count: u64 },
+}
+
+/// The registry.
+#[derive(Debug, Default)]
+pub struct Metrics {
+    /// By metric name, then by rendered label set.
+    series: Mutex<BTreeMap<&'static str, BTreeMap<String, Series>>>,
+}
+
+static GLOBAL: LazyLock<Metrics> = LazyLock::new(Metrics::default);
+
+/// The process's registry.
+pub fn global() -> &'static Metrics {
+    &GLOBAL
+}
+
+/// `{name="value",...}`, values escaped as the text format wants.
+fn label_set(labels: &[(&str, &str)]) -> String {
+    if labels.is_empty() {
+        return String::new();
+    }
+    let pairs: Vec<String> = labels
+        .iter()
+        .map(|(name, value)| {
+            let value = value.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n");
+            format!("{name}=\"{value}\"")
+        })
+        .collect();
+    format!("{{{}}}", pairs.join(","))
+}
+
+impl Metrics {
+    /// Adds `by` to a counter.
+    pub fn count(&self, name: &'static str, labels: &[(&str, &str)], by: u64) {
+        let mut series = self.series.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let entry = series.entry(name).or_default().entry(label_set(labels)).or_insert(Series::Counter(0));
+        if let Series::Counter(value) = entry {
+            *value += by;
+        }
+    }
+
+    /// Records one observation (seconds) in a histogram.
+    pub fn observe(&self, name: &'static str, labels: &[(&str, &str)], seconds: f64) {
+        let mut series = self.series.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let entry = series.entry(name).or_default().entry(label_set(labels)).or_insert(Series::Histogram {
+            counts: [0; BUCKETS.len()],
+            sum: 0.0,
+            count: 0,
+        });
+        if let Series::Histogram { counts, sum, count } = entry {
+            for (bound, bucket) in BUCKETS.iter().zip(counts.iter_mut()) {
+                if seconds <= *bound {
+                    *bucket += 1;
+                }
+            }
+            *sum += seconds;
+            *count += 1;
+        }
+    }
+
+    /// Everything, in the Prometheus text format, with `gauges` (name, labels, value) read now.
+    pub fn render(&self, gauges: &[Gauge]) -> String {
+        let series = self.series.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).clone();
+        let mut out = String::new();
+        for (name, kind, help) in DESCRIPTIONS {
+            let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
+            for (labels, value) in series.get(name).into_iter().flatten() {
+                match value {
+                    Series::Counter(value) => {
+                        let _ = writeln!(out, "{name}{labels} {value}");
+                    }
+                    Series::Histogram { counts, sum, count } => {
+                        let inner = labels.trim_start_matches('{').trim_end_matches('}');
+                        let with_le = |le: &str| {
+                            if inner.is_empty() {
+                                format!("{{le=\"{le}\"}}")
+                            } else {
+                                format!("{{{inner},le=\"{le}\"}}")
+                            }
+                        };
+                        for (bound, bucket) in BUCKETS.iter().zip(counts) {
+                            let _ = writeln!(out, "{name}_bucket{} {bucket}", with_le(&bound.to_string()));
+                        }
+                        let _ = writeln!(out, "{name}_bucket{} {count}", with_le("+Inf"));
+                        let _ = writeln!(out, "{name}_sum{labels} {sum}\n{name}_count{labels} {count}");
+                    }
+                }
+            }
+            for gauge in gauges.iter().filter(|gauge| gauge.name == *name) {
+                let labels: Vec<(&str, &str)> =
+                    gauge.labels.iter().map(|(label, value)| (*label, value.as_str())).collect();
+                let _ = writeln!(out, "{}{} {}", gauge.name, label_set(&labels), gauge.value);
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counters_and_histograms_render_in_the_text_format() {
+        let metrics = Metrics::default();
+        metrics.count("agentwire_runs_total", &[("agent", "echo"), ("outcome", "finished")], 2);
+        metrics.observe(
+            "agentwire_hook_duration_seconds",
+            &[("processor", "p\"1"), ("hook", "processInput")],
+            0.003,
+        );
+        let text =
+            metrics.render(&[Gauge { name: "agentwire_store_bytes", labels: Vec::new(), value: 4096.0 }]);
+        assert!(text.contains("agentwire_runs_total{agent=\"echo\",outcome=\"finished\"} 2"), "{text}");
+        assert!(text.contains("agentwire_hook_duration_seconds_bucket{processor=\"p\\\"1\",hook=\"processInput\",le=\"0.005\"} 1"), "{text}");
+        assert!(text.contains("agentwire_hook_duration_seconds_bucket{processor=\"p\\\"1\",hook=\"processInput\",le=\"0.0025\"} 0"), "{text}");
+        assert!(
+            text.contains(
+                "agentwire_hook_duration_seconds_count{processor=\"p\\\"1\",hook=\"processInput\"} 1"
+            ),
+            "{text}"
+        );
+        assert!(text.contains("agentwire_store_bytes 4096"), "{text}");
+    }
+}
