@@ -30,6 +30,21 @@ async fn start(grace_ms: u64, dir: &tempfile::TempDir) -> TestServer {
     TestServer::builder(&config(grace_ms)).data_dir(dir.path()).start().await
 }
 
+/// A slow run in thread `t`, streamed in the background; its chunks once it ends.
+async fn stream_in_background(
+    server: &TestServer,
+) -> tokio::task::JoinHandle<Vec<agentwire::server::pb::Chunk>> {
+    let mut client = server.client().await;
+    tokio::spawn(async move {
+        let mut stream = client.stream(in_thread("slow", "go", "t")).await.unwrap().into_inner();
+        let mut chunks = Vec::new();
+        while let Some(chunk) = stream.message().await.unwrap() {
+            chunks.push(chunk);
+        }
+        chunks
+    })
+}
+
 /// Stops the server and counts the messages its store kept in `thread`.
 async fn stored(server: TestServer, thread: &str) -> usize {
     let data_dir = server.data_dir.clone();
@@ -42,22 +57,12 @@ async fn stored(server: TestServer, thread: &str) -> usize {
 async fn runs_in_flight_finish_and_new_runs_are_refused() {
     let dir = tempfile::tempdir().unwrap();
     let mut server = start(5_000, &dir).await;
-    let client = server.client().await;
-    let in_flight = tokio::spawn({
-        let mut client = client.clone();
-        async move {
-            let mut stream = client.stream(in_thread("slow", "go", "t")).await.unwrap().into_inner();
-            let mut chunks = Vec::new();
-            while let Some(chunk) = stream.message().await.unwrap() {
-                chunks.push(chunk);
-            }
-            chunks
-        }
-    });
+    let mut client = server.client().await;
+    let in_flight = stream_in_background(&server).await;
     tokio::time::sleep(Duration::from_millis(100)).await;
     server.signal_stop();
     tokio::time::sleep(Duration::from_millis(50)).await;
-    let refused = client.clone().generate(request("slow", "too late")).await.unwrap_err();
+    let refused = client.generate(request("slow", "too late")).await.unwrap_err();
     assert_eq!(refused.code(), Code::Unavailable);
     assert!(refused.message().contains("shutting down"), "{}", refused.message());
     let chunks = in_flight.await.unwrap();
@@ -70,18 +75,7 @@ async fn runs_in_flight_finish_and_new_runs_are_refused() {
 async fn runs_past_the_grace_period_stop_and_save_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let mut server = start(100, &dir).await;
-    let client = server.client().await;
-    let in_flight = tokio::spawn({
-        let mut client = client.clone();
-        async move {
-            let mut stream = client.stream(in_thread("slow", "go", "t")).await.unwrap().into_inner();
-            let mut chunks = Vec::new();
-            while let Some(chunk) = stream.message().await.unwrap() {
-                chunks.push(chunk);
-            }
-            chunks
-        }
-    });
+    let in_flight = stream_in_background(&server).await;
     tokio::time::sleep(Duration::from_millis(100)).await;
     server.signal_stop();
     let chunks = in_flight.await.unwrap();
