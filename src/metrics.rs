@@ -63,38 +63,85 @@ pub fn global() -> &'static Metrics {
 
 /// `{name="value",...}`, values escaped as the text format wants.
 fn label_set(labels: &[(&str, &str)]) -> String {
+    let mut out = String::new();
+    write_label_set(&mut out, labels);
+    out
+}
+
+/// Writes `{name="value",...}` into `out` (nothing for no labels).
+fn write_label_set(out: &mut String, labels: &[(&str, &str)]) {
     if labels.is_empty() {
-        return String::new();
+        return;
     }
-    let pairs: Vec<String> = labels
-        .iter()
-        .map(|(name, value)| {
-            let value = value.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n");
-            format!("{name}=\"{value}\"")
-        })
-        .collect();
-    format!("{{{}}}", pairs.join(","))
+    out.push('{');
+    for (index, (name, value)) in labels.iter().enumerate() {
+        if index > 0 {
+            out.push(',');
+        }
+        out.push_str(name);
+        out.push_str("=\"");
+        for char in value.chars() {
+            match char {
+                '\\' => out.push_str("\\\\"),
+                '"' => out.push_str("\\\""),
+                '\n' => out.push_str("\\n"),
+                other => out.push(other),
+            }
+        }
+        out.push('"');
+    }
+    out.push('}');
+}
+
+thread_local! {
+    /// The label set of the series being recorded, built here so that recording into an existing
+    /// series allocates nothing (hooks record on every stream chunk).
+    static KEY: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
 }
 
 impl Metrics {
+    /// Calls `record` with the series `name` `labels`, made with `new` if it is not there yet.
+    fn with_series(
+        &self,
+        name: &'static str,
+        labels: &[(&str, &str)],
+        new: fn() -> Series,
+        record: impl FnOnce(&mut Series),
+    ) {
+        KEY.with_borrow_mut(|key| {
+            key.clear();
+            write_label_set(key, labels);
+            let mut series = self.series.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+            let by_labels = series.entry(name).or_default();
+            match by_labels.get_mut(key.as_str()) {
+                Some(found) => record(found),
+                None => record(by_labels.entry(key.clone()).or_insert_with(new)),
+            }
+        });
+    }
+
     /// Adds `by` to a counter.
     pub fn count(&self, name: &'static str, labels: &[(&str, &str)], by: u64) {
-        let mut series = self.series.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        let entry = series.entry(name).or_default().entry(label_set(labels)).or_insert(Series::Counter(0));
-        if let Series::Counter(value) = entry {
-            *value += by;
-        }
+        self.with_series(
+            name,
+            labels,
+            || Series::Counter(0),
+            |series| {
+                if let Series::Counter(value) = series {
+                    *value += by;
+                }
+            },
+        );
     }
 
     /// Records one observation (seconds) in a histogram.
     pub fn observe(&self, name: &'static str, labels: &[(&str, &str)], seconds: f64) {
-        let mut series = self.series.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        let entry = series.entry(name).or_default().entry(label_set(labels)).or_insert(Series::Histogram {
-            counts: [0; BUCKETS.len()],
-            sum: 0.0,
-            count: 0,
-        });
-        if let Series::Histogram { counts, sum, count } = entry {
+        let new = || Series::Histogram { counts: [0; BUCKETS.len()], sum: 0.0, count: 0 };
+        self.with_series(name, labels, new, |series| Self::add(series, seconds));
+    }
+
+    fn add(series: &mut Series, seconds: f64) {
+        if let Series::Histogram { counts, sum, count } = series {
             for (bound, bucket) in BUCKETS.iter().zip(counts.iter_mut()) {
                 if seconds <= *bound {
                     *bucket += 1;
