@@ -189,7 +189,8 @@ async fn run_server(
         let listener = TcpListener::bind(metrics)
             .await
             .map_err(|error| format!("cannot serve metrics on {metrics}: {error}"))?;
-        tracing::info!(%metrics, "metrics on http://{metrics}/metrics");
+        let bound = listener.local_addr().map_err(|error| error.to_string())?;
+        tracing::info!("metrics on http://{bound}/metrics");
         tokio::spawn(crate::server::serve_metrics(listener, Arc::clone(&runtime)));
     }
     let shutdown = shutdown_signal()?;
