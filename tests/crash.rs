@@ -19,8 +19,13 @@ memory = { last_messages = 2, semantic_recall = {} }
 
 /// Concurrent clients, each with its own thread.
 const CLIENTS: usize = 16;
-/// Kill-and-check rounds on the same data directory.
+/// Kill-and-check rounds on the same data directory (`AGENTWIRE_CRASH_ROUNDS` overrides it:
+/// `scripts/soak-crash` runs hundreds).
 const ROUNDS: usize = 6;
+
+fn rounds() -> usize {
+    std::env::var("AGENTWIRE_CRASH_ROUNDS").ok().and_then(|rounds| rounds.parse().ok()).unwrap_or(ROUNDS)
+}
 
 /// How long round `round` runs before the kill: a moment between 150 and 450 ms, inside sled's
 /// own 500 ms background flush, so that only our flush before `finish` can save the last runs.
@@ -77,7 +82,7 @@ async fn kill_9_loses_no_finished_run_and_leaves_no_half_run() {
     let config_path = data_dir.path().join("agentwire.toml");
     std::fs::write(&config_path, CONFIG).unwrap();
     let mut all_finished: Vec<(String, String)> = Vec::new();
-    for round in 0..ROUNDS {
+    for round in 0..rounds() {
         let mut server = Command::new(env!("CARGO_BIN_EXE_agentwire"))
             .args(["serve", "--listen", "127.0.0.1:0", "--config"])
             .arg(&config_path)
