@@ -100,6 +100,12 @@ async fn kill_9_loses_no_finished_run_and_leaves_no_half_run() {
         let clients: Vec<_> = (0..CLIENTS)
             .map(|index| tokio::spawn(client_loop(addr.clone(), index, round, Arc::clone(&finished))))
             .collect();
+        // The kill comes a moment after the load is flowing: a store grown over many rounds
+        // takes longer to open and to load for recall.
+        let flowing = std::time::Instant::now();
+        while finished.lock().unwrap().is_empty() && flowing.elapsed() < Duration::from_secs(20) {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
         tokio::time::sleep(kill_moment(round)).await;
         server.kill().unwrap(); // SIGKILL
         server.wait().unwrap();
