@@ -52,6 +52,12 @@ enum OnFailure {
     Allow,
 }
 
+/// `text` with the `<<<` / `>>>` fence markers broken apart, so that fenced it cannot close its
+/// fence and pass for instructions.
+pub(super) fn defanged(text: &str) -> String {
+    text.replace("<<<", "< < <").replace(">>>", "> > >")
+}
+
 /// A model asked for verdicts.
 pub(super) struct Judge {
     model: Arc<dyn LanguageModel>,
@@ -112,7 +118,7 @@ impl Judge {
     }
 
     async fn ask(&self, instructions: &str, content: &str, schema: &JsonSchema) -> Result<Verdict, String> {
-        let fenced = content.replace("<<<", "< < <").replace(">>>", "> > >");
+        let fenced = defanged(content);
         let request = ModelRequest {
             prompt: vec![
                 PromptMessage { role: Role::System, parts: vec![Part::text(instructions)] },
