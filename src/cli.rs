@@ -220,14 +220,6 @@ fn shutdown_signal() -> Result<impl Future<Output = ()>, String> {
     })
 }
 
-async fn connect(addr: &str) -> Result<AgentServiceClient<tonic::transport::Channel>, String> {
-    let url = if addr.contains("://") { addr.to_owned() } else { format!("http://{addr}") };
-    let endpoint = tonic::transport::Endpoint::from_shared(url)
-        .map_err(|error| format!("bad address {addr}: {error}"))?;
-    let channel = endpoint.connect().await.map_err(|error| format!("cannot connect to {addr}: {error}"))?;
-    Ok(AgentServiceClient::new(channel))
-}
-
 /// A request carrying `key` as a bearer token, when there is one.
 fn keyed<T>(message: T, key: Option<&str>) -> Result<tonic::Request<T>, String> {
     let mut request = tonic::Request::new(message);
@@ -242,7 +234,7 @@ fn keyed<T>(message: T, key: Option<&str>) -> Result<tonic::Request<T>, String> 
 
 async fn run_agent(addr: String, request: pb::RunRequest, key: Option<String>) -> Result<ExitCode, String> {
     let request = keyed(request, key.as_deref())?;
-    let mut client = connect(&addr).await?;
+    let mut client = AgentServiceClient::new(crate::server::connect(&addr).await?);
     let mut stream = client.stream(request).await.map_err(|status| status.message().to_owned())?.into_inner();
     let mut stdout = std::io::stdout();
     while let Some(chunk) = stream.message().await.map_err(|status| status.message().to_owned())? {
@@ -294,7 +286,7 @@ fn json_of(value: Option<prost_types::Value>) -> String {
 
 async fn list_agents(addr: String, key: Option<String>) -> Result<ExitCode, String> {
     let request = keyed(pb::ListAgentsRequest {}, key.as_deref())?;
-    let mut client = connect(&addr).await?;
+    let mut client = AgentServiceClient::new(crate::server::connect(&addr).await?);
     let agents =
         client.list_agents(request).await.map_err(|status| status.message().to_owned())?.into_inner().agents;
     for agent in agents {

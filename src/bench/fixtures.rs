@@ -9,15 +9,14 @@ use futures::{Stream, StreamExt};
 use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::{ReceiverStream, TcpListenerStream};
-use tonic::transport::Channel;
 use tonic::{Request, Response, Status, Streaming};
 
 use crate::memory::embedder::{Embedder, Lexical};
 use crate::runtime::{Message, Part, Role};
-use crate::server::pb;
 use crate::server::pb::agent_service_server::{AgentService, AgentServiceServer};
 use crate::server::pb::processor_service_client::ProcessorServiceClient;
 use crate::server::pb::processor_service_server::{ProcessorService, ProcessorServiceServer};
+use crate::server::{connect, pb};
 use crate::storage::{EmbeddingRecord, RunSave, Store};
 
 /// The text deltas of a streamed scenario (S4, R2).
@@ -138,17 +137,6 @@ fn incoming(listener: TcpListener) -> impl Stream<Item = std::io::Result<tokio::
     })
 }
 
-/// A channel to `address`, Nagle off.
-pub(super) async fn channel(address: &str) -> Result<Channel, String> {
-    let url = if address.contains("://") { address.to_owned() } else { format!("http://{address}") };
-    Channel::from_shared(url)
-        .map_err(|error| format!("bad address {address}: {error}"))?
-        .tcp_nodelay(true)
-        .connect()
-        .await
-        .map_err(|error| format!("cannot connect to {address}: {error}"))
-}
-
 /// Serves `router` on a free loopback port; returns the address.
 async fn serve_floor(router: tonic::transport::server::Router) -> Result<String, String> {
     let listener = TcpListener::bind("127.0.0.1:0").await.map_err(|error| error.to_string())?;
@@ -257,7 +245,7 @@ impl Pinger {
     /// A ping-pong stream on the floor at `address`.
     pub(super) async fn connect(address: &str) -> Result<Pinger, String> {
         let (outbox, requests) = mpsc::channel(16);
-        let echoes = ProcessorServiceClient::new(channel(address).await?)
+        let echoes = ProcessorServiceClient::new(connect(address).await?)
             .connect(ReceiverStream::new(requests))
             .await
             .map_err(|status| status.to_string())?
@@ -307,7 +295,7 @@ pub(super) async fn pass_through_instance(
     };
     let hello = pb::ProcessorMessage { message: Some(pb::processor_message::Message::Hello(hello)) };
     outbox.send(hello).await.map_err(|_| "the instance stopped".to_owned())?;
-    let mut calls = ProcessorServiceClient::new(channel(address).await?)
+    let mut calls = ProcessorServiceClient::new(connect(address).await?)
         .connect(ReceiverStream::new(requests))
         .await
         .map_err(|status| format!("connecting `{processor_id}`: {status}"))?

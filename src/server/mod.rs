@@ -87,6 +87,18 @@ fn tls_of(
     Ok(server_tls)
 }
 
+/// A client channel to a server at `address` (`host:port`, or a URL), Nagle off — for the
+/// command line's client and the bench.
+pub async fn connect(address: &str) -> Result<tonic::transport::Channel, String> {
+    let url = if address.contains("://") { address.to_owned() } else { format!("http://{address}") };
+    tonic::transport::Channel::from_shared(url)
+        .map_err(|error| format!("bad address {address}: {error}"))?
+        .tcp_nodelay(true)
+        .connect()
+        .await
+        .map_err(|error| format!("cannot connect to {address}: {error}"))
+}
+
 /// Why the server could not run.
 #[derive(Debug, thiserror::Error)]
 pub enum ServeError {
