@@ -11,14 +11,14 @@ use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 use tokio::net::TcpListener;
-use tracing_subscriber::EnvFilter;
 
 use crate::bench::BenchOptions;
-use crate::config::Config;
+use crate::config::{Config, LogFormat};
 use crate::runtime::{Components, Runtime};
 use crate::server::pb::agent_service_client::AgentServiceClient;
 use crate::server::{ServeOptions, pb, serve};
 use crate::storage::SledStore;
+use crate::telemetry::Telemetry;
 
 /// The address `serve` listens on and the clients call by default.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:50051";
@@ -43,6 +43,9 @@ enum Command {
         /// Where the server keeps its data.
         #[arg(long, default_value = "agentwire-data")]
         data_dir: PathBuf,
+        /// Log lines as `text` or `json` (overrides `[telemetry] log_format`).
+        #[arg(long, env = "AGENTWIRE_LOG_FORMAT")]
+        log_format: Option<LogFormat>,
     },
     /// Streams an agent's answer to a text.
     Run {
@@ -105,12 +108,15 @@ enum Command {
 
 /// Runs the command line; the exit code is 0 on success, 1 on failure and 2 after a tripwire.
 pub async fn main() -> ExitCode {
-    tracing_subscriber::fmt()
-        .with_env_filter(EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")))
-        .with_writer(std::io::stderr)
-        .init();
-    let outcome = match Cli::parse().command {
-        Command::Serve { config, listen, data_dir } => run_server(config, listen, data_dir).await,
+    let command = Cli::parse().command;
+    if !matches!(command, Command::Serve { .. }) {
+        // The server sets up its own, from its config.
+        let _logs = Telemetry::install_logs(LogFormat::Text);
+    }
+    let outcome = match command {
+        Command::Serve { config, listen, data_dir, log_format } => {
+            run_server(config, listen, data_dir, log_format).await
+        }
         Command::Run { agent, text, addr, thread, resource, key } => {
             let request = pb::RunRequest {
                 agent_id: agent,
@@ -157,11 +163,23 @@ async fn run_server(
     config: Option<PathBuf>,
     listen: SocketAddr,
     data_dir: PathBuf,
+    log_format: Option<LogFormat>,
 ) -> Result<ExitCode, String> {
-    let config = match config {
+    let mut config = match config {
         Some(path) => Config::load(&path).map_err(|error| error.to_string())?,
         None => Config::default_config(),
     };
+    if let Some(log_format) = log_format {
+        config.telemetry.log_format = log_format;
+    }
+    let telemetry = Telemetry::install(&config.telemetry).map_err(|error| error.to_string())?;
+    let served = serve_config(config, listen, data_dir).await;
+    telemetry.shut_down().await;
+    served
+}
+
+/// Serves `config` until SIGINT or SIGTERM, then drains and flushes the store.
+async fn serve_config(config: Config, listen: SocketAddr, data_dir: PathBuf) -> Result<ExitCode, String> {
     std::fs::create_dir_all(&data_dir)
         .map_err(|error| format!("cannot create data directory `{}`: {error}", data_dir.display()))?;
     let store =

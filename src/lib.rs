@@ -19,6 +19,7 @@
 //! - [`config`]: the `agentwire.toml` file.
 //! - [`cli`]: the command line (`serve`, `run`, `agents`, `bench`).
 //! - [`metrics`]: Prometheus counters and histograms the runtime records.
+//! - [`telemetry`]: log lines, and the spans of runs exported to OpenTelemetry.
 //! - [`bench`]: `agentwire bench`, the scenarios that measure a run, a hook and a recall.
 
 pub mod bench;
@@ -31,6 +32,7 @@ pub mod processor;
 pub mod runtime;
 pub mod server;
 pub mod storage;
+pub mod telemetry;
 pub mod tool;
 
 pub use self::server::{ServeOptions, serve};

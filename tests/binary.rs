@@ -1,38 +1,11 @@
 //! The `agentwire` binary as a newcomer uses it: `serve` prints its address, answers, and stops
 //! cleanly on SIGTERM; `run` streams an answer and flags a tripwire; a bad config stops start-up.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+mod common;
 
-const BINARY: &str = env!("CARGO_BIN_EXE_agentwire");
+use std::process::Command;
 
-struct Served {
-    child: Child,
-    addr: String,
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn serve(args: &[&str]) -> Served {
-    let data_dir = tempfile::tempdir().unwrap();
-    let mut child = Command::new(BINARY)
-        .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
-        .arg(data_dir.path())
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("the binary starts");
-    let mut first_line = String::new();
-    BufReader::new(child.stdout.take().unwrap()).read_line(&mut first_line).unwrap();
-    let addr = first_line.trim().strip_prefix("agentwire listening on ").expect("the ready line").to_owned();
-    Served { child, addr }
-}
+use common::binary::{BINARY, Served};
 
 fn example_config() -> String {
     concat!(env!("CARGO_MANIFEST_DIR"), "/examples/agentwire.toml").to_owned()
@@ -41,7 +14,7 @@ fn example_config() -> String {
 /// `serve` prints exactly the ready line with its port, and `agents` and `run` talk to it.
 #[test]
 fn serve_then_run_and_list() {
-    let served = serve(&["--config", &example_config()]);
+    let served = Served::start(&["--config", &example_config()]);
     let listed = Command::new(BINARY).args(["agents", "--addr", &served.addr]).output().unwrap();
     assert!(listed.status.success());
     assert!(String::from_utf8_lossy(&listed.stdout).contains("guarded"));
@@ -65,10 +38,8 @@ fn serve_then_run_and_list() {
 /// SIGTERM stops the server gracefully with exit code 0.
 #[test]
 fn sigterm_stops_the_server_cleanly() {
-    let mut served = serve(&[]);
-    let killed = Command::new("kill").args(["-TERM", &served.child.id().to_string()]).status().unwrap();
-    assert!(killed.success());
-    let status = served.child.wait().unwrap();
+    let mut served = Served::start(&[]);
+    let status = served.terminate();
     assert!(status.success(), "exit status {status:?}");
 }
 
@@ -111,22 +82,8 @@ fn keys_guard_what_is_served_beyond_loopback() {
          [[agents]]\nid = \"echo\"\nmodel = \"mock/echo\"\n",
     )
     .unwrap();
-    let mut child = Command::new(BINARY)
-        .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
-        .arg(data_dir.path().join("data"))
-        .arg("--config")
-        .arg(&config)
-        .env("TEST_OPS_KEY", "ops-secret")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut first_line = String::new();
-    BufReader::new(child.stdout.take().unwrap()).read_line(&mut first_line).unwrap();
-    let served = Served {
-        addr: first_line.trim().strip_prefix("agentwire listening on ").expect("the ready line").to_owned(),
-        child,
-    };
+    let served =
+        Served::start_with(&["--config", config.to_str().unwrap()], &[("TEST_OPS_KEY", "ops-secret")]);
     let without = Command::new(BINARY)
         .args(["agents", "--addr", &served.addr])
         .env_remove("AGENTWIRE_API_KEY")

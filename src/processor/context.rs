@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use serde_json::{Map, Value};
 
 use crate::runtime::DataChunk;
+use crate::telemetry::propagation::TraceContext;
 
 /// The run a hook is called for.
 #[derive(Debug, Clone, Default)]
@@ -20,6 +21,8 @@ pub struct RunInfo {
     pub resource_id: String,
     /// The request's free key/value context.
     pub request_context: BTreeMap<String, String>,
+    /// The caller's W3C trace context, as it came.
+    pub trace_context: TraceContext,
 }
 
 /// The context of one hook call.

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 use super::message::Message;
 use crate::storage::StoreError;
+use crate::telemetry::propagation::TraceContext;
 
 /// One run of one agent.
 #[derive(Debug, Clone, Default)]
@@ -31,6 +32,8 @@ pub struct RunRequest {
     pub max_steps: Option<u32>,
     /// A JSON schema the final answer must follow (replaces the agent's).
     pub output_schema: Option<serde_json::Value>,
+    /// The caller's W3C trace context: the run's span continues it.
+    pub trace_context: TraceContext,
 }
 
 /// Why a run request was refused. Nothing ran.

@@ -29,7 +29,9 @@ use crate::processor::{
     LlmRequestArgs, LlmResponseArgs, OutputResultArgs, OutputStepArgs, OutputSummary, Processor, RunInfo,
     SkippedProcessor, StepOverrides, ToolResultArgs,
 };
+use crate::telemetry::spans;
 use crate::tool::{Tool, ToolCallInfo, ToolError};
+use tracing::{Instrument as _, Span};
 
 mod output_stream;
 
@@ -76,7 +78,8 @@ enum StepOutcome {
 
 /// Where a step's answer comes from.
 enum StepSource {
-    Model(ModelStream),
+    /// The model's stream, and the span of its call.
+    Model(ModelStream, Span),
     Replay(Vec<Chunk>),
 }
 
@@ -177,6 +180,8 @@ struct Run {
     data: Vec<DataChunk>,
     /// Non-transient custom chunks of output hooks, kept as parts of the next assistant message.
     pending_data_parts: Vec<Part>,
+    /// The run's span (see [`spans::run`]), from `execute` on.
+    span: Span,
 }
 
 impl PreparedRun {
@@ -194,6 +199,7 @@ impl PreparedRun {
             thread_id: request.thread_id,
             resource_id: request.resource_id,
             request_context: request.request_context,
+            trace_context: request.trace_context,
         };
         let mut list = MessageList::new();
         if !agent.instructions.is_empty() {
@@ -224,6 +230,7 @@ impl PreparedRun {
             model_calls: 0,
             data: Vec::new(),
             pending_data_parts: Vec::new(),
+            span: Span::none(),
         };
         PreparedRun { run, admitted: None }
     }
@@ -243,8 +250,14 @@ impl PreparedRun {
     /// away the run stops at once: no more model calls, tools or hooks.
     /// A run still going after `[limits] max_run_ms` ends with an error; nothing is saved.
     pub async fn execute(self, sink: ChunkSink) -> RunResult {
+        let span = spans::run(&self.run.info, &self.run.info.trace_context);
+        self.execute_in(sink, span.clone()).instrument(span).await
+    }
+
+    async fn execute_in(self, sink: ChunkSink, span: Span) -> RunResult {
         let PreparedRun { mut run, admitted } = self;
         run.sink = sink.clone();
+        run.span = span;
         let max_run = run.runtime.max_run;
         let stop = run.runtime.lifecycle.stop().clone();
         let out_of_time = async move {
@@ -296,8 +309,11 @@ impl Run {
             if let Some(feedback) = feedback.take() {
                 self.list.add_tagged_system(RETRY_FEEDBACK_TAG, feedback);
             }
-            let step_input = self.process_input_step(step_number).await?;
-            match self.model_step(step_number, &step_input).await? {
+            let step = async {
+                let step_input = self.process_input_step(step_number).await?;
+                self.model_step(step_number, &step_input).await
+            };
+            match step.instrument(spans::step(step_number)).await? {
                 StepOutcome::Continue => finish_reason = FinishReason::ToolCalls,
                 StepOutcome::Retry(reason) => {
                     feedback = Some(format!(
@@ -354,9 +370,14 @@ impl Run {
                 metrics.count("agentwire_tripwires_total", &[("processor", &tripwire.processor_id)], 1);
                 "tripwire"
             }
-            Err(RunStop::Failed(_)) => "error",
+            Err(RunStop::Failed(failure)) => {
+                spans::failed(&self.span, &failure.message);
+                "error"
+            }
             Err(RunStop::Cancelled) => "cancelled",
         };
+        spans::ended(&self.span, outcome_name);
+        tracing::debug!(outcome = outcome_name, steps = result.steps.len(), "run ended");
         metrics.count(
             "agentwire_runs_total",
             &[("agent", &self.info.agent_id), ("outcome", outcome_name)],
@@ -548,9 +569,12 @@ impl Run {
                 call_index: self.model_calls,
             };
             self.model_calls += 1;
-            match model.stream(request).await {
-                Ok(stream) => break StepSource::Model(stream),
+            let call_span = spans::model_call(&step.model);
+            match model.stream(request).instrument(call_span.clone()).await {
+                Ok(stream) => break StepSource::Model(stream, call_span),
                 Err(error) => {
+                    spans::failed(&call_span, &error.to_string());
+                    drop(call_span);
                     if !self.process_api_error(step_number, &error).await? {
                         return Err(RunStop::Failed(model_failure(&step.model, &error)));
                     }
@@ -565,29 +589,36 @@ impl Run {
         let mut answer = StepAnswer::new(step_number, &step.model);
         let from_cache = matches!(source, StepSource::Replay(_));
         let mut raw_chunks = Vec::new();
+        let mut call_span = Span::none();
         match source {
             StepSource::Replay(chunks) => {
                 for chunk in chunks {
                     self.step_chunk(chunk, &mut answer, &mut raw_chunks).await?;
                 }
             }
-            StepSource::Model(mut stream) => loop {
-                let event = match self.next_window_deadline() {
-                    None => stream.next().await,
-                    Some(deadline) => tokio::select! {
-                        event = stream.next() => event,
-                        () = tokio::time::sleep_until(deadline) => {
-                            self.close_due_windows(&mut answer).await?;
-                            continue;
-                        }
-                    },
-                };
-                let Some(event) = event else { break };
-                let event = event.map_err(|error| RunStop::Failed(model_failure(&step.model, &error)))?;
-                if let Some(chunk) = answer.chunk_of(event, &message_id) {
-                    self.step_chunk(chunk, &mut answer, &mut raw_chunks).await?;
+            StepSource::Model(mut stream, span) => {
+                call_span = span;
+                loop {
+                    let event = match self.next_window_deadline() {
+                        None => stream.next().await,
+                        Some(deadline) => tokio::select! {
+                            event = stream.next() => event,
+                            () = tokio::time::sleep_until(deadline) => {
+                                self.close_due_windows(&mut answer).await?;
+                                continue;
+                            }
+                        },
+                    };
+                    let Some(event) = event else { break };
+                    let event = event.map_err(|error| {
+                        spans::failed(&call_span, &error.to_string());
+                        RunStop::Failed(model_failure(&step.model, &error))
+                    })?;
+                    if let Some(chunk) = answer.chunk_of(event, &message_id) {
+                        self.step_chunk(chunk, &mut answer, &mut raw_chunks).await?;
+                    }
                 }
-            },
+            }
         }
         self.close_windows(&mut answer).await?;
         if !from_cache {
@@ -598,6 +629,9 @@ impl Run {
                 model_started.elapsed().as_secs_f64(),
             );
             let usage = answer.result.usage;
+            call_span.record("gen_ai.usage.input_tokens", usage.input_tokens);
+            call_span.record("gen_ai.usage.output_tokens", usage.output_tokens);
+            drop(call_span);
             for (direction, tokens) in [("input", usage.input_tokens), ("output", usage.output_tokens)] {
                 let labels = [("model", step.model.as_str()), ("direction", direction)];
                 metrics.count("agentwire_model_tokens_total", &labels, tokens);
@@ -749,8 +783,14 @@ impl Run {
                     run_id: &self.info.run_id,
                     agent_id: &self.info.agent_id,
                     tool_call_id: &call.tool_call_id,
+                    trace_context: &self.info.trace_context,
                 };
-                tool.execute(call.args.clone(), info).await
+                let span = spans::tool(&call.tool_name, &call.tool_call_id);
+                let outcome = tool.execute(call.args.clone(), info).instrument(span.clone()).await;
+                if let Err(error) = &outcome {
+                    spans::failed(&span, &error.to_string());
+                }
+                outcome
             }
             _ => Err(ToolError::UnknownTool(call.tool_name.clone())),
         };
@@ -943,13 +983,19 @@ async fn guarded<T>(
     hook: Hook,
     hook_call: impl Future<Output = HookResult<T>>,
 ) -> HookResult<T> {
+    let span = spans::hook(processor_id, hook);
     let started = std::time::Instant::now();
-    let outcome = AssertUnwindSafe(hook_call).catch_unwind().await;
+    let outcome = AssertUnwindSafe(hook_call).catch_unwind().instrument(span.clone()).await;
     crate::metrics::global().observe(
         "agentwire_hook_duration_seconds",
         &[("processor", processor_id), ("hook", hook.name())],
         started.elapsed().as_secs_f64(),
     );
+    match &outcome {
+        Ok(Err(HookError::Abort(_))) => spans::ended(&span, "tripwire"),
+        Ok(Err(HookError::Failed(message))) => spans::failed(&span, message),
+        _ => {}
+    }
     match outcome {
         Ok(outcome) => outcome,
         Err(panic) => {
@@ -958,7 +1004,9 @@ async fn guarded<T>(
                 .map(|message| (*message).to_owned())
                 .or_else(|| panic.downcast_ref::<String>().cloned())
                 .unwrap_or_else(|| "unknown panic".to_owned());
-            Err(HookError::Failed(format!("panicked: {message}")))
+            let message = format!("panicked: {message}");
+            spans::failed(&span, &message);
+            Err(HookError::Failed(message))
         }
     }
 }

@@ -14,6 +14,7 @@ use super::convert::chunk_to_pb;
 use super::limits::RunSlots;
 use super::pb;
 use crate::runtime::{ChunkSink, RunError, RunRequest, Runtime};
+use crate::telemetry::propagation::{self, TraceContext};
 
 /// Chunks buffered between a run and a slow client before the run waits.
 const CHUNK_BUFFER: usize = 64;
@@ -35,7 +36,9 @@ impl AgentServiceImpl {
     /// would use (the thread's id when it names no resource).
     fn authorized_run(&self, request: Request<pb::RunRequest>) -> Result<RunRequest, Status> {
         let access = self.auth.access(&request)?;
-        let run = RunRequest::try_from(request.into_inner())?;
+        let trace_context = trace_context_of(request.metadata());
+        let mut run = RunRequest::try_from(request.into_inner())?;
+        run.trace_context = trace_context;
         access.agent(&run.agent_id)?;
         let resource = if run.resource_id.is_empty() { &run.thread_id } else { &run.resource_id };
         if !resource.is_empty() {
@@ -104,4 +107,16 @@ impl pb::agent_service_server::AgentService for AgentServiceImpl {
             None => Err(RunError::AgentNotFound(agent_id).into()),
         }
     }
+}
+
+/// The caller's W3C trace context, from the request's metadata (values that are not text are
+/// ignored, as a malformed `traceparent` is).
+fn trace_context_of(metadata: &tonic::metadata::MetadataMap) -> TraceContext {
+    propagation::FIELDS
+        .iter()
+        .filter_map(|field| {
+            let value = metadata.get(*field)?.to_str().ok()?;
+            Some(((*field).to_owned(), value.to_owned()))
+        })
+        .collect()
 }

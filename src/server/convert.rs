@@ -6,6 +6,7 @@ use crate::runtime::{
     Agent, Chunk, DataChunk, Message, Part, Role, RunError, RunFailure, RunRequest, RunResult, StepResult,
     ToolCall, ToolResult, Tripwire, Usage, now_millis,
 };
+use crate::telemetry::propagation::TraceContext;
 
 impl TryFrom<pb::RunRequest> for RunRequest {
     type Error = RunError;
@@ -36,6 +37,7 @@ impl TryFrom<pb::RunRequest> for RunRequest {
             max_processor_retries: request.max_processor_retries,
             max_steps: request.max_steps,
             output_schema: request.output_schema.map(|schema| serde_json::Value::Object(from_struct(schema))),
+            trace_context: TraceContext::new(),
         })
     }
 }

@@ -56,6 +56,7 @@ impl From<RemoteCall> for pb::HookCall {
             retry_count: call.retry_count,
             state: Some(to_struct(&call.state)),
             request_context: call.run.request_context.into_iter().collect(),
+            trace_context: call.trace_context,
             messages: args.messages.into_iter().map(pb::Message::from).collect(),
             system_messages: args.system_messages,
             part: args.part.map(|part| chunk_to_pb(&run_id, part)),
@@ -85,6 +86,7 @@ impl From<ToolRequest> for pb::ToolInvocation {
             tool_name: request.tool_name,
             args: Some(to_proto(&request.args)),
             deadline_unix_ms: request.deadline_unix_ms,
+            trace_context: request.trace_context,
         }
     }
 }

@@ -48,6 +48,8 @@ pub struct ToolCallInfo<'a> {
     pub agent_id: &'a str,
     /// The model's id for the call.
     pub tool_call_id: &'a str,
+    /// The caller's W3C trace context, as it came.
+    pub trace_context: &'a crate::telemetry::propagation::TraceContext,
 }
 
 /// Something the model can call.

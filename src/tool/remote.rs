@@ -23,6 +23,7 @@ use super::{Tool, ToolCallInfo, ToolError};
 use crate::model::ToolDefinition;
 use crate::processor::remote::{CallFailure, RemotePool, Session, ToolRequest};
 use crate::runtime::now_millis;
+use crate::telemetry::propagation;
 
 /// A `[tools.<name>]` table.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -126,6 +127,7 @@ impl Tool for RemoteTool {
                 tool_name: self.name.clone(),
                 args: args.clone(),
                 deadline_unix_ms,
+                trace_context: propagation::outgoing(call.trace_context),
             };
             match tokio::time::timeout(self.timeout, session.call_tool(request)).await {
                 Ok(Ok(reply)) => return reply.result.map_err(|reason| self.failed(reason)),

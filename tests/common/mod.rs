@@ -2,6 +2,7 @@
 //! kinds registered next to the built-ins, and helpers to read runs.
 #![allow(dead_code, unreachable_pub, missing_docs)]
 
+pub mod binary;
 pub mod fake_provider;
 pub mod processors;
 pub mod remote;

@@ -794,8 +794,10 @@ type ToolInvocation struct {
 	Args       *structpb.Value `protobuf:"bytes,6,opt,name=args,proto3" json:"args,omitempty"`
 	// Answer before this time (milliseconds since the Unix epoch).
 	DeadlineUnixMs int64 `protobuf:"varint,7,opt,name=deadline_unix_ms,json=deadlineUnixMs,proto3" json:"deadline_unix_ms,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// W3C trace context of the tool call's span, as in HookCall.
+	TraceContext  map[string]string `protobuf:"bytes,8,rep,name=trace_context,json=traceContext,proto3" json:"trace_context,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ToolInvocation) Reset() {
@@ -875,6 +877,13 @@ func (x *ToolInvocation) GetDeadlineUnixMs() int64 {
 		return x.DeadlineUnixMs
 	}
 	return 0
+}
+
+func (x *ToolInvocation) GetTraceContext() map[string]string {
+	if x != nil {
+		return x.TraceContext
+	}
+	return nil
 }
 
 // A tool's answer: its result, or an error the model sees.
@@ -1143,6 +1152,10 @@ type HookCall struct {
 	// This processor's state for this run; return it changed in the result to keep changes.
 	State          *structpb.Struct  `protobuf:"bytes,10,opt,name=state,proto3" json:"state,omitempty"`
 	RequestContext map[string]string `protobuf:"bytes,11,rep,name=request_context,json=requestContext,proto3" json:"request_context,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// W3C trace context (`traceparent`, `tracestate`) of the span this call is made in: start the
+	// processor's own span from it (OpenTelemetry's propagators take the map as a carrier). Empty
+	// when the run is not traced.
+	TraceContext map[string]string `protobuf:"bytes,12,rep,name=trace_context,json=traceContext,proto3" json:"trace_context,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	// processInput: the input; processInputStep, processOutputStep, processToolResult,
 	// processAPIError: all messages; processOutputResult: the response.
 	Messages []*Message `protobuf:"bytes,20,rep,name=messages,proto3" json:"messages,omitempty"`
@@ -1277,6 +1290,13 @@ func (x *HookCall) GetState() *structpb.Struct {
 func (x *HookCall) GetRequestContext() map[string]string {
 	if x != nil {
 		return x.RequestContext
+	}
+	return nil
+}
+
+func (x *HookCall) GetTraceContext() map[string]string {
+	if x != nil {
+		return x.TraceContext
 	}
 	return nil
 }
@@ -2254,7 +2274,7 @@ const file_agentwire_v1_processor_proto_rawDesc = "" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x127\n" +
 	"\n" +
 	"parameters\x18\x03 \x01(\v2\x17.google.protobuf.StructR\n" +
-	"parameters\"\xf0\x01\n" +
+	"parameters\"\x86\x03\n" +
 	"\x0eToolInvocation\x12\x17\n" +
 	"\acall_id\x18\x01 \x01(\x04R\x06callId\x12\x15\n" +
 	"\x06run_id\x18\x02 \x01(\tR\x05runId\x12\x19\n" +
@@ -2263,7 +2283,11 @@ const file_agentwire_v1_processor_proto_rawDesc = "" +
 	"toolCallId\x12\x1b\n" +
 	"\ttool_name\x18\x05 \x01(\tR\btoolName\x12*\n" +
 	"\x04args\x18\x06 \x01(\v2\x16.google.protobuf.ValueR\x04args\x12(\n" +
-	"\x10deadline_unix_ms\x18\a \x01(\x03R\x0edeadlineUnixMs\"k\n" +
+	"\x10deadline_unix_ms\x18\a \x01(\x03R\x0edeadlineUnixMs\x12S\n" +
+	"\rtrace_context\x18\b \x03(\v2..agentwire.v1.ToolInvocation.TraceContextEntryR\ftraceContext\x1a?\n" +
+	"\x11TraceContextEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"k\n" +
 	"\n" +
 	"ToolOutput\x12\x17\n" +
 	"\acall_id\x18\x01 \x01(\x04R\x06callId\x12.\n" +
@@ -2282,7 +2306,7 @@ const file_agentwire_v1_processor_proto_rawDesc = "" +
 	"\x10protocol_version\x18\x01 \x01(\rR\x0fprotocolVersion\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x02 \x01(\tR\tsessionId\x12&\n" +
-	"\x0fmax_frame_bytes\x18\x03 \x01(\rR\rmaxFrameBytes\"\xcd\b\n" +
+	"\x0fmax_frame_bytes\x18\x03 \x01(\rR\rmaxFrameBytes\"\xdd\t\n" +
 	"\bHookCall\x12\x17\n" +
 	"\acall_id\x18\x01 \x01(\x04R\x06callId\x12\x15\n" +
 	"\x06run_id\x18\x02 \x01(\tR\x05runId\x12\x19\n" +
@@ -2297,7 +2321,8 @@ const file_agentwire_v1_processor_proto_rawDesc = "" +
 	"retryCount\x12-\n" +
 	"\x05state\x18\n" +
 	" \x01(\v2\x17.google.protobuf.StructR\x05state\x12S\n" +
-	"\x0frequest_context\x18\v \x03(\v2*.agentwire.v1.HookCall.RequestContextEntryR\x0erequestContext\x121\n" +
+	"\x0frequest_context\x18\v \x03(\v2*.agentwire.v1.HookCall.RequestContextEntryR\x0erequestContext\x12M\n" +
+	"\rtrace_context\x18\f \x03(\v2(.agentwire.v1.HookCall.TraceContextEntryR\ftraceContext\x121\n" +
 	"\bmessages\x18\x14 \x03(\v2\x15.agentwire.v1.MessageR\bmessages\x12'\n" +
 	"\x0fsystem_messages\x18\x15 \x03(\tR\x0esystemMessages\x12'\n" +
 	"\x04part\x18\x16 \x01(\v2\x13.agentwire.v1.ChunkR\x04part\x12\x14\n" +
@@ -2316,6 +2341,9 @@ const file_agentwire_v1_processor_proto_rawDesc = "" +
 	"\x06chunks\x18! \x03(\v2\x13.agentwire.v1.ChunkR\x06chunks\x12\x14\n" +
 	"\x05tools\x18\" \x03(\tR\x05tools\x1aA\n" +
 	"\x13RequestContextEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a?\n" +
+	"\x11TraceContextEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xc3\x03\n" +
 	"\n" +
@@ -2402,7 +2430,7 @@ func file_agentwire_v1_processor_proto_rawDescGZIP() []byte {
 }
 
 var file_agentwire_v1_processor_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_agentwire_v1_processor_proto_msgTypes = make([]protoimpl.MessageInfo, 28)
+var file_agentwire_v1_processor_proto_msgTypes = make([]protoimpl.MessageInfo, 30)
 var file_agentwire_v1_processor_proto_goTypes = []any{
 	(Hook)(0),                      // 0: agentwire.v1.Hook
 	(HookMode)(0),                  // 1: agentwire.v1.HookMode
@@ -2433,14 +2461,16 @@ var file_agentwire_v1_processor_proto_goTypes = []any{
 	(*Pong)(nil),                   // 26: agentwire.v1.Pong
 	(*Cancel)(nil),                 // 27: agentwire.v1.Cancel
 	(*Drain)(nil),                  // 28: agentwire.v1.Drain
-	nil,                            // 29: agentwire.v1.HookCall.RequestContextEntry
-	(*structpb.Struct)(nil),        // 30: google.protobuf.Struct
-	(*structpb.Value)(nil),         // 31: google.protobuf.Value
-	(*Message)(nil),                // 32: agentwire.v1.Message
-	(*Chunk)(nil),                  // 33: agentwire.v1.Chunk
-	(*Usage)(nil),                  // 34: agentwire.v1.Usage
-	(*ToolCallPart)(nil),           // 35: agentwire.v1.ToolCallPart
-	(*ToolResultPart)(nil),         // 36: agentwire.v1.ToolResultPart
+	nil,                            // 29: agentwire.v1.ToolInvocation.TraceContextEntry
+	nil,                            // 30: agentwire.v1.HookCall.RequestContextEntry
+	nil,                            // 31: agentwire.v1.HookCall.TraceContextEntry
+	(*structpb.Struct)(nil),        // 32: google.protobuf.Struct
+	(*structpb.Value)(nil),         // 33: google.protobuf.Value
+	(*Message)(nil),                // 34: agentwire.v1.Message
+	(*Chunk)(nil),                  // 35: agentwire.v1.Chunk
+	(*Usage)(nil),                  // 36: agentwire.v1.Usage
+	(*ToolCallPart)(nil),           // 37: agentwire.v1.ToolCallPart
+	(*ToolResultPart)(nil),         // 38: agentwire.v1.ToolResultPart
 }
 var file_agentwire_v1_processor_proto_depIdxs = []int32{
 	0,  // 0: agentwire.v1.ProcessorInstance.hooks:type_name -> agentwire.v1.Hook
@@ -2458,50 +2488,52 @@ var file_agentwire_v1_processor_proto_depIdxs = []int32{
 	0,  // 12: agentwire.v1.Hello.hooks:type_name -> agentwire.v1.Hook
 	11, // 13: agentwire.v1.Hello.hook_options:type_name -> agentwire.v1.HookOptions
 	8,  // 14: agentwire.v1.Hello.tools:type_name -> agentwire.v1.ToolSpec
-	30, // 15: agentwire.v1.ToolSpec.parameters:type_name -> google.protobuf.Struct
-	31, // 16: agentwire.v1.ToolInvocation.args:type_name -> google.protobuf.Value
-	31, // 17: agentwire.v1.ToolOutput.result:type_name -> google.protobuf.Value
-	0,  // 18: agentwire.v1.HookOptions.hook:type_name -> agentwire.v1.Hook
-	1,  // 19: agentwire.v1.HookOptions.mode:type_name -> agentwire.v1.HookMode
-	12, // 20: agentwire.v1.HookOptions.window:type_name -> agentwire.v1.StreamWindow
-	0,  // 21: agentwire.v1.HookCall.hook:type_name -> agentwire.v1.Hook
-	30, // 22: agentwire.v1.HookCall.state:type_name -> google.protobuf.Struct
-	29, // 23: agentwire.v1.HookCall.request_context:type_name -> agentwire.v1.HookCall.RequestContextEntry
-	32, // 24: agentwire.v1.HookCall.messages:type_name -> agentwire.v1.Message
-	33, // 25: agentwire.v1.HookCall.part:type_name -> agentwire.v1.Chunk
-	34, // 26: agentwire.v1.HookCall.usage:type_name -> agentwire.v1.Usage
-	35, // 27: agentwire.v1.HookCall.tool_calls:type_name -> agentwire.v1.ToolCallPart
-	35, // 28: agentwire.v1.HookCall.tool_call:type_name -> agentwire.v1.ToolCallPart
-	36, // 29: agentwire.v1.HookCall.tool_result:type_name -> agentwire.v1.ToolResultPart
-	32, // 30: agentwire.v1.HookCall.prompt:type_name -> agentwire.v1.Message
-	33, // 31: agentwire.v1.HookCall.chunks:type_name -> agentwire.v1.Chunk
-	30, // 32: agentwire.v1.HookResult.state:type_name -> google.protobuf.Struct
-	16, // 33: agentwire.v1.HookResult.continue:type_name -> agentwire.v1.Continue
-	19, // 34: agentwire.v1.HookResult.abort:type_name -> agentwire.v1.Abort
-	21, // 35: agentwire.v1.HookResult.replace:type_name -> agentwire.v1.Replacement
-	17, // 36: agentwire.v1.HookResult.drop:type_name -> agentwire.v1.Drop
-	18, // 37: agentwire.v1.HookResult.retry_api_call:type_name -> agentwire.v1.RetryApiCall
-	20, // 38: agentwire.v1.HookResult.failure:type_name -> agentwire.v1.Failure
-	33, // 39: agentwire.v1.HookResult.emit:type_name -> agentwire.v1.Chunk
-	31, // 40: agentwire.v1.Abort.metadata:type_name -> google.protobuf.Value
-	23, // 41: agentwire.v1.Replacement.messages:type_name -> agentwire.v1.MessageList
-	24, // 42: agentwire.v1.Replacement.system_messages:type_name -> agentwire.v1.StringList
-	33, // 43: agentwire.v1.Replacement.part:type_name -> agentwire.v1.Chunk
-	31, // 44: agentwire.v1.Replacement.tool_result:type_name -> google.protobuf.Value
-	24, // 45: agentwire.v1.Replacement.active_tools:type_name -> agentwire.v1.StringList
-	23, // 46: agentwire.v1.Replacement.prompt:type_name -> agentwire.v1.MessageList
-	22, // 47: agentwire.v1.Replacement.parts:type_name -> agentwire.v1.ChunkList
-	33, // 48: agentwire.v1.ChunkList.chunks:type_name -> agentwire.v1.Chunk
-	32, // 49: agentwire.v1.MessageList.messages:type_name -> agentwire.v1.Message
-	5,  // 50: agentwire.v1.ProcessorService.Connect:input_type -> agentwire.v1.ProcessorMessage
-	2,  // 51: agentwire.v1.ProcessorService.ListProcessors:input_type -> agentwire.v1.ListProcessorsRequest
-	6,  // 52: agentwire.v1.ProcessorService.Connect:output_type -> agentwire.v1.ServerMessage
-	4,  // 53: agentwire.v1.ProcessorService.ListProcessors:output_type -> agentwire.v1.ListProcessorsResponse
-	52, // [52:54] is the sub-list for method output_type
-	50, // [50:52] is the sub-list for method input_type
-	50, // [50:50] is the sub-list for extension type_name
-	50, // [50:50] is the sub-list for extension extendee
-	0,  // [0:50] is the sub-list for field type_name
+	32, // 15: agentwire.v1.ToolSpec.parameters:type_name -> google.protobuf.Struct
+	33, // 16: agentwire.v1.ToolInvocation.args:type_name -> google.protobuf.Value
+	29, // 17: agentwire.v1.ToolInvocation.trace_context:type_name -> agentwire.v1.ToolInvocation.TraceContextEntry
+	33, // 18: agentwire.v1.ToolOutput.result:type_name -> google.protobuf.Value
+	0,  // 19: agentwire.v1.HookOptions.hook:type_name -> agentwire.v1.Hook
+	1,  // 20: agentwire.v1.HookOptions.mode:type_name -> agentwire.v1.HookMode
+	12, // 21: agentwire.v1.HookOptions.window:type_name -> agentwire.v1.StreamWindow
+	0,  // 22: agentwire.v1.HookCall.hook:type_name -> agentwire.v1.Hook
+	32, // 23: agentwire.v1.HookCall.state:type_name -> google.protobuf.Struct
+	30, // 24: agentwire.v1.HookCall.request_context:type_name -> agentwire.v1.HookCall.RequestContextEntry
+	31, // 25: agentwire.v1.HookCall.trace_context:type_name -> agentwire.v1.HookCall.TraceContextEntry
+	34, // 26: agentwire.v1.HookCall.messages:type_name -> agentwire.v1.Message
+	35, // 27: agentwire.v1.HookCall.part:type_name -> agentwire.v1.Chunk
+	36, // 28: agentwire.v1.HookCall.usage:type_name -> agentwire.v1.Usage
+	37, // 29: agentwire.v1.HookCall.tool_calls:type_name -> agentwire.v1.ToolCallPart
+	37, // 30: agentwire.v1.HookCall.tool_call:type_name -> agentwire.v1.ToolCallPart
+	38, // 31: agentwire.v1.HookCall.tool_result:type_name -> agentwire.v1.ToolResultPart
+	34, // 32: agentwire.v1.HookCall.prompt:type_name -> agentwire.v1.Message
+	35, // 33: agentwire.v1.HookCall.chunks:type_name -> agentwire.v1.Chunk
+	32, // 34: agentwire.v1.HookResult.state:type_name -> google.protobuf.Struct
+	16, // 35: agentwire.v1.HookResult.continue:type_name -> agentwire.v1.Continue
+	19, // 36: agentwire.v1.HookResult.abort:type_name -> agentwire.v1.Abort
+	21, // 37: agentwire.v1.HookResult.replace:type_name -> agentwire.v1.Replacement
+	17, // 38: agentwire.v1.HookResult.drop:type_name -> agentwire.v1.Drop
+	18, // 39: agentwire.v1.HookResult.retry_api_call:type_name -> agentwire.v1.RetryApiCall
+	20, // 40: agentwire.v1.HookResult.failure:type_name -> agentwire.v1.Failure
+	35, // 41: agentwire.v1.HookResult.emit:type_name -> agentwire.v1.Chunk
+	33, // 42: agentwire.v1.Abort.metadata:type_name -> google.protobuf.Value
+	23, // 43: agentwire.v1.Replacement.messages:type_name -> agentwire.v1.MessageList
+	24, // 44: agentwire.v1.Replacement.system_messages:type_name -> agentwire.v1.StringList
+	35, // 45: agentwire.v1.Replacement.part:type_name -> agentwire.v1.Chunk
+	33, // 46: agentwire.v1.Replacement.tool_result:type_name -> google.protobuf.Value
+	24, // 47: agentwire.v1.Replacement.active_tools:type_name -> agentwire.v1.StringList
+	23, // 48: agentwire.v1.Replacement.prompt:type_name -> agentwire.v1.MessageList
+	22, // 49: agentwire.v1.Replacement.parts:type_name -> agentwire.v1.ChunkList
+	35, // 50: agentwire.v1.ChunkList.chunks:type_name -> agentwire.v1.Chunk
+	34, // 51: agentwire.v1.MessageList.messages:type_name -> agentwire.v1.Message
+	5,  // 52: agentwire.v1.ProcessorService.Connect:input_type -> agentwire.v1.ProcessorMessage
+	2,  // 53: agentwire.v1.ProcessorService.ListProcessors:input_type -> agentwire.v1.ListProcessorsRequest
+	6,  // 54: agentwire.v1.ProcessorService.Connect:output_type -> agentwire.v1.ServerMessage
+	4,  // 55: agentwire.v1.ProcessorService.ListProcessors:output_type -> agentwire.v1.ListProcessorsResponse
+	54, // [54:56] is the sub-list for method output_type
+	52, // [52:54] is the sub-list for method input_type
+	52, // [52:52] is the sub-list for extension type_name
+	52, // [52:52] is the sub-list for extension extendee
+	0,  // [0:52] is the sub-list for field type_name
 }
 
 func init() { file_agentwire_v1_processor_proto_init() }
@@ -2539,7 +2571,7 @@ func file_agentwire_v1_processor_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_agentwire_v1_processor_proto_rawDesc), len(file_agentwire_v1_processor_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   28,
+			NumMessages:   30,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -6,6 +6,7 @@ use serde_json::{Map, Value};
 use crate::model::{PromptMessage, ToolChoice};
 use crate::processor::{Abort, Hook, RunInfo};
 use crate::runtime::{Chunk, DataChunk, FinishReason, Message, ToolCall, ToolResult, Usage};
+use crate::telemetry::propagation::TraceContext;
 
 /// One hook call.
 #[derive(Debug, Clone)]
@@ -26,6 +27,8 @@ pub struct RemoteCall {
     pub state: Map<String, Value>,
     /// The hook's arguments.
     pub args: RemoteArgs,
+    /// The W3C trace context of the hook's span.
+    pub trace_context: TraceContext,
 }
 
 /// A hook's arguments; only those of the hook are set.

@@ -29,6 +29,7 @@ use super::{
 };
 use crate::model::ModelError;
 use crate::runtime::{Chunk, DataChunk, Message, ReconcileScope, now_millis};
+use crate::telemetry::propagation;
 
 /// The protocol versions this server speaks, inclusive.
 pub const PROTOCOL_VERSIONS: (u32, u32) = (1, 1);
@@ -237,6 +238,7 @@ impl RemoteProcessor {
             retry_count: ctx.retry_count,
             state: ctx.state.clone(),
             args,
+            trace_context: propagation::outgoing(&ctx.run.trace_context),
         };
         let mut failed: Option<Arc<Session>> = None;
         let unanswered = loop {

@@ -5,6 +5,7 @@
 use serde_json::Value;
 
 use crate::runtime::JsonSchema;
+use crate::telemetry::propagation::TraceContext;
 
 /// A tool an instance executes.
 #[derive(Debug, Clone)]
@@ -34,6 +35,8 @@ pub struct ToolRequest {
     pub args: Value,
     /// Milliseconds since the Unix epoch by which the answer is due.
     pub deadline_unix_ms: i64,
+    /// The W3C trace context of the tool call's span.
+    pub trace_context: TraceContext,
 }
 
 /// A tool's answer.

@@ -132,7 +132,14 @@ class ToolSpec(_message.Message):
     def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., parameters: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...
 
 class ToolInvocation(_message.Message):
-    __slots__ = ("call_id", "run_id", "agent_id", "tool_call_id", "tool_name", "args", "deadline_unix_ms")
+    __slots__ = ("call_id", "run_id", "agent_id", "tool_call_id", "tool_name", "args", "deadline_unix_ms", "trace_context")
+    class TraceContextEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
     CALL_ID_FIELD_NUMBER: _ClassVar[int]
     RUN_ID_FIELD_NUMBER: _ClassVar[int]
     AGENT_ID_FIELD_NUMBER: _ClassVar[int]
@@ -140,6 +147,7 @@ class ToolInvocation(_message.Message):
     TOOL_NAME_FIELD_NUMBER: _ClassVar[int]
     ARGS_FIELD_NUMBER: _ClassVar[int]
     DEADLINE_UNIX_MS_FIELD_NUMBER: _ClassVar[int]
+    TRACE_CONTEXT_FIELD_NUMBER: _ClassVar[int]
     call_id: int
     run_id: str
     agent_id: str
@@ -147,7 +155,8 @@ class ToolInvocation(_message.Message):
     tool_name: str
     args: _struct_pb2.Value
     deadline_unix_ms: int
-    def __init__(self, call_id: _Optional[int] = ..., run_id: _Optional[str] = ..., agent_id: _Optional[str] = ..., tool_call_id: _Optional[str] = ..., tool_name: _Optional[str] = ..., args: _Optional[_Union[_struct_pb2.Value, _Mapping]] = ..., deadline_unix_ms: _Optional[int] = ...) -> None: ...
+    trace_context: _containers.ScalarMap[str, str]
+    def __init__(self, call_id: _Optional[int] = ..., run_id: _Optional[str] = ..., agent_id: _Optional[str] = ..., tool_call_id: _Optional[str] = ..., tool_name: _Optional[str] = ..., args: _Optional[_Union[_struct_pb2.Value, _Mapping]] = ..., deadline_unix_ms: _Optional[int] = ..., trace_context: _Optional[_Mapping[str, str]] = ...) -> None: ...
 
 class ToolOutput(_message.Message):
     __slots__ = ("call_id", "result", "error")
@@ -188,8 +197,15 @@ class Welcome(_message.Message):
     def __init__(self, protocol_version: _Optional[int] = ..., session_id: _Optional[str] = ..., max_frame_bytes: _Optional[int] = ...) -> None: ...
 
 class HookCall(_message.Message):
-    __slots__ = ("call_id", "run_id", "agent_id", "thread_id", "resource_id", "hook", "step", "deadline_unix_ms", "retry_count", "state", "request_context", "messages", "system_messages", "part", "model", "text", "finish_reason", "usage", "tool_calls", "tool_call", "tool_result", "error_status", "error_message", "prompt", "chunks", "tools")
+    __slots__ = ("call_id", "run_id", "agent_id", "thread_id", "resource_id", "hook", "step", "deadline_unix_ms", "retry_count", "state", "request_context", "trace_context", "messages", "system_messages", "part", "model", "text", "finish_reason", "usage", "tool_calls", "tool_call", "tool_result", "error_status", "error_message", "prompt", "chunks", "tools")
     class RequestContextEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    class TraceContextEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
         VALUE_FIELD_NUMBER: _ClassVar[int]
@@ -207,6 +223,7 @@ class HookCall(_message.Message):
     RETRY_COUNT_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
     REQUEST_CONTEXT_FIELD_NUMBER: _ClassVar[int]
+    TRACE_CONTEXT_FIELD_NUMBER: _ClassVar[int]
     MESSAGES_FIELD_NUMBER: _ClassVar[int]
     SYSTEM_MESSAGES_FIELD_NUMBER: _ClassVar[int]
     PART_FIELD_NUMBER: _ClassVar[int]
@@ -233,6 +250,7 @@ class HookCall(_message.Message):
     retry_count: int
     state: _struct_pb2.Struct
     request_context: _containers.ScalarMap[str, str]
+    trace_context: _containers.ScalarMap[str, str]
     messages: _containers.RepeatedCompositeFieldContainer[_agent_pb2.Message]
     system_messages: _containers.RepeatedScalarFieldContainer[str]
     part: _agent_pb2.Chunk
@@ -248,7 +266,7 @@ class HookCall(_message.Message):
     prompt: _containers.RepeatedCompositeFieldContainer[_agent_pb2.Message]
     chunks: _containers.RepeatedCompositeFieldContainer[_agent_pb2.Chunk]
     tools: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, call_id: _Optional[int] = ..., run_id: _Optional[str] = ..., agent_id: _Optional[str] = ..., thread_id: _Optional[str] = ..., resource_id: _Optional[str] = ..., hook: _Optional[_Union[Hook, str]] = ..., step: _Optional[int] = ..., deadline_unix_ms: _Optional[int] = ..., retry_count: _Optional[int] = ..., state: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., request_context: _Optional[_Mapping[str, str]] = ..., messages: _Optional[_Iterable[_Union[_agent_pb2.Message, _Mapping]]] = ..., system_messages: _Optional[_Iterable[str]] = ..., part: _Optional[_Union[_agent_pb2.Chunk, _Mapping]] = ..., model: _Optional[str] = ..., text: _Optional[str] = ..., finish_reason: _Optional[str] = ..., usage: _Optional[_Union[_agent_pb2.Usage, _Mapping]] = ..., tool_calls: _Optional[_Iterable[_Union[_agent_pb2.ToolCallPart, _Mapping]]] = ..., tool_call: _Optional[_Union[_agent_pb2.ToolCallPart, _Mapping]] = ..., tool_result: _Optional[_Union[_agent_pb2.ToolResultPart, _Mapping]] = ..., error_status: _Optional[int] = ..., error_message: _Optional[str] = ..., prompt: _Optional[_Iterable[_Union[_agent_pb2.Message, _Mapping]]] = ..., chunks: _Optional[_Iterable[_Union[_agent_pb2.Chunk, _Mapping]]] = ..., tools: _Optional[_Iterable[str]] = ...) -> None: ...
+    def __init__(self, call_id: _Optional[int] = ..., run_id: _Optional[str] = ..., agent_id: _Optional[str] = ..., thread_id: _Optional[str] = ..., resource_id: _Optional[str] = ..., hook: _Optional[_Union[Hook, str]] = ..., step: _Optional[int] = ..., deadline_unix_ms: _Optional[int] = ..., retry_count: _Optional[int] = ..., state: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., request_context: _Optional[_Mapping[str, str]] = ..., trace_context: _Optional[_Mapping[str, str]] = ..., messages: _Optional[_Iterable[_Union[_agent_pb2.Message, _Mapping]]] = ..., system_messages: _Optional[_Iterable[str]] = ..., part: _Optional[_Union[_agent_pb2.Chunk, _Mapping]] = ..., model: _Optional[str] = ..., text: _Optional[str] = ..., finish_reason: _Optional[str] = ..., usage: _Optional[_Union[_agent_pb2.Usage, _Mapping]] = ..., tool_calls: _Optional[_Iterable[_Union[_agent_pb2.ToolCallPart, _Mapping]]] = ..., tool_call: _Optional[_Union[_agent_pb2.ToolCallPart, _Mapping]] = ..., tool_result: _Optional[_Union[_agent_pb2.ToolResultPart, _Mapping]] = ..., error_status: _Optional[int] = ..., error_message: _Optional[str] = ..., prompt: _Optional[_Iterable[_Union[_agent_pb2.Message, _Mapping]]] = ..., chunks: _Optional[_Iterable[_Union[_agent_pb2.Chunk, _Mapping]]] = ..., tools: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class HookResult(_message.Message):
     __slots__ = ("call_id", "state", "abort", "replace", "drop", "retry_api_call", "failure", "emit")
