@@ -206,6 +206,14 @@ pub struct LimitsConfig {
     /// Default 4 MiB.
     #[serde(default = "default_max_request_bytes")]
     pub max_request_bytes: usize,
+    /// The largest conversation message a run takes (`text`, or each of `messages`): its text,
+    /// file data and JSON, in bytes. Default 1 MiB.
+    #[serde(default = "default_max_message_bytes")]
+    pub max_message_bytes: usize,
+    /// The most model steps any run may take: agents' `max_steps` and requests' `max_steps` must
+    /// stay within it. Default 100.
+    #[serde(default = "default_max_steps_limit")]
+    pub max_steps: u32,
     /// Runs at once; more wait up to `queue_timeout_ms` for a slot, then get
     /// RESOURCE_EXHAUSTED. 0 (the default): no limit.
     #[serde(default)]
@@ -227,6 +235,8 @@ impl Default for LimitsConfig {
     fn default() -> LimitsConfig {
         LimitsConfig {
             max_request_bytes: default_max_request_bytes(),
+            max_message_bytes: default_max_message_bytes(),
+            max_steps: default_max_steps_limit(),
             max_concurrent_runs: 0,
             queue_timeout_ms: default_queue_timeout_ms(),
             max_run_ms: 0,
@@ -241,6 +251,14 @@ fn default_shutdown_grace_ms() -> u64 {
 
 fn default_max_request_bytes() -> usize {
     4 * 1024 * 1024
+}
+
+fn default_max_message_bytes() -> usize {
+    1024 * 1024
+}
+
+fn default_max_steps_limit() -> u32 {
+    100
 }
 
 fn default_queue_timeout_ms() -> u64 {

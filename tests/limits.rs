@@ -94,3 +94,70 @@ model = "mock/echo"
         refused.message()
     );
 }
+
+const SMALL_MESSAGES: &str = r#"
+[limits]
+max_message_bytes = 64
+max_steps = 3
+
+[[agents]]
+id = "echo"
+model = "mock/echo"
+
+[[agents]]
+id = "looping"
+model = "mock/script"
+script = [{ tool_calls = [{ name = "calculator", args = { expression = "1 + 1" } }] }]
+tools = ["calculator"]
+"#;
+
+/// A message over `max_message_bytes` is refused, naming the message, its size and the limit;
+/// one within it runs, whatever else the request holds.
+#[tokio::test]
+async fn messages_over_max_message_bytes_are_refused() {
+    let server = TestServer::start(SMALL_MESSAGES).await;
+    let refused = server.client().await.generate(request("echo", &"x".repeat(65))).await.unwrap_err();
+    assert_eq!(refused.code(), Code::ResourceExhausted);
+    assert_eq!(refused.message(), "messages[0]: 65 bytes exceeds the limit limits.max_message_bytes = 64");
+
+    let text = |text: &str| pb::Message {
+        role: "user".into(),
+        parts: vec![pb::Part { part: Some(pb::part::Part::Text(pb::TextPart { text: text.into() })) }],
+        ..Default::default()
+    };
+    let two = pb::RunRequest {
+        agent_id: "echo".into(),
+        messages: vec![text(&"a".repeat(60)), text(&"b".repeat(70))],
+        ..Default::default()
+    };
+    let refused = server.client().await.generate(two).await.unwrap_err();
+    assert!(refused.message().starts_with("messages[1]: 70 bytes"), "{}", refused.message());
+    assert_eq!(
+        server.generate(request("echo", &"x".repeat(64))).await.text,
+        format!("echo: {}", "x".repeat(64))
+    );
+}
+
+/// `[limits] max_steps` caps every run: a request may not ask for more, an agent's default
+/// yields to it, and an agent that names more does not start.
+#[tokio::test]
+async fn steps_are_capped_server_wide() {
+    let server = TestServer::start(SMALL_MESSAGES).await;
+    let asked = pb::RunRequest { max_steps: Some(4), ..request("looping", "go") };
+    let refused = server.client().await.generate(asked).await.unwrap_err();
+    assert_eq!(refused.code(), Code::InvalidArgument);
+    assert!(refused.message().contains("max_steps") && refused.message().contains("limits.max_steps = 3"));
+
+    let looped = server.generate(request("looping", "go")).await;
+    assert_eq!(looped.steps.len(), 3, "the agent's default of 5 steps yields to the limit");
+
+    let config =
+        format!("{SMALL_MESSAGES}\n[[agents]]\nid = \"greedy\"\nmodel = \"mock/echo\"\nmax_steps = 10\n");
+    let config = agentwire::config::Config::parse(&config).unwrap();
+    let Err(error) = agentwire::runtime::Runtime::new(&config, agentwire::runtime::Components::builtin())
+    else {
+        panic!("an agent over the limit does not start");
+    };
+    let error = error.to_string();
+    assert!(error.contains("max_steps") && error.contains("limits.max_steps = 3"), "{error}");
+}

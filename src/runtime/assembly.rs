@@ -57,6 +57,22 @@ impl Runtime {
 }
 
 impl Runtime {
+    /// Refuses input messages over `[limits] max_message_bytes`.
+    pub(super) fn check_message_sizes(&self, request: &RunRequest) -> Result<(), RunError> {
+        for (index, message) in request.messages.iter().enumerate() {
+            let size = message.payload_bytes();
+            if size > self.max_message_bytes {
+                return Err(RunError::TooLarge {
+                    field: format!("messages[{index}]"),
+                    size,
+                    limit_name: "limits.max_message_bytes",
+                    limit: self.max_message_bytes,
+                });
+            }
+        }
+        Ok(())
+    }
+
     /// Refuses file parts larger than what memory stores.
     pub(super) fn check_file_sizes(&self, request: &RunRequest) -> Result<(), RunError> {
         for (message_index, message) in request.messages.iter().enumerate() {

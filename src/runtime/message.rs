@@ -141,6 +141,22 @@ pub struct Message {
 }
 
 impl Message {
+    /// The size of what the message says, in bytes: its texts, file data and URLs, and its tool
+    /// arguments, results and data as JSON (ids, names and metadata not counted).
+    pub fn payload_bytes(&self) -> usize {
+        let json = |value: &Value| serde_json::to_vec(value).map_or(0, |bytes| bytes.len());
+        self.parts
+            .iter()
+            .map(|part| match part {
+                Part::Text { text } | Part::Reasoning { text } => text.len(),
+                Part::ToolCall(call) => json(&call.args),
+                Part::ToolResult(result) => json(&result.result),
+                Part::File { data, url, .. } => data.len() + url.len(),
+                Part::Data { data, .. } => json(data),
+            })
+            .sum()
+    }
+
     /// A new message with a fresh id, created now.
     pub fn new(role: Role, parts: Vec<Part>) -> Message {
         Message {

@@ -54,9 +54,6 @@ use crate::storage::Store;
 use crate::tool::RemoteTool;
 use crate::tool::ToolRegistry;
 
-/// The most steps a run may ask for.
-pub const MAX_STEPS_LIMIT: u32 = 100;
-
 /// What a runtime is built from besides its config: the processor kinds, tools and models it
 /// knows, and where memory is kept.
 #[derive(Debug, Clone)]
@@ -110,6 +107,10 @@ pub struct Runtime {
     remote: Arc<RemotePool>,
     /// How long a run may go on (`[limits] max_run_ms`).
     max_run: Option<std::time::Duration>,
+    /// The largest input message (`[limits] max_message_bytes`).
+    max_message_bytes: usize,
+    /// The most steps a run may take (`[limits] max_steps`).
+    max_steps: u32,
     /// Runs in flight, and shutdown.
     lifecycle: lifecycle::Lifecycle,
 }
@@ -130,6 +131,8 @@ impl Runtime {
             remote,
             max_run: (config.limits.max_run_ms > 0)
                 .then(|| std::time::Duration::from_millis(config.limits.max_run_ms)),
+            max_message_bytes: config.limits.max_message_bytes,
+            max_steps: config.limits.max_steps,
             lifecycle: lifecycle::Lifecycle::default(),
         };
         for (name, embedder) in &config.embedders {
@@ -275,13 +278,17 @@ impl Runtime {
             return Err(RunError::invalid("text", "one of `text` or `messages` is required"));
         }
         if let Some(max_steps) = request.max_steps
-            && !(1..=MAX_STEPS_LIMIT).contains(&max_steps)
+            && !(1..=self.max_steps).contains(&max_steps)
         {
             return Err(RunError::invalid(
                 "max_steps",
-                format!("must be between 1 and {MAX_STEPS_LIMIT}, got {max_steps}"),
+                format!(
+                    "must be between 1 and the server's limits.max_steps = {}, got {max_steps}",
+                    self.max_steps
+                ),
             ));
         }
+        self.check_message_sizes(&request)?;
         let output_schema = match &request.output_schema {
             Some(schema) => Some(
                 JsonSchema::new(schema.clone())

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use toml::Spanned;
 
-use super::{Agent, JsonSchema, MAX_STEPS_LIMIT, NamedProcessor, ProcessorRef, RunError, Runtime};
+use super::{Agent, JsonSchema, NamedProcessor, ProcessorRef, RunError, Runtime};
 use crate::config::{AgentConfig, ProcessorEntry};
 use crate::memory::MemoryKind;
 use crate::memory::embedder::LEXICAL;
@@ -112,9 +112,16 @@ impl Runtime {
         if config.id.is_empty() {
             return Err((None, "id: must not be empty".to_owned()));
         }
-        let max_steps = *config.max_steps.get_ref();
-        if !(1..=MAX_STEPS_LIMIT).contains(&max_steps) {
-            let message = format!("max_steps: must be between 1 and {MAX_STEPS_LIMIT}, got {max_steps}");
+        let mut max_steps = *config.max_steps.get_ref();
+        if config.max_steps.span().is_empty() {
+            // The default yields to a lower server-wide limit.
+            max_steps = max_steps.min(self.max_steps);
+        }
+        if !(1..=self.max_steps).contains(&max_steps) {
+            let message = format!(
+                "max_steps: must be between 1 and limits.max_steps = {}, got {max_steps}",
+                self.max_steps
+            );
             return Err(at(config.max_steps.span(), message));
         }
         let script = config.script.as_ref().map(|script| Arc::new(script.get_ref().clone()));
