@@ -81,7 +81,10 @@ pub struct Provider {
     headers: BTreeMap<String, String>,
     read_timeout: Duration,
     max_retries: u32,
-    client: reqwest::Client,
+    connect_timeout: Duration,
+    /// Built at the first call: building one loads the TLS roots, which takes milliseconds, and
+    /// most configured providers are never called.
+    client: std::sync::OnceLock<reqwest::Client>,
 }
 
 impl std::fmt::Debug for Provider {
@@ -124,10 +127,6 @@ impl Provider {
         }
         let api_key_env = config.api_key_env.clone().or(builtin.and_then(|(.., key)| key.map(str::to_owned)));
         let api_key = api_key_env.as_deref().and_then(|variable| std::env::var(variable).ok());
-        let client = reqwest::Client::builder()
-            .connect_timeout(Duration::from_millis(config.connect_timeout_ms.unwrap_or(10_000)))
-            .build()
-            .map_err(|error| format!("cannot build the HTTP client: {error}"))?;
         Ok(Provider {
             name: name.to_owned(),
             api,
@@ -137,7 +136,8 @@ impl Provider {
             headers: config.headers.clone(),
             read_timeout: Duration::from_millis(config.read_timeout_ms.unwrap_or(60_000)),
             max_retries: config.max_retries.unwrap_or(2),
-            client,
+            connect_timeout: Duration::from_millis(config.connect_timeout_ms.unwrap_or(10_000)),
+            client: std::sync::OnceLock::new(),
         })
     }
 
@@ -156,12 +156,26 @@ impl Provider {
         &self.name
     }
 
+    /// The HTTP client, built at the first call.
+    fn client(&self, model_id: &str) -> Result<&reqwest::Client, ModelError> {
+        if let Some(client) = self.client.get() {
+            return Ok(client);
+        }
+        let client = reqwest::Client::builder().connect_timeout(self.connect_timeout).build().map_err(|error| {
+            ModelError::Unavailable {
+                model: model_id.to_owned(),
+                message: format!("cannot build the HTTP client: {error}"),
+            }
+        })?;
+        Ok(self.client.get_or_init(|| client))
+    }
+
     fn request(&self, model_id: &str, body: &Value) -> Result<reqwest::RequestBuilder, ModelError> {
         let path = match self.api {
             Api::OpenAi => "chat/completions",
             Api::Anthropic => "messages",
         };
-        let mut request = self.client.post(format!("{}/{path}", self.base_url)).json(body);
+        let mut request = self.client(model_id)?.post(format!("{}/{path}", self.base_url)).json(body);
         if self.api == Api::Anthropic {
             request = request.header("anthropic-version", "2023-06-01");
         }
