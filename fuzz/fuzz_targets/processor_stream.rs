@@ -77,7 +77,8 @@ struct Harness {
 fn harness() -> &'static Harness {
     static HARNESS: OnceLock<Harness> = OnceLock::new();
     HARNESS.get_or_init(|| {
-        let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+        let runtime =
+            tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
         let data_dir = tempfile::tempdir().unwrap();
         let config = Config::parse(CONFIG).expect("the fuzz config parses");
         let store = SledStore::open(data_dir.path()).expect("the store opens");
@@ -140,14 +141,21 @@ async fn session(channel: Channel, frames: Vec<&[u8]>, agent_id: &str) {
     let (sender, outbox) = mpsc::channel(64);
     let hello = processor_message::Message::Hello(hello_of(first));
     sender.send(pb::ProcessorMessage { message: Some(hello) }).await.unwrap();
-    let Ok(response) = ProcessorServiceClient::new(channel.clone()).connect(ReceiverStream::new(outbox)).await
+    let Ok(response) =
+        ProcessorServiceClient::new(channel.clone()).connect(ReceiverStream::new(outbox)).await
     else {
         return; // A Hello the server refused, with a status.
     };
     let mut inbound = response.into_inner();
-    let request =
-        pb::RunRequest { agent_id: agent_id.into(), text: "hello there".into(), thread_id: "fuzz-thread".into(), resource_id: "fuzz".into(), ..Default::default() };
-    let mut run = AgentServiceClient::new(channel).stream(request).await.expect("the run starts").into_inner();
+    let request = pb::RunRequest {
+        agent_id: agent_id.into(),
+        text: "hello there".into(),
+        thread_id: "fuzz-thread".into(),
+        resource_id: "fuzz".into(),
+        ..Default::default()
+    };
+    let mut run =
+        AgentServiceClient::new(channel).stream(request).await.expect("the run starts").into_inner();
     let mut answers = answers.iter();
     let mut session_open = true;
     loop {
@@ -185,12 +193,16 @@ fuzz_target!(|data: &[u8]| {
     let agent_id = if selector % 2 == 0 { "tools" } else { "rejected" };
     let frames = frames(rest);
     harness.runtime.block_on(async {
-        if tokio::time::timeout(RUN_DEADLINE, session(harness.channel.clone(), frames, agent_id)).await.is_err() {
+        if tokio::time::timeout(RUN_DEADLINE, session(harness.channel.clone(), frames, agent_id))
+            .await
+            .is_err()
+        {
             eprintln!("a run did not end within {RUN_DEADLINE:?}");
             std::process::abort();
         }
         // Still serving.
-        let agents = AgentServiceClient::new(harness.channel.clone()).list_agents(pb::ListAgentsRequest {}).await;
+        let agents =
+            AgentServiceClient::new(harness.channel.clone()).list_agents(pb::ListAgentsRequest {}).await;
         assert!(agents.is_ok(), "the server stopped serving: {agents:?}");
     });
 });
