@@ -161,12 +161,13 @@ impl Provider {
         if let Some(client) = self.client.get() {
             return Ok(client);
         }
-        let client = reqwest::Client::builder().connect_timeout(self.connect_timeout).build().map_err(|error| {
-            ModelError::Unavailable {
-                model: model_id.to_owned(),
-                message: format!("cannot build the HTTP client: {error}"),
-            }
-        })?;
+        let client =
+            reqwest::Client::builder().connect_timeout(self.connect_timeout).build().map_err(|error| {
+                ModelError::Unavailable {
+                    model: model_id.to_owned(),
+                    message: format!("cannot build the HTTP client: {error}"),
+                }
+            })?;
         Ok(self.client.get_or_init(|| client))
     }
 
