@@ -16,7 +16,7 @@ use tracing::Level;
 use tracing_subscriber::filter::Targets;
 use tracing_subscriber::layer::SubscriberExt as _;
 use tracing_subscriber::util::SubscriberInitExt as _;
-use tracing_subscriber::{EnvFilter, Layer, Registry};
+use tracing_subscriber::{Layer, Registry};
 
 use crate::config::{LogFormat, SpanDetail, TelemetryConfig};
 
@@ -122,9 +122,15 @@ impl Telemetry {
     }
 }
 
-/// Log lines on stderr, filtered by `RUST_LOG` (default `info`).
+/// Log lines on stderr, filtered by `RUST_LOG` (`target=level` directives; default `info`).
+///
+/// A [`Targets`] filter rather than an `EnvFilter`: the latter takes a lock on every span enter
+/// and exit (for span-field directives), and a streaming run enters its spans on every chunk.
 fn log_layer(format: LogFormat) -> Box<dyn Layer<Registry> + Send + Sync> {
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    let filter = std::env::var("RUST_LOG")
+        .ok()
+        .and_then(|directives| directives.parse::<Targets>().ok())
+        .unwrap_or_else(|| Targets::new().with_default(Level::INFO));
     let lines = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
     match format {
         LogFormat::Text => lines.with_filter(filter).boxed(),
