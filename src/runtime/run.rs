@@ -12,6 +12,7 @@ use std::sync::Arc;
 
 use futures::{FutureExt, StreamExt};
 use serde_json::{Map, Value};
+use tracing::{Instrument as _, Span};
 
 use super::Runtime;
 use super::agent::Agent;
@@ -31,7 +32,6 @@ use crate::processor::{
 };
 use crate::telemetry::spans;
 use crate::tool::{Tool, ToolCallInfo, ToolError};
-use tracing::{Instrument as _, Span};
 
 mod output_stream;
 
@@ -249,15 +249,15 @@ impl PreparedRun {
     /// Drives the run to its end, streaming chunks into `sink`. When the sink's client goes
     /// away the run stops at once: no more model calls, tools or hooks.
     /// A run still going after `[limits] max_run_ms` ends with an error; nothing is saved.
-    pub async fn execute(self, sink: ChunkSink) -> RunResult {
+    pub async fn execute(mut self, sink: ChunkSink) -> RunResult {
         let span = spans::run(&self.run.info, &self.run.info.trace_context);
-        self.execute_in(sink, span.clone()).instrument(span).await
+        self.run.span = span.clone();
+        self.execute_in(sink).instrument(span).await
     }
 
-    async fn execute_in(self, sink: ChunkSink, span: Span) -> RunResult {
+    async fn execute_in(self, sink: ChunkSink) -> RunResult {
         let PreparedRun { mut run, admitted } = self;
         run.sink = sink.clone();
-        run.span = span;
         let max_run = run.runtime.max_run;
         let stop = run.runtime.lifecycle.stop().clone();
         let out_of_time = async move {
