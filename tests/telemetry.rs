@@ -319,7 +319,8 @@ async fn json_logs_carry_the_runs_span() {
     assert_eq!(run["agent_id"], "echo");
 }
 
-/// A telemetry setting out of range stops start-up with a message naming it.
+/// A telemetry setting out of range stops start-up with a message naming it (the config key, or
+/// the standard variable when the endpoint came from there).
 #[test]
 fn bad_telemetry_settings_stop_start_up() {
     for (setting, named) in [
@@ -339,4 +340,14 @@ fn bad_telemetry_settings_stop_start_up() {
         assert!(stderr.contains(named), "{setting}: {stderr}");
         assert!(output.stdout.is_empty(), "no ready line");
     }
+    let data_dir = tempfile::tempdir().unwrap();
+    let output = std::process::Command::new(BINARY)
+        .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+        .arg(data_dir.path())
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", "collector:4317")
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("OTEL_EXPORTER_OTLP_ENDPOINT must be an http:// or https:// URL"), "{stderr}");
 }

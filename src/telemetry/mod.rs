@@ -33,8 +33,13 @@ pub enum TelemetryError {
     #[error("[telemetry] sample_ratio must be between 0 and 1, not {0}")]
     SampleRatio(f64),
     /// The endpoint is not an `http://` or `https://` URL.
-    #[error("[telemetry] otlp_endpoint must be an http:// or https:// URL, not `{0}`")]
-    Endpoint(String),
+    #[error("{setting} must be an http:// or https:// URL, not `{endpoint}`")]
+    Endpoint {
+        /// Where it was set: the config key or the environment variable.
+        setting: &'static str,
+        /// What it says.
+        endpoint: String,
+    },
     /// The exporter could not be built.
     #[error("cannot export traces to {endpoint}: {message}")]
     Exporter {
@@ -71,13 +76,16 @@ impl Telemetry {
         if !(0.0..=1.0).contains(&config.sample_ratio) {
             return Err(TelemetryError::SampleRatio(config.sample_ratio));
         }
-        let endpoint = config
-            .otlp_endpoint
-            .clone()
-            .or_else(|| std::env::var(ENDPOINT_VARIABLE).ok().filter(|endpoint| !endpoint.is_empty()));
-        let Some(endpoint) = endpoint else { return Telemetry::install_logs(config.log_format) };
+        let endpoint = match &config.otlp_endpoint {
+            Some(endpoint) => Some(("[telemetry] otlp_endpoint", endpoint.clone())),
+            None => std::env::var(ENDPOINT_VARIABLE)
+                .ok()
+                .filter(|endpoint| !endpoint.is_empty())
+                .map(|endpoint| (ENDPOINT_VARIABLE, endpoint)),
+        };
+        let Some((setting, endpoint)) = endpoint else { return Telemetry::install_logs(config.log_format) };
         if !(endpoint.starts_with("http://") || endpoint.starts_with("https://")) {
-            return Err(TelemetryError::Endpoint(endpoint));
+            return Err(TelemetryError::Endpoint { setting, endpoint });
         }
         let exporter = opentelemetry_otlp::SpanExporter::builder()
             .with_tonic()
