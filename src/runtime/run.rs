@@ -250,7 +250,7 @@ impl PreparedRun {
     /// away the run stops at once: no more model calls, tools or hooks.
     /// A run still going after `[limits] max_run_ms` ends with an error; nothing is saved.
     pub async fn execute(mut self, sink: ChunkSink) -> RunResult {
-        let span = spans::run(&self.run.info, &self.run.info.trace_context);
+        let span = spans::run(&self.run.info);
         self.run.span = span.clone();
         self.execute_in(sink).instrument(span).await
     }

@@ -14,14 +14,14 @@
 use tracing::Span;
 use tracing::field::Empty;
 
-use super::propagation::{self, TraceContext};
+use super::propagation;
 use crate::processor::{Hook, RunInfo};
 
 /// The target of every span: `[telemetry] spans` filters on it.
 pub const TARGET: &str = "agentwire";
 
-/// A run, continuing the caller's trace.
-pub fn run(info: &RunInfo, caller: &TraceContext) -> Span {
+/// A run, continuing the caller's trace (`info.trace_context`).
+pub fn run(info: &RunInfo) -> Span {
     let span = tracing::info_span!(
         target: TARGET,
         "run",
@@ -35,7 +35,7 @@ pub fn run(info: &RunInfo, caller: &TraceContext) -> Span {
         trace_id = Empty,
         otel.status_description = Empty,
     );
-    propagation::continue_trace(&span, caller);
+    propagation::continue_trace(&span, &info.trace_context);
     if let Some(trace_id) = propagation::trace_id(&span) {
         span.record("trace_id", trace_id);
     }
