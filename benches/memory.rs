@@ -8,8 +8,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use agentwire::bench::{fill, sentence};
+use agentwire::domain::{Message, Part, Role};
 use agentwire::memory::embedder::{Embedder, Lexical};
-use agentwire::runtime::{Message, Part, Role};
 use agentwire::storage::{EmbeddingRecord, RecallScope, RunSave, SledStore, Store, VectorQuery};
 
 fn message(role: Role, text: String) -> Message {

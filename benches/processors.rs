@@ -5,8 +5,10 @@
 
 use std::time::{Duration, Instant};
 
-use agentwire::processor::{HookContext, OutputStreamArgs, OutputWindowArgs, ProcessorRegistry, RunInfo};
-use agentwire::runtime::{Chunk, MessageList};
+use agentwire::processor::{HookContext, OutputStreamArgs, OutputWindowArgs, ProcessorRegistry};
+
+use agentwire::domain::RunInfo;
+use agentwire::domain::{Chunk, MessageList};
 use serde_json::Map;
 
 const WORDS: &[&str] =

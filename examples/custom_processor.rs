@@ -9,7 +9,8 @@
 use std::sync::Arc;
 
 use agentwire::config::Config;
-use agentwire::processor::{Abort, Hook, HookResult, HookSet, InputArgs, InputOutcome, Processor};
+use agentwire::domain::{Hook, HookSet};
+use agentwire::processor::{Abort, HookError, InputArgs, InputOutcome, Processor};
 use agentwire::runtime::{Components, Runtime};
 use agentwire::{ServeOptions, serve};
 
@@ -35,7 +36,7 @@ impl Processor for NoShouting {
         HookSet::of(&[Hook::ProcessInput])
     }
 
-    async fn process_input(&self, args: InputArgs<'_>) -> HookResult<InputOutcome> {
+    async fn process_input(&self, args: InputArgs<'_>) -> Result<InputOutcome, HookError> {
         for message in &args.messages {
             let capitals = message.text().chars().filter(|c| c.is_uppercase()).count();
             if capitals > 20 {

@@ -25,10 +25,11 @@
 pub mod bench;
 pub mod cli;
 pub mod config;
+pub mod domain;
 pub mod memory;
-pub mod metrics;
 pub mod model;
 pub mod processor;
+pub mod remote;
 pub mod runtime;
 pub mod server;
 pub mod storage;

@@ -5,8 +5,9 @@ mod common;
 
 use std::sync::Arc;
 
+use agentwire::domain::{Hook, HookSet};
 use agentwire::model::ModelError;
-use agentwire::processor::{ApiErrorArgs, ApiErrorOutcome, Hook, HookResult, HookSet, Processor};
+use agentwire::processor::{ApiErrorArgs, ApiErrorOutcome, HookError, Processor};
 use common::{Log, TestServer, TestServerBuilder, error, names, request};
 
 const CONFIG: &str = r#"
@@ -105,7 +106,7 @@ impl Processor for Recover {
         HookSet::of(&[Hook::ProcessApiError])
     }
 
-    async fn process_api_error(&self, args: ApiErrorArgs<'_>) -> HookResult<ApiErrorOutcome> {
+    async fn process_api_error(&self, args: ApiErrorArgs<'_>) -> Result<ApiErrorOutcome, HookError> {
         let ModelError::Rejected { status, message, .. } = args.error else { panic!("a rejection") };
         self.log.push(format!(
             "{}:status {status}: {message} (retry {}, {} messages)",

@@ -70,7 +70,7 @@ async fn client_loop(
     }
 }
 
-fn text_of(message: &agentwire::runtime::Message) -> String {
+fn text_of(message: &agentwire::domain::Message) -> String {
     message.text()
 }
 

@@ -6,12 +6,13 @@ mod common;
 
 use std::sync::Arc;
 
-use agentwire::model::{PromptMessage, ToolChoice};
+use agentwire::domain::{Chunk, DataChunk, FinishReason, Message, MessageSource, Part, Role, Usage};
+use agentwire::domain::{Hook, HookSet};
+use agentwire::domain::{PromptMessage, ToolChoice};
 use agentwire::processor::{
-    Hook, HookResult, HookSet, InputArgs, InputOutcome, InputStepArgs, LlmRequestArgs, LlmRequestOutcome,
-    LlmResponseArgs, Processor, StepOverrides,
+    HookError, InputArgs, InputOutcome, InputStepArgs, LlmRequestArgs, LlmRequestOutcome, LlmResponseArgs,
+    Processor, StepOverrides,
 };
-use agentwire::runtime::{Chunk, DataChunk, FinishReason, Message, MessageSource, Part, Role, Usage};
 use common::{Log, TestServer, TestServerBuilder, inspected, request};
 use serde_json::json;
 
@@ -227,7 +228,7 @@ impl Processor for InputForm {
         HookSet::of(&[Hook::ProcessInput])
     }
 
-    async fn process_input(&self, args: InputArgs<'_>) -> HookResult<InputOutcome> {
+    async fn process_input(&self, args: InputArgs<'_>) -> Result<InputOutcome, HookError> {
         match self.form.as_str() {
             "messages-and-system" => Ok(InputOutcome::MessagesAndSystem {
                 messages: args.messages,
@@ -283,7 +284,7 @@ impl Processor for StepOverride {
         HookSet::of(&[Hook::ProcessInputStep])
     }
 
-    async fn process_input_step(&self, args: InputStepArgs<'_>) -> HookResult<StepOverrides> {
+    async fn process_input_step(&self, args: InputStepArgs<'_>) -> Result<StepOverrides, HookError> {
         self.log.push(format!("{}:saw model {} at step {}", self.id, args.step.model, args.step_number));
         if args.step_number < self.from_step {
             return Ok(StepOverrides::default());
@@ -314,7 +315,7 @@ impl Processor for StepZeroSystem {
         HookSet::of(&[Hook::ProcessInputStep])
     }
 
-    async fn process_input_step(&self, args: InputStepArgs<'_>) -> HookResult<StepOverrides> {
+    async fn process_input_step(&self, args: InputStepArgs<'_>) -> Result<StepOverrides, HookError> {
         if args.step_number > 0 {
             return Ok(StepOverrides::default());
         }
@@ -338,7 +339,7 @@ impl Processor for PromptRewriter {
         HookSet::of(&[Hook::ProcessLlmRequest])
     }
 
-    async fn process_llm_request(&self, args: LlmRequestArgs<'_>) -> HookResult<LlmRequestOutcome> {
+    async fn process_llm_request(&self, args: LlmRequestArgs<'_>) -> Result<LlmRequestOutcome, HookError> {
         if args.step_number > 0 {
             return Ok(LlmRequestOutcome::default());
         }
@@ -369,7 +370,7 @@ impl Processor for PromptRecorder {
         HookSet::of(&[Hook::ProcessLlmRequest])
     }
 
-    async fn process_llm_request(&self, args: LlmRequestArgs<'_>) -> HookResult<LlmRequestOutcome> {
+    async fn process_llm_request(&self, args: LlmRequestArgs<'_>) -> Result<LlmRequestOutcome, HookError> {
         self.log.push(format!("{}:{}", self.id, serde_json::to_string(args.prompt).unwrap()));
         Ok(LlmRequestOutcome::default())
     }
@@ -389,12 +390,12 @@ impl Processor for CacheKey {
         HookSet::of(&[Hook::ProcessLlmRequest, Hook::ProcessLlmResponse])
     }
 
-    async fn process_llm_request(&self, args: LlmRequestArgs<'_>) -> HookResult<LlmRequestOutcome> {
+    async fn process_llm_request(&self, args: LlmRequestArgs<'_>) -> Result<LlmRequestOutcome, HookError> {
         args.ctx.state.insert("key".into(), json!(format!("key-for-step-{}", args.step_number)));
         Ok(LlmRequestOutcome::default())
     }
 
-    async fn process_llm_response(&self, mut args: LlmResponseArgs<'_>) -> HookResult<()> {
+    async fn process_llm_response(&self, mut args: LlmResponseArgs<'_>) -> Result<(), HookError> {
         let chunks: Vec<&str> = args.chunks.iter().map(Chunk::type_name).collect();
         let report = json!({ "key": args.ctx.state["key"], "chunks": chunks, "from_cache": args.from_cache });
         args.ctx.emit(DataChunk::new("llm-response", report));
@@ -416,7 +417,7 @@ impl Processor for CacheHit {
         HookSet::of(&[Hook::ProcessLlmRequest])
     }
 
-    async fn process_llm_request(&self, _args: LlmRequestArgs<'_>) -> HookResult<LlmRequestOutcome> {
+    async fn process_llm_request(&self, _args: LlmRequestArgs<'_>) -> Result<LlmRequestOutcome, HookError> {
         let chunks = vec![
             Chunk::TextDelta { id: "cached".into(), text: "cached answer".into() },
             Chunk::StepFinish {

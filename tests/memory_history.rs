@@ -5,8 +5,10 @@ mod common;
 
 use std::sync::Arc;
 
-use agentwire::processor::{Hook, HookResult, HookSet, InputArgs, InputOutcome, Processor};
-use agentwire::runtime::MessageSource;
+use agentwire::domain::{Hook, HookSet};
+
+use agentwire::domain::MessageSource;
+use agentwire::processor::{HookError, InputArgs, InputOutcome, Processor};
 use agentwire::server::pb;
 use common::{Log, TestServer, TestServerBuilder, in_thread, inspected, names, request, tripwire};
 use tonic::Code;
@@ -214,7 +216,7 @@ impl Processor for CountMemory {
         HookSet::of(&[Hook::ProcessInput])
     }
 
-    async fn process_input(&self, args: InputArgs<'_>) -> HookResult<InputOutcome> {
+    async fn process_input(&self, args: InputArgs<'_>) -> Result<InputOutcome, HookError> {
         let remembered = args.message_list.from_source(MessageSource::Memory).count();
         self.log.push(format!("{}:{remembered} remembered", self.id));
         Ok(InputOutcome::Unchanged)

@@ -6,11 +6,13 @@ mod common;
 
 use std::sync::Arc;
 
+use agentwire::domain::{Hook, HookSet};
+
+use agentwire::domain::{Chunk, DataChunk, Message, Part, Role};
 use agentwire::processor::{
-    Hook, HookResult, HookSet, InputArgs, InputOutcome, InputStepArgs, OutputResultArgs, OutputStepArgs,
-    OutputStreamArgs, Processor, StepOverrides, ToolResultArgs, ToolResultOutcome,
+    HookError, InputArgs, InputOutcome, InputStepArgs, OutputResultArgs, OutputStepArgs, OutputStreamArgs,
+    Processor, StepOverrides, ToolResultArgs, ToolResultOutcome,
 };
-use agentwire::runtime::{Chunk, DataChunk, Message, Part, Role};
 use agentwire::server::pb;
 use common::{Log, TestServer, TestServerBuilder, inspected, names, request, text, tripwire, types};
 use serde_json::{Value, json};
@@ -333,7 +335,7 @@ impl Processor for Shout {
         HookSet::of(&[Hook::ProcessOutputStream])
     }
 
-    async fn process_output_stream(&self, args: OutputStreamArgs<'_>) -> HookResult<Option<Chunk>> {
+    async fn process_output_stream(&self, args: OutputStreamArgs<'_>) -> Result<Option<Chunk>, HookError> {
         Ok(Some(match args.part {
             Chunk::TextDelta { id, text } => Chunk::TextDelta { id, text: text.to_uppercase() },
             other => other,
@@ -355,7 +357,7 @@ impl Processor for DropSecret {
         HookSet::of(&[Hook::ProcessOutputStream])
     }
 
-    async fn process_output_stream(&self, args: OutputStreamArgs<'_>) -> HookResult<Option<Chunk>> {
+    async fn process_output_stream(&self, args: OutputStreamArgs<'_>) -> Result<Option<Chunk>, HookError> {
         match &args.part {
             Chunk::TextDelta { text, .. } if text.contains("secret") => Ok(None),
             _ => Ok(Some(args.part)),
@@ -379,7 +381,7 @@ impl Processor for NoteEmitter {
         HookSet::of(&[Hook::ProcessInput, Hook::ProcessOutputResult])
     }
 
-    async fn process_input(&self, mut args: InputArgs<'_>) -> HookResult<InputOutcome> {
+    async fn process_input(&self, mut args: InputArgs<'_>) -> Result<InputOutcome, HookError> {
         args.ctx.emit(DataChunk::new("input-note", json!({ "seen": args.messages.len() })));
         Ok(InputOutcome::Unchanged)
     }
@@ -387,7 +389,7 @@ impl Processor for NoteEmitter {
     async fn process_output_result(
         &self,
         mut args: OutputResultArgs<'_>,
-    ) -> HookResult<Option<Vec<Message>>> {
+    ) -> Result<Option<Vec<Message>>, HookError> {
         args.ctx.emit(DataChunk::new("kept", json!({ "text": args.result.text })));
         args.ctx.emit(DataChunk::new("data-passing", json!(1)).transient());
         Ok(None)
@@ -409,7 +411,7 @@ impl Processor for InspectOnRetry {
     }
 
     /// Lets `mock/inspect` show the prompt of a retry, or of the step after a tool.
-    async fn process_input_step(&self, args: InputStepArgs<'_>) -> HookResult<StepOverrides> {
+    async fn process_input_step(&self, args: InputStepArgs<'_>) -> Result<StepOverrides, HookError> {
         let switch = args.ctx.retry_count > 0 || args.step_number > 0;
         Ok(StepOverrides { model: switch.then(|| "mock/inspect".to_owned()), ..StepOverrides::default() })
     }
@@ -430,7 +432,7 @@ impl Processor for RetryCounter {
         HookSet::of(&[Hook::ProcessOutputStep])
     }
 
-    async fn process_output_step(&self, args: OutputStepArgs<'_>) -> HookResult<Option<Vec<Message>>> {
+    async fn process_output_step(&self, args: OutputStepArgs<'_>) -> Result<Option<Vec<Message>>, HookError> {
         self.log.push(format!("{}:{}", self.id, args.ctx.retry_count));
         Ok(None)
     }
@@ -451,7 +453,7 @@ impl Processor for RedactToolResult {
         HookSet::of(&[Hook::ProcessToolResult])
     }
 
-    async fn process_tool_result(&self, args: ToolResultArgs<'_>) -> HookResult<ToolResultOutcome> {
+    async fn process_tool_result(&self, args: ToolResultArgs<'_>) -> Result<ToolResultOutcome, HookError> {
         assert_eq!(args.result["value"], 42.0, "the hook sees the raw result");
         let redacted = json!({ "value": "[REDACTED]" });
         if self.in_place {
@@ -476,7 +478,10 @@ impl Processor for Signature {
         HookSet::of(&[Hook::ProcessOutputResult])
     }
 
-    async fn process_output_result(&self, args: OutputResultArgs<'_>) -> HookResult<Option<Vec<Message>>> {
+    async fn process_output_result(
+        &self,
+        args: OutputResultArgs<'_>,
+    ) -> Result<Option<Vec<Message>>, HookError> {
         let mut messages = args.messages;
         let last = messages.iter_mut().rev().find(|message| message.role == Role::Assistant).unwrap();
         let signed = format!("{} -- signed", last.text());
@@ -517,17 +522,17 @@ impl Processor for Stateful {
         ])
     }
 
-    async fn process_input(&self, args: InputArgs<'_>) -> HookResult<InputOutcome> {
+    async fn process_input(&self, args: InputArgs<'_>) -> Result<InputOutcome, HookError> {
         Stateful::note(args.ctx.state, Hook::ProcessInput);
         Ok(InputOutcome::Unchanged)
     }
 
-    async fn process_input_step(&self, args: InputStepArgs<'_>) -> HookResult<StepOverrides> {
+    async fn process_input_step(&self, args: InputStepArgs<'_>) -> Result<StepOverrides, HookError> {
         Stateful::note(args.ctx.state, Hook::ProcessInputStep);
         Ok(StepOverrides::default())
     }
 
-    async fn process_output_stream(&self, args: OutputStreamArgs<'_>) -> HookResult<Option<Chunk>> {
+    async fn process_output_stream(&self, args: OutputStreamArgs<'_>) -> Result<Option<Chunk>, HookError> {
         // `start` streams before processInput runs; count the stream from the first step on.
         if !matches!(args.part, Chunk::Start { .. }) {
             Stateful::note(args.ctx.state, Hook::ProcessOutputStream);
@@ -535,12 +540,15 @@ impl Processor for Stateful {
         Ok(Some(args.part))
     }
 
-    async fn process_output_step(&self, args: OutputStepArgs<'_>) -> HookResult<Option<Vec<Message>>> {
+    async fn process_output_step(&self, args: OutputStepArgs<'_>) -> Result<Option<Vec<Message>>, HookError> {
         Stateful::note(args.ctx.state, Hook::ProcessOutputStep);
         Ok(None)
     }
 
-    async fn process_output_result(&self, args: OutputResultArgs<'_>) -> HookResult<Option<Vec<Message>>> {
+    async fn process_output_result(
+        &self,
+        args: OutputResultArgs<'_>,
+    ) -> Result<Option<Vec<Message>>, HookError> {
         Stateful::note(args.ctx.state, Hook::ProcessOutputResult);
         let hooks: Vec<&str> =
             args.ctx.state["hooks"].as_array().unwrap().iter().map(|h| h.as_str().unwrap()).collect();

@@ -8,9 +8,10 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
+use agentwire::domain::{Hook, HookSet};
 use agentwire::model::ModelError;
 use agentwire::processor::{
-    ApiErrorArgs, ApiErrorOutcome, Hook, HookResult, HookSet, InputStepArgs, Processor, StepOverrides,
+    ApiErrorArgs, ApiErrorOutcome, HookError, InputStepArgs, Processor, StepOverrides,
 };
 use agentwire::server::pb;
 use common::fake_provider::{FakeProvider, Reply, json_events, openai_text};
@@ -93,7 +94,7 @@ impl Processor for Recover {
         HookSet::of(&[Hook::ProcessApiError])
     }
 
-    async fn process_api_error(&self, args: ApiErrorArgs<'_>) -> HookResult<ApiErrorOutcome> {
+    async fn process_api_error(&self, args: ApiErrorArgs<'_>) -> Result<ApiErrorOutcome, HookError> {
         if let ModelError::Rejected { status, message, .. } = args.error {
             self.log.push(format!("rejected {status}: {message}"));
         }
@@ -114,7 +115,7 @@ impl Processor for Switch {
         HookSet::of(&[Hook::ProcessInputStep])
     }
 
-    async fn process_input_step(&self, args: InputStepArgs<'_>) -> HookResult<StepOverrides> {
+    async fn process_input_step(&self, args: InputStepArgs<'_>) -> Result<StepOverrides, HookError> {
         let model = (args.step_number == 0).then(|| "fake/large".to_owned());
         Ok(StepOverrides { model, ..StepOverrides::default() })
     }

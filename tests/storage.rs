@@ -1,7 +1,7 @@
 //! The `Store` contract, run against the sled store. Written against `&dyn Store` so that any
 //! later backend can run the same suite.
 
-use agentwire::runtime::{Message, Part, Role};
+use agentwire::domain::{Message, Part, Role};
 use agentwire::storage::{
     CacheScope, Direction, EmbeddingRecord, NewThread, RecallScope, RunSave, SledStore, Store, StoreError,
     ThreadUpdate, VectorQuery, WorkingMemoryScope,
@@ -269,7 +269,7 @@ async fn opening_waits_for_a_store_closing_elsewhere() {
 async fn cached_values_expire_and_are_scoped() {
     let (_dir, store) = open();
     let store: &dyn Store = &store;
-    let now = agentwire::runtime::now_millis();
+    let now = agentwire::domain::now_millis();
     let alice = CacheScope::Resource("alice".into());
     let thread = CacheScope::Thread("t1".into());
     store.cache_put(&alice, "k", b"answer".to_vec(), now + 60_000).await.unwrap();

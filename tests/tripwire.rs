@@ -4,7 +4,7 @@
 
 mod common;
 
-use agentwire::processor::Hook;
+use agentwire::domain::Hook;
 use agentwire::server::pb;
 use common::{TestServer, error, names, request, tripwire, types};
 

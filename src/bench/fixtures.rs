@@ -11,8 +11,8 @@ use tokio::sync::mpsc;
 use tokio_stream::wrappers::{ReceiverStream, TcpListenerStream};
 use tonic::{Request, Response, Status, Streaming};
 
+use crate::domain::{Message, Part, Role};
 use crate::memory::embedder::{Embedder, Lexical};
-use crate::runtime::{Message, Part, Role};
 use crate::server::pb::agent_service_server::{AgentService, AgentServiceServer};
 use crate::server::pb::processor_service_client::ProcessorServiceClient;
 use crate::server::pb::processor_service_server::{ProcessorService, ProcessorServiceServer};

@@ -6,10 +6,9 @@ use std::sync::Arc;
 
 use super::run::MemoryRun;
 use super::working::{MAX_REBASES, is_working_memory_traffic};
-use crate::processor::{
-    Hook, HookError, HookResult, HookSet, InputArgs, InputOutcome, OutputResultArgs, Processor,
-};
-use crate::runtime::{Message, MessageList, MessageSource, Part, Role};
+use crate::domain::{Hook, HookSet};
+use crate::domain::{Message, MessageList, MessageSource, Part, Role};
+use crate::processor::{HookError, InputArgs, InputOutcome, OutputResultArgs, Processor};
 use crate::storage::{RunSave, StoreError};
 
 /// Message history of one run's thread.
@@ -73,7 +72,7 @@ impl Processor for MessageHistory {
         HookSet::of(&[Hook::ProcessInput, Hook::ProcessOutputResult])
     }
 
-    async fn process_input(&self, args: InputArgs<'_>) -> HookResult<InputOutcome> {
+    async fn process_input(&self, args: InputArgs<'_>) -> Result<InputOutcome, HookError> {
         let limit = usize::try_from(self.run.config.last_messages).unwrap_or(usize::MAX);
         if limit == 0 {
             return Ok(InputOutcome::Unchanged);
@@ -94,7 +93,10 @@ impl Processor for MessageHistory {
         Ok(InputOutcome::Unchanged)
     }
 
-    async fn process_output_result(&self, args: OutputResultArgs<'_>) -> HookResult<Option<Vec<Message>>> {
+    async fn process_output_result(
+        &self,
+        args: OutputResultArgs<'_>,
+    ) -> Result<Option<Vec<Message>>, HookError> {
         let messages = persisted(args.message_list);
         let mut rebases = 0;
         loop {

@@ -5,24 +5,26 @@
 //! Memory processors run first on input (they load what guardrails then see) and last on output
 //! (they persist only what every output processor accepted): an abort anywhere, or a failed run,
 //! persists nothing. An agent that names a memory kind in its own lists places it there instead.
+//!
+//! [`MemoryRun`] (`run.rs`, a leaf) is one run's view of memory; [`MemoryRun::processors`] here
+//! builds that run's processors over it; each processor lives in its own file.
 
-mod config;
 pub mod embedder;
 mod history;
 mod recall;
 mod run;
 mod working;
 
-pub use self::config::{
-    MemoryConfig, MessageRange, RecallScopeKind, SemanticRecallConfig, WorkingMemoryConfig,
-    WorkingMemoryScopeKind,
-};
+use std::sync::Arc;
+
 pub use self::history::MessageHistory;
 pub use self::recall::SemanticRecall;
-pub use self::run::{MemoryProcessors, MemoryRun};
+pub use self::run::MemoryRun;
 pub use self::working::{
     DEFAULT_TEMPLATE, TOOL_NAME as WORKING_MEMORY_TOOL, UpdateWorkingMemory, WorkingMemory, deep_merge,
 };
+use crate::processor::Processor;
+use crate::tool::Tool;
 
 /// The memory processors, by kind (their kind is their id).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -52,5 +54,68 @@ impl MemoryKind {
     /// The kind with this name.
     pub fn from_name(name: &str) -> Option<MemoryKind> {
         MemoryKind::ALL.into_iter().find(|kind| kind.name() == name)
+    }
+}
+
+/// The memory processors of one run, by kind, and the tools they offer.
+pub struct MemoryProcessors {
+    history: Arc<dyn Processor>,
+    working: Option<Arc<dyn Processor>>,
+    recall: Option<Arc<dyn Processor>>,
+    tools: Vec<Arc<dyn Tool>>,
+}
+
+impl MemoryRun {
+    /// The run's memory processors.
+    pub fn processors(self) -> MemoryProcessors {
+        let run = Arc::new(self);
+        let working_on = run.config.active_working_memory().is_some();
+        let recall_on = run.config.semantic_recall.is_some();
+        MemoryProcessors {
+            history: Arc::new(MessageHistory::new(Arc::clone(&run))),
+            working: working_on.then(|| Arc::new(WorkingMemory::new(Arc::clone(&run))) as Arc<dyn Processor>),
+            recall: recall_on.then(|| Arc::new(SemanticRecall::new(Arc::clone(&run))) as Arc<dyn Processor>),
+            tools: if working_on {
+                vec![Arc::new(UpdateWorkingMemory::new(run)) as Arc<dyn Tool>]
+            } else {
+                Vec::new()
+            },
+        }
+    }
+}
+
+impl std::fmt::Debug for MemoryProcessors {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("MemoryProcessors")
+            .field("history", &self.history)
+            .field("working", &self.working)
+            .field("recall", &self.recall)
+            .finish()
+    }
+}
+
+impl MemoryProcessors {
+    /// The memory processors run before the agent's input processors, in order: recall comes
+    /// after history so that it skips what history already loaded.
+    pub const INPUT: &[MemoryKind] =
+        &[MemoryKind::WorkingMemory, MemoryKind::MessageHistory, MemoryKind::SemanticRecall];
+
+    /// The memory processors run after the agent's output processors, in order: embeddings are
+    /// made before the save that stores them.
+    pub const OUTPUT: &[MemoryKind] = &[MemoryKind::SemanticRecall, MemoryKind::MessageHistory];
+
+    /// The processor of a kind, when it is on for this agent.
+    pub fn get(&self, kind: MemoryKind) -> Option<&Arc<dyn Processor>> {
+        match kind {
+            MemoryKind::MessageHistory => Some(&self.history),
+            MemoryKind::WorkingMemory => self.working.as_ref(),
+            MemoryKind::SemanticRecall => self.recall.as_ref(),
+        }
+    }
+
+    /// The tools the memory processors offer the model in this run.
+    pub fn tools(&self) -> Vec<Arc<dyn Tool>> {
+        self.tools.clone()
     }
 }

@@ -6,13 +6,12 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use super::config::{RecallScopeKind, SemanticRecallConfig};
 use super::run::MemoryRun;
 use super::working::escape;
-use crate::processor::{
-    Hook, HookError, HookResult, HookSet, InputArgs, InputOutcome, OutputResultArgs, Processor,
-};
-use crate::runtime::{Message, MessageSource, Role};
+use crate::config::{RecallScopeKind, SemanticRecallConfig};
+use crate::domain::{Hook, HookSet};
+use crate::domain::{Message, MessageSource, Role};
+use crate::processor::{HookError, InputArgs, InputOutcome, OutputResultArgs, Processor};
 use crate::storage::{EmbeddingRecord, RecallScope, StoredMessage, VectorQuery};
 
 /// The system-message tag of messages recalled from other threads.
@@ -94,7 +93,7 @@ impl Processor for SemanticRecall {
         HookSet::of(&[Hook::ProcessInput, Hook::ProcessOutputResult])
     }
 
-    async fn process_input(&self, args: InputArgs<'_>) -> HookResult<InputOutcome> {
+    async fn process_input(&self, args: InputArgs<'_>) -> Result<InputOutcome, HookError> {
         let Some(query) =
             args.messages.iter().rev().find(|message| message.role == Role::User).and_then(embeddable)
         else {
@@ -147,7 +146,10 @@ impl Processor for SemanticRecall {
         Ok(InputOutcome::Unchanged)
     }
 
-    async fn process_output_result(&self, args: OutputResultArgs<'_>) -> HookResult<Option<Vec<Message>>> {
+    async fn process_output_result(
+        &self,
+        args: OutputResultArgs<'_>,
+    ) -> Result<Option<Vec<Message>>, HookError> {
         let (ids, texts): (Vec<String>, Vec<String>) = args
             .message_list
             .run_messages()

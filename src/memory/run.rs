@@ -3,15 +3,11 @@
 
 use std::sync::{Arc, Mutex};
 
-use super::MemoryKind;
-use super::config::MemoryConfig;
+use serde_json::Value;
+
 use super::embedder::Embedder;
-use super::history::MessageHistory;
-use super::recall::SemanticRecall;
-use super::working::{UpdateWorkingMemory, WorkingMemory, WorkingState};
-use crate::processor::Processor;
+use crate::config::MemoryConfig;
 use crate::storage::{EmbeddingRecord, Store};
-use crate::tool::Tool;
 
 /// Memory for one run.
 #[derive(Debug)]
@@ -30,14 +26,6 @@ pub struct MemoryRun {
     pub(super) embedder: Arc<dyn Embedder>,
     /// Embeddings of the run's messages, saved with them.
     pub(super) pending_embeddings: Mutex<Vec<EmbeddingRecord>>,
-}
-
-/// The memory processors of one run, by kind, and the tools they offer.
-pub struct MemoryProcessors {
-    history: Arc<dyn Processor>,
-    working: Option<Arc<dyn Processor>>,
-    recall: Option<Arc<dyn Processor>>,
-    tools: Vec<Arc<dyn Tool>>,
 }
 
 impl MemoryRun {
@@ -59,57 +47,24 @@ impl MemoryRun {
             pending_embeddings: Mutex::new(Vec::new()),
         }
     }
-
-    /// The run's memory processors.
-    pub fn processors(self) -> MemoryProcessors {
-        let run = Arc::new(self);
-        let working_on = run.config.active_working_memory().is_some();
-        let recall_on = run.config.semantic_recall.is_some();
-        MemoryProcessors {
-            history: Arc::new(MessageHistory::new(Arc::clone(&run))),
-            working: working_on.then(|| Arc::new(WorkingMemory::new(Arc::clone(&run))) as Arc<dyn Processor>),
-            recall: recall_on.then(|| Arc::new(SemanticRecall::new(Arc::clone(&run))) as Arc<dyn Processor>),
-            tools: if working_on {
-                vec![Arc::new(UpdateWorkingMemory::new(run)) as Arc<dyn Tool>]
-            } else {
-                Vec::new()
-            },
-        }
-    }
 }
 
-impl std::fmt::Debug for MemoryProcessors {
-    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        formatter
-            .debug_struct("MemoryProcessors")
-            .field("history", &self.history)
-            .field("working", &self.working)
-            .field("recall", &self.recall)
-            .finish()
-    }
+/// One update the model made during the run, re-applied on top of a concurrent one.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) enum WorkingUpdate {
+    /// Markdown: the whole new document.
+    Replace(String),
+    /// JSON: a patch to deep-merge.
+    Merge(Value),
 }
 
-impl MemoryProcessors {
-    /// The memory processors run before the agent's input processors, in order: recall comes
-    /// after history so that it skips what history already loaded.
-    pub const INPUT: &[MemoryKind] =
-        &[MemoryKind::WorkingMemory, MemoryKind::MessageHistory, MemoryKind::SemanticRecall];
-
-    /// The memory processors run after the agent's output processors, in order: embeddings are
-    /// made before the save that stores them.
-    pub const OUTPUT: &[MemoryKind] = &[MemoryKind::SemanticRecall, MemoryKind::MessageHistory];
-
-    /// The processor of a kind, when it is on for this agent.
-    pub fn get(&self, kind: MemoryKind) -> Option<&Arc<dyn Processor>> {
-        match kind {
-            MemoryKind::MessageHistory => Some(&self.history),
-            MemoryKind::WorkingMemory => self.working.as_ref(),
-            MemoryKind::SemanticRecall => self.recall.as_ref(),
-        }
-    }
-
-    /// The tools the memory processors offer the model in this run.
-    pub fn tools(&self) -> Vec<Arc<dyn Tool>> {
-        self.tools.clone()
-    }
+/// Working memory as the run sees it.
+#[derive(Debug, Default)]
+pub(super) struct WorkingState {
+    /// The current document, the run's updates included.
+    pub(super) content: String,
+    /// The stored version the run's updates apply to.
+    pub(super) base_version: u64,
+    /// The run's updates, in order.
+    pub(super) updates: Vec<WorkingUpdate>,
 }

@@ -11,13 +11,12 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use super::config::WorkingMemoryConfig;
-use super::run::MemoryRun;
-use crate::model::ToolDefinition;
-use crate::processor::{
-    Hook, HookError, HookResult, HookSet, InputArgs, InputOutcome, InputStepArgs, Processor, StepOverrides,
-};
-use crate::runtime::JsonSchema;
+use super::run::{MemoryRun, WorkingUpdate};
+use crate::config::WorkingMemoryConfig;
+use crate::domain::JsonSchema;
+use crate::domain::ToolDefinition;
+use crate::domain::{Hook, HookSet};
+use crate::processor::{HookError, InputArgs, InputOutcome, InputStepArgs, Processor, StepOverrides};
 use crate::storage::WorkingMemoryScope;
 use crate::tool::{Tool, ToolError};
 
@@ -29,26 +28,6 @@ const SYSTEM_TAG: &str = "memory:working-memory";
 /// The template shown when an agent gives none (Mastra's default).
 pub const DEFAULT_TEMPLATE: &str = "# User Information\n- **First Name**:\n- **Last Name**:\n- **Location**:\n\
 - **Occupation**:\n- **Interests**:\n- **Goals**:\n- **Events**:\n- **Facts**:\n- **Projects**:\n";
-
-/// One update the model made during the run, re-applied on top of a concurrent one.
-#[derive(Debug, Clone, PartialEq)]
-pub(super) enum WorkingUpdate {
-    /// Markdown: the whole new document.
-    Replace(String),
-    /// JSON: a patch to deep-merge.
-    Merge(Value),
-}
-
-/// Working memory as the run sees it.
-#[derive(Debug, Default)]
-pub(super) struct WorkingState {
-    /// The current document, the run's updates included.
-    pub(super) content: String,
-    /// The stored version the run's updates apply to.
-    pub(super) base_version: u64,
-    /// The run's updates, in order.
-    pub(super) updates: Vec<WorkingUpdate>,
-}
 
 impl WorkingMemoryConfig {
     /// The document shown before anything is stored.
@@ -139,10 +118,10 @@ impl MemoryRun {
 }
 
 /// True for the parts of working-memory updates, which are not kept in history.
-pub(super) fn is_working_memory_traffic(part: &crate::runtime::Part) -> bool {
+pub(super) fn is_working_memory_traffic(part: &crate::domain::Part) -> bool {
     match part {
-        crate::runtime::Part::ToolCall(call) => call.tool_name == TOOL_NAME,
-        crate::runtime::Part::ToolResult(result) => result.tool_name == TOOL_NAME,
+        crate::domain::Part::ToolCall(call) => call.tool_name == TOOL_NAME,
+        crate::domain::Part::ToolResult(result) => result.tool_name == TOOL_NAME,
         _ => false,
     }
 }
@@ -194,7 +173,7 @@ impl WorkingMemory {
     /// The scope this agent's working memory lives in, for this run.
     pub(super) fn scope(run: &MemoryRun) -> WorkingMemoryScope {
         match run.config.active_working_memory().map(|config| config.scope) {
-            Some(super::config::WorkingMemoryScopeKind::Thread) => {
+            Some(crate::config::WorkingMemoryScopeKind::Thread) => {
                 WorkingMemoryScope::Thread(run.thread_id.clone())
             }
             _ => WorkingMemoryScope::Resource(run.resource_id.clone()),
@@ -212,7 +191,7 @@ impl Processor for WorkingMemory {
         HookSet::of(&[Hook::ProcessInput, Hook::ProcessInputStep])
     }
 
-    async fn process_input(&self, _args: InputArgs<'_>) -> HookResult<InputOutcome> {
+    async fn process_input(&self, _args: InputArgs<'_>) -> Result<InputOutcome, HookError> {
         let scope = WorkingMemory::scope(&self.run);
         let stored = self
             .run
@@ -231,7 +210,7 @@ impl Processor for WorkingMemory {
         Ok(InputOutcome::Unchanged)
     }
 
-    async fn process_input_step(&self, args: InputStepArgs<'_>) -> HookResult<StepOverrides> {
+    async fn process_input_step(&self, args: InputStepArgs<'_>) -> Result<StepOverrides, HookError> {
         let content = self.run.working.lock().expect("working memory lock").content.clone();
         args.message_list.clear_tagged_system(SYSTEM_TAG);
         args.message_list.add_tagged_system(SYSTEM_TAG, self.system_message(&content));

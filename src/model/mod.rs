@@ -14,9 +14,9 @@ use std::sync::Arc;
 
 use futures::Stream;
 
-pub use self::mock::{MockReply, MockScript, MockToolCall};
-pub use self::request::{ModelRequest, ModelSettings, PromptMessage, ToolChoice, ToolDefinition};
-use crate::runtime::{FinishReason, ToolCall, Usage};
+pub use self::request::ModelRequest;
+use crate::config::MockScript;
+use crate::domain::{FinishReason, ToolCall, Usage};
 
 /// What a model streams during one call.
 #[derive(Debug, Clone, PartialEq)]

@@ -5,8 +5,11 @@
 use serde_json::Value;
 
 use super::context::HookContext;
-use crate::model::{ModelError, ModelSettings, PromptMessage, ToolChoice, ToolDefinition};
-use crate::runtime::{Chunk, FinishReason, Message, MessageList, StepInput, StepResult, ToolCall, Usage};
+use crate::domain::{
+    Chunk, FinishReason, Message, MessageList, ModelSettings, PromptMessage, StepInput, StepResult, ToolCall,
+    ToolChoice, ToolDefinition, Usage,
+};
+use crate::model::ModelError;
 
 /// `processInput`: the run's input, once, before the loop.
 #[derive(Debug)]
@@ -80,6 +83,46 @@ pub struct StepOverrides {
     pub provider_options: Option<Value>,
     /// Replace the structured output schema.
     pub structured_output: Option<Value>,
+}
+
+impl StepOverrides {
+    /// Applies the step fields to `step`, and gives back the rest (the messages and system
+    /// messages, which belong to the message list).
+    pub fn apply_to(self, step: &mut StepInput) -> StepOverrides {
+        let StepOverrides {
+            model,
+            tools,
+            tool_choice,
+            active_tools,
+            messages,
+            system_messages,
+            model_settings,
+            provider_options,
+            structured_output,
+        } = self;
+        if let Some(model) = model {
+            step.model = model;
+        }
+        if let Some(tools) = tools {
+            step.tools = tools;
+        }
+        if let Some(tool_choice) = tool_choice {
+            step.tool_choice = tool_choice;
+        }
+        if active_tools.is_some() {
+            step.active_tools = active_tools;
+        }
+        if let Some(settings) = model_settings {
+            step.settings = settings;
+        }
+        if let Some(provider_options) = provider_options {
+            step.provider_options = provider_options;
+        }
+        if structured_output.is_some() {
+            step.structured_output = structured_output;
+        }
+        StepOverrides { messages, system_messages, ..StepOverrides::default() }
+    }
 }
 
 /// `processLLMRequest`: the outgoing prompt of a step, after conversion.

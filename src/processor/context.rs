@@ -1,29 +1,9 @@
 //! What every hook receives besides its own arguments: the run it serves, the processor's own
 //! `state`, the retry count, a writer for custom `data-*` chunks, and `abort`.
 
-use std::collections::BTreeMap;
-
 use serde_json::{Map, Value};
 
-use crate::runtime::DataChunk;
-use crate::telemetry::propagation::TraceContext;
-
-/// The run a hook is called for.
-#[derive(Debug, Clone, Default)]
-pub struct RunInfo {
-    /// The run's id.
-    pub run_id: String,
-    /// The agent that runs.
-    pub agent_id: String,
-    /// The run's thread, empty when it has none.
-    pub thread_id: String,
-    /// The run's resource, empty when it has none.
-    pub resource_id: String,
-    /// The request's free key/value context.
-    pub request_context: BTreeMap<String, String>,
-    /// The caller's W3C trace context, as it came.
-    pub trace_context: TraceContext,
-}
+use crate::domain::{DataChunk, RunInfo};
 
 /// The context of one hook call.
 #[derive(Debug)]
@@ -140,6 +120,3 @@ impl From<Abort> for HookError {
         HookError::Abort(abort)
     }
 }
-
-/// What a hook returns.
-pub type HookResult<T> = Result<T, HookError>;

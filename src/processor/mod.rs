@@ -8,10 +8,7 @@
 mod args;
 pub mod builtin;
 mod context;
-mod hook;
 mod registry;
-pub mod remote;
-mod window;
 
 use std::fmt;
 
@@ -20,11 +17,9 @@ pub use self::args::{
     LlmResponseArgs, OutputResultArgs, OutputStepArgs, OutputStreamArgs, OutputStreamEndArgs, OutputSummary,
     OutputWindowArgs, StepOverrides, ToolResultArgs, ToolResultOutcome,
 };
-pub use self::context::{Abort, HookContext, HookError, HookResult, RunInfo, SkippedProcessor};
-pub use self::hook::{Hook, HookSet};
+pub use self::context::{Abort, HookContext, HookError, SkippedProcessor};
 pub use self::registry::{ProcessorFactory, ProcessorRegistry, ProcessorResources, parse_options};
-pub use self::window::StreamWindow;
-use crate::runtime::{Chunk, Message};
+use crate::domain::{Chunk, HookSet, Message, RunInfo, StreamWindow};
 
 /// Something that takes part in runs at one or more hooks.
 ///
@@ -44,32 +39,32 @@ pub trait Processor: Send + Sync {
     }
 
     /// Once per run, before the loop.
-    async fn process_input(&self, _args: InputArgs<'_>) -> HookResult<InputOutcome> {
+    async fn process_input(&self, _args: InputArgs<'_>) -> Result<InputOutcome, HookError> {
         Ok(InputOutcome::Unchanged)
     }
 
     /// At each step, before the prompt is built.
-    async fn process_input_step(&self, _args: InputStepArgs<'_>) -> HookResult<StepOverrides> {
+    async fn process_input_step(&self, _args: InputStepArgs<'_>) -> Result<StepOverrides, HookError> {
         Ok(StepOverrides::default())
     }
 
     /// At each step, on the outgoing prompt.
-    async fn process_llm_request(&self, _args: LlmRequestArgs<'_>) -> HookResult<LlmRequestOutcome> {
+    async fn process_llm_request(&self, _args: LlmRequestArgs<'_>) -> Result<LlmRequestOutcome, HookError> {
         Ok(LlmRequestOutcome::default())
     }
 
     /// At each step, after the model's stream completed.
-    async fn process_llm_response(&self, _args: LlmResponseArgs<'_>) -> HookResult<()> {
+    async fn process_llm_response(&self, _args: LlmResponseArgs<'_>) -> Result<(), HookError> {
         Ok(())
     }
 
     /// When the model rejects a call (error processors only).
-    async fn process_api_error(&self, _args: ApiErrorArgs<'_>) -> HookResult<ApiErrorOutcome> {
+    async fn process_api_error(&self, _args: ApiErrorArgs<'_>) -> Result<ApiErrorOutcome, HookError> {
         Ok(ApiErrorOutcome::default())
     }
 
     /// On every chunk: return it (maybe rewritten) to pass it on, `None` to drop it.
-    async fn process_output_stream(&self, args: OutputStreamArgs<'_>) -> HookResult<Option<Chunk>> {
+    async fn process_output_stream(&self, args: OutputStreamArgs<'_>) -> Result<Option<Chunk>, HookError> {
         Ok(Some(args.part))
     }
 
@@ -82,7 +77,7 @@ pub trait Processor: Send + Sync {
 
     /// A closed window of chunks: return the chunks that replace it, in order (fewer, more, or
     /// rewritten). The default passes each through [`Processor::process_output_stream`].
-    async fn process_output_window(&self, mut args: OutputWindowArgs<'_>) -> HookResult<Vec<Chunk>> {
+    async fn process_output_window(&self, mut args: OutputWindowArgs<'_>) -> Result<Vec<Chunk>, HookError> {
         let seen_before = args.stream_parts.len() - args.parts.len();
         let mut kept = Vec::with_capacity(args.parts.len());
         for (index, part) in args.parts.into_iter().enumerate() {
@@ -100,22 +95,31 @@ pub trait Processor: Send + Sync {
 
     /// The model's stream of a step ended: return the chunks this processor still holds back (a
     /// redactor waiting to see whether a match continues), to go out before the step ends.
-    async fn process_output_stream_end(&self, _args: OutputStreamEndArgs<'_>) -> HookResult<Vec<Chunk>> {
+    async fn process_output_stream_end(
+        &self,
+        _args: OutputStreamEndArgs<'_>,
+    ) -> Result<Vec<Chunk>, HookError> {
         Ok(Vec::new())
     }
 
     /// After each model step, before tools. `Some(messages)` replaces all messages.
-    async fn process_output_step(&self, _args: OutputStepArgs<'_>) -> HookResult<Option<Vec<Message>>> {
+    async fn process_output_step(
+        &self,
+        _args: OutputStepArgs<'_>,
+    ) -> Result<Option<Vec<Message>>, HookError> {
         Ok(None)
     }
 
     /// After each tool call, before its result is used.
-    async fn process_tool_result(&self, _args: ToolResultArgs<'_>) -> HookResult<ToolResultOutcome> {
+    async fn process_tool_result(&self, _args: ToolResultArgs<'_>) -> Result<ToolResultOutcome, HookError> {
         Ok(ToolResultOutcome::default())
     }
 
     /// Once, after the run. `Some(messages)` replaces the response messages.
-    async fn process_output_result(&self, _args: OutputResultArgs<'_>) -> HookResult<Option<Vec<Message>>> {
+    async fn process_output_result(
+        &self,
+        _args: OutputResultArgs<'_>,
+    ) -> Result<Option<Vec<Message>>, HookError> {
         Ok(None)
     }
 }

@@ -2,9 +2,11 @@
 
 use std::sync::Arc;
 
+use crate::config::MemoryConfig;
+use crate::config::MockScript;
+use crate::domain::ModelSettings;
+use crate::memory::MemoryKind;
 use crate::memory::embedder::Embedder;
-use crate::memory::{MemoryConfig, MemoryKind};
-use crate::model::{MockScript, ModelSettings};
 use crate::processor::Processor;
 
 /// What an entry of a processor list stands for.

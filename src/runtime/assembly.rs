@@ -3,7 +3,8 @@
 
 use std::sync::Arc;
 
-use super::{Agent, NamedProcessor, Part, ProcessorRef, RunError, RunRequest, Runtime};
+use super::{Agent, NamedProcessor, ProcessorRef, RunError, RunRequest, Runtime};
+use crate::domain::Part;
 use crate::memory::{MemoryKind, MemoryProcessors, MemoryRun};
 use crate::processor::Processor;
 use crate::storage::StoreError;

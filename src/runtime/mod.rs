@@ -14,44 +14,33 @@
 
 mod agent;
 mod assembly;
-mod chunk;
-mod json_schema;
 mod lifecycle;
-mod message;
-mod message_list;
 mod request;
 mod resolve;
 mod result;
 mod run;
 mod sink;
-mod step;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 pub use self::agent::{Agent, NamedProcessor, ProcessorRef};
-pub use self::chunk::{
-    Chunk, DATA_PREFIX, DataChunk, ErrorSource, FinishReason, RunFailure, Tripwire, Usage,
-};
-pub use self::json_schema::JsonSchema;
 pub use self::lifecycle::ShutdownReport;
-pub use self::message::{Message, Part, Role, ToolCall, ToolResult, new_id, now_millis, text_of};
-pub use self::message_list::{MessageList, MessageSource, ReconcileScope};
 pub use self::request::{RunError, RunRequest};
 pub use self::result::RunResult;
 pub use self::run::{PreparedRun, RETRY_FEEDBACK_TAG};
 pub use self::sink::{ChunkSink, ClientGone};
-pub use self::step::{StepInput, StepResult};
 use crate::config::{Config, ConfigError};
-use crate::memory::embedder::Embedders;
+use crate::domain::JsonSchema;
+use crate::memory::embedder::{self, Embedders};
 use crate::memory::{MemoryKind, MemoryProcessors};
 use crate::model::ModelRegistry;
 use crate::model::provider::Provider;
-use crate::processor::remote::{self, PoolTiming, RemotePool, RemoteProcessor};
 use crate::processor::{Processor, ProcessorRegistry, ProcessorResources};
+use crate::remote::RemoteTool;
+use crate::remote::{self, PoolTiming, RemotePool, RemoteProcessor};
 use crate::storage::Store;
-use crate::tool::RemoteTool;
 use crate::tool::ToolRegistry;
 
 /// What a runtime is built from besides its config: the processor kinds, tools and models it
@@ -140,9 +129,7 @@ impl Runtime {
             if runtime.embedders.get(name).is_some() {
                 return Err(config.invalid_at(offset, format!("embedders.{name}: `{name}` is built in")));
             }
-            let built = embedder
-                .get_ref()
-                .build(name)
+            let built = embedder::build(name, embedder.get_ref())
                 .map_err(|reason| config.invalid_at(offset, format!("embedders.{name}.{reason}")))?;
             runtime.embedders.insert(name, built);
         }
@@ -222,9 +209,6 @@ impl Runtime {
                 );
             }
             runtime.remote.allow_token(token, entry.get_ref().processors.iter().cloned());
-        }
-        if config.remote.ping_interval_ms == 0 {
-            return Err(config.invalid_at(0, "remote.ping_interval_ms must be positive".to_owned()));
         }
         runtime.remote.set_timing(PoolTiming {
             ping_interval: Duration::from_millis(config.remote.ping_interval_ms),

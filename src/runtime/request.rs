@@ -3,9 +3,9 @@
 
 use std::collections::BTreeMap;
 
-use super::message::Message;
+use crate::domain::Message;
+use crate::domain::TraceContext;
 use crate::storage::StoreError;
-use crate::telemetry::propagation::TraceContext;
 
 /// One run of one agent.
 #[derive(Debug, Clone, Default)]

@@ -5,11 +5,12 @@ use std::sync::Arc;
 
 use toml::Spanned;
 
-use super::{Agent, JsonSchema, NamedProcessor, ProcessorRef, RunError, Runtime};
+use super::{Agent, NamedProcessor, ProcessorRef, RunError, Runtime};
 use crate::config::{AgentConfig, ProcessorEntry};
+use crate::domain::JsonSchema;
 use crate::memory::MemoryKind;
 use crate::memory::embedder::LEXICAL;
-use crate::processor::remote::RemoteProcessor;
+use crate::remote::RemoteProcessor;
 
 impl Runtime {
     /// The processor a name stands for: a definition of the config, a memory kind, or a
@@ -109,9 +110,6 @@ impl Runtime {
         let at = |span: std::ops::Range<usize>, message: String| {
             ((!span.is_empty()).then_some(span.start), message)
         };
-        if config.id.is_empty() {
-            return Err((None, "id: must not be empty".to_owned()));
-        }
         let mut max_steps = *config.max_steps.get_ref();
         if config.max_steps.span().is_empty() {
             // The default yields to a lower server-wide limit.
@@ -125,11 +123,6 @@ impl Runtime {
             return Err(at(config.max_steps.span(), message));
         }
         let script = config.script.as_ref().map(|script| Arc::new(script.get_ref().clone()));
-        if let (Some(spanned), Some(script)) = (&config.script, &script)
-            && script.replies.is_empty()
-        {
-            return Err(at(spanned.span(), "script: must hold at least one reply".to_owned()));
-        }
         self.models
             .resolve(config.model.get_ref(), script.as_ref())
             .map_err(|error| at(config.model.span(), format!("model: {error}")))?;
@@ -150,7 +143,6 @@ impl Runtime {
                     "memory: needs a store (serve with a data directory)".to_owned(),
                 ));
             }
-            memory.get_ref().check().map_err(|reason| at(memory.span(), format!("memory.{reason}")))?;
         }
         let embedder_name = config
             .memory

@@ -1,8 +1,6 @@
 //! The outcome of a run, as the unary `Generate` returns it.
 
-use super::chunk::{DataChunk, FinishReason, RunFailure, Tripwire, Usage};
-use super::message::Message;
-use super::step::StepResult;
+use crate::domain::{DataChunk, FinishReason, Message, RunFailure, StepResult, Tripwire, Usage};
 use crate::processor::SkippedProcessor;
 
 /// Everything a run produced.

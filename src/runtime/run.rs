@@ -16,19 +16,21 @@ use tracing::{Instrument as _, Span};
 
 use super::Runtime;
 use super::agent::Agent;
-use super::chunk::{Chunk, DataChunk, ErrorSource, FinishReason, RunFailure, Tripwire, Usage};
-use super::json_schema::JsonSchema;
-use super::message::{Message, Part, Role, ToolCall, ToolResult, new_id};
-use super::message_list::{MessageList, MessageSource, ReconcileScope};
 use super::request::RunRequest;
 use super::result::RunResult;
 use super::sink::ChunkSink;
-use super::step::{StepInput, StepResult};
-use crate::model::{ModelError, ModelRequest, ModelStream, PromptMessage};
+use crate::domain::JsonSchema;
+use crate::domain::PromptMessage;
+use crate::domain::{Chunk, DataChunk, ErrorSource, FinishReason, RunFailure, Tripwire, Usage};
+use crate::domain::{Hook, RunInfo};
+use crate::domain::{Message, Part, Role, ToolCall, ToolResult, new_id};
+use crate::domain::{MessageList, MessageSource, ReconcileScope};
+use crate::domain::{StepInput, StepResult};
+use crate::model::{ModelError, ModelRequest, ModelStream};
 use crate::processor::{
-    Abort, ApiErrorArgs, Hook, HookContext, HookError, HookResult, InputArgs, InputOutcome, InputStepArgs,
-    LlmRequestArgs, LlmResponseArgs, OutputResultArgs, OutputStepArgs, OutputSummary, Processor, RunInfo,
-    SkippedProcessor, StepOverrides, ToolResultArgs,
+    Abort, ApiErrorArgs, HookContext, HookError, InputArgs, InputOutcome, InputStepArgs, LlmRequestArgs,
+    LlmResponseArgs, OutputResultArgs, OutputStepArgs, OutputSummary, Processor, SkippedProcessor,
+    StepOverrides, ToolResultArgs,
 };
 use crate::telemetry::spans;
 use crate::tool::{Tool, ToolCallInfo, ToolError};
@@ -363,7 +365,7 @@ impl Run {
             skipped: std::mem::take(&mut self.processors.skipped),
             cancelled: false,
         };
-        let metrics = crate::metrics::global();
+        let metrics = crate::telemetry::metrics::global();
         let outcome_name = match &outcome {
             Ok(_) => "finished",
             Err(RunStop::Tripwire(tripwire)) => {
@@ -465,7 +467,7 @@ impl Run {
                 guarded(processor.id(), Hook::ProcessInputStep, processor.process_input_step(args))
                     .await
                     .map_err(|error| stop(processor.as_ref(), Hook::ProcessInputStep, error))?;
-            let StepOverrides { messages, system_messages, .. } = step.apply(overrides);
+            let StepOverrides { messages, system_messages, .. } = overrides.apply_to(&mut step);
             if let Some(system_messages) = system_messages {
                 self.list.replace_system_messages(system_messages);
             }
@@ -622,7 +624,7 @@ impl Run {
         }
         self.close_windows(&mut answer).await?;
         if !from_cache {
-            let (metrics, model) = (crate::metrics::global(), [("model", step.model.as_str())]);
+            let (metrics, model) = (crate::telemetry::metrics::global(), [("model", step.model.as_str())]);
             metrics.observe(
                 "agentwire_model_duration_seconds",
                 &model,
@@ -773,7 +775,7 @@ impl Run {
         &mut self,
         step_number: u32,
         call: &ToolCall,
-        offered_tools: &[crate::model::ToolDefinition],
+        offered_tools: &[crate::domain::ToolDefinition],
     ) -> Result<(), RunStop> {
         let offered = offered_tools.iter().any(|tool| tool.name == call.tool_name);
         let run_tool = self.run_tools.iter().find(|tool| tool.definition().name == call.tool_name);
@@ -981,12 +983,12 @@ impl StepAnswer {
 async fn guarded<T>(
     processor_id: &str,
     hook: Hook,
-    hook_call: impl Future<Output = HookResult<T>>,
-) -> HookResult<T> {
+    hook_call: impl Future<Output = Result<T, HookError>>,
+) -> Result<T, HookError> {
     let span = spans::hook(processor_id, hook);
     let started = std::time::Instant::now();
     let outcome = AssertUnwindSafe(hook_call).catch_unwind().instrument(span.clone()).await;
-    crate::metrics::global().observe(
+    crate::telemetry::metrics::global().observe(
         "agentwire_hook_duration_seconds",
         &[("processor", processor_id), ("hook", hook.name())],
         started.elapsed().as_secs_f64(),

@@ -2,7 +2,7 @@
 
 use tokio::sync::mpsc;
 
-use super::chunk::Chunk;
+use crate::domain::Chunk;
 
 /// The client is gone; the run must stop.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

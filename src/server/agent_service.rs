@@ -13,8 +13,9 @@ use super::auth::Auth;
 use super::convert::chunk_to_pb;
 use super::limits::RunSlots;
 use super::pb;
+use crate::domain::TraceContext;
 use crate::runtime::{ChunkSink, RunError, RunRequest, Runtime};
-use crate::telemetry::propagation::{self, TraceContext};
+use crate::telemetry::propagation;
 
 /// Chunks buffered between a run and a slow client before the run waits.
 const CHUNK_BUFFER: usize = 64;

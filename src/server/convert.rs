@@ -2,11 +2,12 @@
 
 use super::pb;
 use super::value::{from_proto, from_struct, to_proto, to_struct};
-use crate::runtime::{
-    Agent, Chunk, DataChunk, Message, Part, Role, RunError, RunFailure, RunRequest, RunResult, StepResult,
-    ToolCall, ToolResult, Tripwire, Usage, now_millis,
+use crate::domain::TraceContext;
+use crate::domain::{
+    Chunk, DataChunk, Message, Part, Role, RunFailure, StepResult, ToolCall, ToolResult, Tripwire, Usage,
+    now_millis,
 };
-use crate::telemetry::propagation::TraceContext;
+use crate::runtime::{Agent, RunError, RunRequest, RunResult};
 
 impl TryFrom<pb::RunRequest> for RunRequest {
     type Error = RunError;
@@ -115,7 +116,7 @@ fn part_from_pb(part: pb::Part, field: &str) -> Result<Part, RunError> {
             }
         }
         Kind::Data(data) => {
-            if !data.r#type.starts_with(crate::runtime::DATA_PREFIX) {
+            if !data.r#type.starts_with(crate::domain::DATA_PREFIX) {
                 return Err(RunError::invalid(format!("{field}.data.type"), "must start with `data-`"));
             }
             Part::Data {

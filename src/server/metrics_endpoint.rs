@@ -7,8 +7,8 @@ use std::sync::Arc;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
-use crate::metrics::Gauge;
 use crate::runtime::Runtime;
+use crate::telemetry::metrics::Gauge;
 
 /// The most of a request the endpoint reads.
 const MAX_REQUEST_BYTES: usize = 8192;
@@ -60,5 +60,5 @@ fn scrape(runtime: &Runtime) -> String {
     if let Some(bytes) = runtime.store().and_then(|store| store.size_bytes()) {
         gauges.push(Gauge { name: "agentwire_store_bytes", labels: Vec::new(), value: bytes as f64 });
     }
-    crate::metrics::global().render(&gauges)
+    crate::telemetry::metrics::global().render(&gauges)
 }

@@ -15,13 +15,13 @@ use tonic::{Request, Response, Status, Streaming};
 use super::pb;
 use super::remote_convert::hook_from_pb;
 use super::value::from_struct;
-use crate::processor::remote::{
-    Answer, AuthError, PROTOCOL_VERSIONS, RemotePool, RemoteReply, Session, SessionEvent, SessionSpec,
-    ToolReply, ToolSpec,
+use crate::domain::JsonSchema;
+use crate::domain::new_id;
+use crate::domain::{Hook, HookSet, StreamWindow};
+use crate::remote::{
+    Answer, AuthError, HookResult, PROTOCOL_VERSIONS, RemotePool, Session, SessionEvent, SessionSpec,
+    ToolOutput, ToolSpec,
 };
-use crate::processor::{Hook, HookSet, StreamWindow};
-use crate::runtime::JsonSchema;
-use crate::runtime::new_id;
 
 /// Calls queued for one instance before callers wait.
 const SESSION_BUFFER: usize = 1024;
@@ -250,13 +250,13 @@ async fn read_answers(
         match message.message {
             Some(pb::processor_message::Message::Result(result)) => {
                 let call_id = result.call_id;
-                if !session.resolve(call_id, Answer::Hook(RemoteReply::from(result))) {
+                if !session.resolve(call_id, Answer::Hook(HookResult::from(result))) {
                     tracing::debug!(call_id, "result for an unknown or abandoned call");
                 }
             }
             Some(pb::processor_message::Message::ToolResult(output)) => {
                 let call_id = output.call_id;
-                if !session.resolve(call_id, Answer::Tool(ToolReply::from(output))) {
+                if !session.resolve(call_id, Answer::Tool(ToolOutput::from(output))) {
                     tracing::debug!(call_id, "tool result for an unknown or abandoned call");
                 }
             }

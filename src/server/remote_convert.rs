@@ -1,14 +1,15 @@
-//! Remote-processor frames ⇄ domain: `HookCall` from a [`RemoteCall`], a [`RemoteReply`] from a
+//! Remote-processor frames ⇄ domain: `HookCall` from a [`HookCall`], a [`HookResult`] from a
 //! `HookResult`. A malformed result becomes a failure of that processor, never a panic.
 
 use super::convert::{chunk_to_pb, message_from_pb};
 use super::pb;
 use super::value::{from_proto, from_struct, to_proto, to_struct};
-use crate::model::{PromptMessage, ToolChoice};
+use crate::domain::Hook;
+use crate::domain::{Chunk, DATA_PREFIX, DataChunk, Message, ToolCall, ToolResult};
+use crate::domain::{PromptMessage, ToolChoice};
 use crate::processor::Abort;
-use crate::processor::Hook;
-use crate::processor::remote::{RemoteCall, RemoteOutcome, RemoteReply, Replacement, ToolReply, ToolRequest};
-use crate::runtime::{Chunk, DATA_PREFIX, DataChunk, Message, RunError, ToolCall, ToolResult};
+use crate::remote::{HookCall, HookResult, Outcome, Replacement, ToolInvocation, ToolOutput};
+use crate::runtime::RunError;
 
 impl From<Hook> for pb::Hook {
     fn from(hook: Hook) -> pb::Hook {
@@ -39,8 +40,8 @@ fn prompt_to_pb(message: &PromptMessage) -> pb::Message {
     }
 }
 
-impl From<RemoteCall> for pb::HookCall {
-    fn from(call: RemoteCall) -> pb::HookCall {
+impl From<HookCall> for pb::HookCall {
+    fn from(call: HookCall) -> pb::HookCall {
         let run_id = call.run.run_id.clone();
         let args = call.args;
         let (error_status, error_message) = args.error.unwrap_or_default();
@@ -76,8 +77,8 @@ impl From<RemoteCall> for pb::HookCall {
     }
 }
 
-impl From<ToolRequest> for pb::ToolInvocation {
-    fn from(request: ToolRequest) -> pb::ToolInvocation {
+impl From<ToolInvocation> for pb::ToolInvocation {
+    fn from(request: ToolInvocation) -> pb::ToolInvocation {
         pb::ToolInvocation {
             call_id: request.call_id,
             run_id: request.run_id,
@@ -91,14 +92,14 @@ impl From<ToolRequest> for pb::ToolInvocation {
     }
 }
 
-impl From<pb::ToolOutput> for ToolReply {
-    fn from(output: pb::ToolOutput) -> ToolReply {
+impl From<pb::ToolOutput> for ToolOutput {
+    fn from(output: pb::ToolOutput) -> ToolOutput {
         let result = if output.error.is_empty() {
             Ok(output.result.map(from_proto).unwrap_or_default())
         } else {
             Err(output.error)
         };
-        ToolReply { result }
+        ToolOutput { result }
     }
 }
 
@@ -180,9 +181,9 @@ fn replacement_from_pb(replacement: pb::Replacement) -> Result<Replacement, Stri
     })
 }
 
-impl From<pb::HookResult> for RemoteReply {
-    fn from(result: pb::HookResult) -> RemoteReply {
-        use pb::hook_result::Outcome;
+impl From<pb::HookResult> for HookResult {
+    fn from(result: pb::HookResult) -> HookResult {
+        use pb::hook_result::Outcome as Wire;
         let emitted: Result<Vec<DataChunk>, String> = result
             .emit
             .into_iter()
@@ -193,22 +194,22 @@ impl From<pb::HookResult> for RemoteReply {
             })
             .collect();
         let outcome = match (result.outcome, &emitted) {
-            (_, Err(reason)) => RemoteOutcome::Failure(format!("malformed result: {reason}")),
-            (None, _) => RemoteOutcome::Failure("malformed result: it sets no outcome".to_owned()),
-            (Some(Outcome::Continue(_)), _) => RemoteOutcome::Continue,
-            (Some(Outcome::Drop(_)), _) => RemoteOutcome::Drop,
-            (Some(Outcome::RetryApiCall(_)), _) => RemoteOutcome::RetryApiCall,
-            (Some(Outcome::Failure(failure)), _) => RemoteOutcome::Failure(failure.message),
-            (Some(Outcome::Abort(abort)), _) => RemoteOutcome::Abort(Abort {
+            (_, Err(reason)) => Outcome::Failure(format!("malformed result: {reason}")),
+            (None, _) => Outcome::Failure("malformed result: it sets no outcome".to_owned()),
+            (Some(Wire::Continue(_)), _) => Outcome::Continue,
+            (Some(Wire::Drop(_)), _) => Outcome::Drop,
+            (Some(Wire::RetryApiCall(_)), _) => Outcome::RetryApiCall,
+            (Some(Wire::Failure(failure)), _) => Outcome::Failure(failure.message),
+            (Some(Wire::Abort(abort)), _) => Outcome::Abort(Abort {
                 reason: abort.reason,
                 retry: abort.retry,
                 metadata: abort.metadata.map(from_proto).unwrap_or_default(),
             }),
-            (Some(Outcome::Replace(replacement)), _) => match replacement_from_pb(replacement) {
-                Ok(replacement) => RemoteOutcome::Replace(Box::new(replacement)),
-                Err(reason) => RemoteOutcome::Failure(format!("malformed result: {reason}")),
+            (Some(Wire::Replace(replacement)), _) => match replacement_from_pb(replacement) {
+                Ok(replacement) => Outcome::Replace(Box::new(replacement)),
+                Err(reason) => Outcome::Failure(format!("malformed result: {reason}")),
             },
         };
-        RemoteReply { state: result.state.map(from_struct), outcome, emitted: emitted.unwrap_or_default() }
+        HookResult { state: result.state.map(from_struct), outcome, emitted: emitted.unwrap_or_default() }
     }
 }

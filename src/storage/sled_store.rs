@@ -24,7 +24,7 @@ use super::{
     StoreError, StoredMessage, Thread, ThreadPage, ThreadUpdate, VectorQuery, WorkingMemoryRecord,
     WorkingMemoryScope,
 };
-use crate::runtime::{Message, new_id, now_millis};
+use crate::domain::{Message, new_id, now_millis};
 
 /// `meta` key of the embedder that made the stored vectors (`id/dimension`).
 const META_EMBEDDER: &[u8] = b"embedder";

@@ -5,6 +5,7 @@
 //! spans of [`spans`] exported to an OpenTelemetry collector. [`propagation`] carries W3C trace
 //! context from the caller, through the run, to remote processors and tools.
 
+pub mod metrics;
 pub mod propagation;
 pub mod spans;
 

@@ -5,16 +5,13 @@
 //! When spans are not exported, the caller's context is passed on as it came: a processor still
 //! joins the caller's trace.
 
-use std::collections::HashMap;
-
 use opentelemetry::propagation::TextMapPropagator as _;
 use opentelemetry::trace::TraceContextExt as _;
 use opentelemetry_sdk::propagation::TraceContextPropagator;
 use tracing::Span;
 use tracing_opentelemetry::OpenTelemetrySpanExt as _;
 
-/// Trace context as W3C headers, by lower-case name.
-pub type TraceContext = HashMap<String, String>;
+use crate::domain::TraceContext;
 
 /// The headers (gRPC metadata keys) that carry trace context.
 pub const FIELDS: [&str; 2] = ["traceparent", "tracestate"];

@@ -15,7 +15,7 @@ use tracing::Span;
 use tracing::field::Empty;
 
 use super::propagation;
-use crate::processor::{Hook, RunInfo};
+use crate::domain::{Hook, RunInfo};
 
 /// The target of every span: `[telemetry] spans` filters on it.
 pub const TARGET: &str = "agentwire";

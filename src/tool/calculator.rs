@@ -4,7 +4,7 @@
 use serde_json::{Value, json};
 
 use super::{Tool, ToolError};
-use crate::model::ToolDefinition;
+use crate::domain::ToolDefinition;
 
 const NAME: &str = "calculator";
 

@@ -4,7 +4,6 @@
 //! the model sees on the next step.
 
 mod calculator;
-mod remote;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -12,8 +11,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 pub use self::calculator::Calculator;
-pub use self::remote::{RemoteTool, RemoteToolConfig};
-use crate::model::ToolDefinition;
+use crate::domain::ToolDefinition;
 
 /// Why a tool call failed. Shown to the model as the tool's result.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -49,7 +47,7 @@ pub struct ToolCallInfo<'a> {
     /// The model's id for the call.
     pub tool_call_id: &'a str,
     /// The caller's W3C trace context, as it came.
-    pub trace_context: &'a crate::telemetry::propagation::TraceContext,
+    pub trace_context: &'a crate::domain::TraceContext,
 }
 
 /// Something the model can call.

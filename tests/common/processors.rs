@@ -4,11 +4,13 @@
 use std::sync::Arc;
 
 use agentwire::processor::{
-    Abort, ApiErrorArgs, ApiErrorOutcome, Hook, HookError, HookResult, HookSet, InputArgs, InputOutcome,
-    InputStepArgs, LlmRequestArgs, LlmRequestOutcome, LlmResponseArgs, OutputResultArgs, OutputStepArgs,
-    OutputStreamArgs, Processor, StepOverrides, ToolResultArgs, ToolResultOutcome,
+    Abort, ApiErrorArgs, ApiErrorOutcome, HookError, InputArgs, InputOutcome, InputStepArgs, LlmRequestArgs,
+    LlmRequestOutcome, LlmResponseArgs, OutputResultArgs, OutputStepArgs, OutputStreamArgs, Processor,
+    StepOverrides, ToolResultArgs, ToolResultOutcome,
 };
-use agentwire::runtime::{Chunk, Message};
+
+use agentwire::domain::{Chunk, Message};
+use agentwire::domain::{Hook, HookSet};
 use serde_json::json;
 
 use super::{Log, TestServerBuilder};
@@ -52,47 +54,50 @@ impl Processor for Probe {
         self.data_parts
     }
 
-    async fn process_input(&self, _args: InputArgs<'_>) -> HookResult<InputOutcome> {
+    async fn process_input(&self, _args: InputArgs<'_>) -> Result<InputOutcome, HookError> {
         self.record(Hook::ProcessInput, "");
         Ok(InputOutcome::Unchanged)
     }
 
-    async fn process_input_step(&self, args: InputStepArgs<'_>) -> HookResult<StepOverrides> {
+    async fn process_input_step(&self, args: InputStepArgs<'_>) -> Result<StepOverrides, HookError> {
         self.record(Hook::ProcessInputStep, format!(":{}", args.step_number));
         Ok(StepOverrides::default())
     }
 
-    async fn process_llm_request(&self, args: LlmRequestArgs<'_>) -> HookResult<LlmRequestOutcome> {
+    async fn process_llm_request(&self, args: LlmRequestArgs<'_>) -> Result<LlmRequestOutcome, HookError> {
         self.record(Hook::ProcessLlmRequest, format!(":{}", args.step_number));
         Ok(LlmRequestOutcome::default())
     }
 
-    async fn process_llm_response(&self, args: LlmResponseArgs<'_>) -> HookResult<()> {
+    async fn process_llm_response(&self, args: LlmResponseArgs<'_>) -> Result<(), HookError> {
         self.record(Hook::ProcessLlmResponse, format!(":{}", args.step_number));
         Ok(())
     }
 
-    async fn process_api_error(&self, args: ApiErrorArgs<'_>) -> HookResult<ApiErrorOutcome> {
+    async fn process_api_error(&self, args: ApiErrorArgs<'_>) -> Result<ApiErrorOutcome, HookError> {
         self.record(Hook::ProcessApiError, format!(":{}", args.step_number));
         Ok(ApiErrorOutcome::default())
     }
 
-    async fn process_output_stream(&self, args: OutputStreamArgs<'_>) -> HookResult<Option<Chunk>> {
+    async fn process_output_stream(&self, args: OutputStreamArgs<'_>) -> Result<Option<Chunk>, HookError> {
         self.record(Hook::ProcessOutputStream, format!(":{}", args.part.type_name()));
         Ok(Some(args.part))
     }
 
-    async fn process_output_step(&self, args: OutputStepArgs<'_>) -> HookResult<Option<Vec<Message>>> {
+    async fn process_output_step(&self, args: OutputStepArgs<'_>) -> Result<Option<Vec<Message>>, HookError> {
         self.record(Hook::ProcessOutputStep, format!(":{}", args.step_number));
         Ok(None)
     }
 
-    async fn process_tool_result(&self, args: ToolResultArgs<'_>) -> HookResult<ToolResultOutcome> {
+    async fn process_tool_result(&self, args: ToolResultArgs<'_>) -> Result<ToolResultOutcome, HookError> {
         self.record(Hook::ProcessToolResult, format!(":{}", args.tool_name));
         Ok(ToolResultOutcome::default())
     }
 
-    async fn process_output_result(&self, _args: OutputResultArgs<'_>) -> HookResult<Option<Vec<Message>>> {
+    async fn process_output_result(
+        &self,
+        _args: OutputResultArgs<'_>,
+    ) -> Result<Option<Vec<Message>>, HookError> {
         self.record(Hook::ProcessOutputResult, "");
         Ok(None)
     }
@@ -122,7 +127,7 @@ impl Trap {
         }
     }
 
-    fn spring<T>(&self) -> HookResult<T> {
+    fn spring<T>(&self) -> Result<T, HookError> {
         if self.panic {
             panic!("trap {} in {}", self.id, self.hook);
         }
@@ -148,42 +153,48 @@ impl Processor for Trap {
         HookSet::of(&[self.hook])
     }
 
-    async fn process_input(&self, _args: InputArgs<'_>) -> HookResult<InputOutcome> {
+    async fn process_input(&self, _args: InputArgs<'_>) -> Result<InputOutcome, HookError> {
         self.spring()
     }
 
-    async fn process_input_step(&self, _args: InputStepArgs<'_>) -> HookResult<StepOverrides> {
+    async fn process_input_step(&self, _args: InputStepArgs<'_>) -> Result<StepOverrides, HookError> {
         self.spring()
     }
 
-    async fn process_llm_request(&self, _args: LlmRequestArgs<'_>) -> HookResult<LlmRequestOutcome> {
+    async fn process_llm_request(&self, _args: LlmRequestArgs<'_>) -> Result<LlmRequestOutcome, HookError> {
         self.spring()
     }
 
-    async fn process_llm_response(&self, _args: LlmResponseArgs<'_>) -> HookResult<()> {
+    async fn process_llm_response(&self, _args: LlmResponseArgs<'_>) -> Result<(), HookError> {
         self.spring()
     }
 
-    async fn process_api_error(&self, _args: ApiErrorArgs<'_>) -> HookResult<ApiErrorOutcome> {
+    async fn process_api_error(&self, _args: ApiErrorArgs<'_>) -> Result<ApiErrorOutcome, HookError> {
         self.spring()
     }
 
-    async fn process_output_stream(&self, args: OutputStreamArgs<'_>) -> HookResult<Option<Chunk>> {
+    async fn process_output_stream(&self, args: OutputStreamArgs<'_>) -> Result<Option<Chunk>, HookError> {
         match args.part {
             Chunk::TextDelta { .. } => self.spring(),
             part => Ok(Some(part)),
         }
     }
 
-    async fn process_output_step(&self, _args: OutputStepArgs<'_>) -> HookResult<Option<Vec<Message>>> {
+    async fn process_output_step(
+        &self,
+        _args: OutputStepArgs<'_>,
+    ) -> Result<Option<Vec<Message>>, HookError> {
         self.spring()
     }
 
-    async fn process_tool_result(&self, _args: ToolResultArgs<'_>) -> HookResult<ToolResultOutcome> {
+    async fn process_tool_result(&self, _args: ToolResultArgs<'_>) -> Result<ToolResultOutcome, HookError> {
         self.spring()
     }
 
-    async fn process_output_result(&self, _args: OutputResultArgs<'_>) -> HookResult<Option<Vec<Message>>> {
+    async fn process_output_result(
+        &self,
+        _args: OutputResultArgs<'_>,
+    ) -> Result<Option<Vec<Message>>, HookError> {
         self.spring()
     }
 }

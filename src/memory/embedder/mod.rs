@@ -2,7 +2,6 @@
 //! no network, so recall works out of the box; [`OpenAiEmbedder`] calls any OpenAI-compatible
 //! endpoint; [`LocalEmbedder`] runs a sentence-transformers model directory in-process. Agents name them in `semantic_recall.embedder`; `[embedders.<name>]` declares more.
 
-mod config;
 mod lexical;
 mod local;
 mod openai;
@@ -10,11 +9,12 @@ mod openai;
 use std::collections::BTreeMap;
 use std::fmt::Debug;
 use std::sync::Arc;
+use std::time::Duration;
 
-pub use self::config::EmbedderConfig;
 pub use self::lexical::Lexical;
 pub use self::local::{LocalEmbedder, LocalOptions};
 pub use self::openai::{OpenAiEmbedder, OpenAiOptions};
+use crate::config::EmbedderConfig;
 
 /// The name of the built-in embedder.
 pub const LEXICAL: &str = lexical::NAME;
@@ -79,5 +79,39 @@ impl Embedders {
     /// The names, sorted.
     pub fn names(&self) -> impl Iterator<Item = &str> {
         self.by_name.keys().map(String::as_str)
+    }
+}
+
+/// Builds the embedder; the error names the bad option (or the missing variable).
+pub fn build(name: &str, config: &EmbedderConfig) -> Result<Arc<dyn Embedder>, String> {
+    match config {
+        EmbedderConfig::Openai { base_url, model, api_key_env, dimensions, batch_size, timeout_ms } => {
+            let api_key =
+                match api_key_env {
+                    Some(variable) => Some(std::env::var(variable).map_err(|_| {
+                        format!("api_key_env: the environment variable `{variable}` is not set")
+                    })?),
+                    None => None,
+                };
+            let options = OpenAiOptions {
+                base_url: base_url.clone(),
+                model: model.clone(),
+                api_key,
+                dimensions: *dimensions,
+                batch_size: *batch_size,
+                timeout: Duration::from_millis(*timeout_ms),
+            };
+            Ok(Arc::new(OpenAiEmbedder::new(name, options)?))
+        }
+        EmbedderConfig::Local { path, model_id, max_tokens, batch_size } => {
+            let options = LocalOptions {
+                path: path.clone(),
+                model_id: model_id.clone(),
+                max_tokens: *max_tokens,
+                batch_size: *batch_size,
+            };
+            let embedder = LocalEmbedder::load(name, options).map_err(|reason| format!("path: {reason}"))?;
+            Ok(Arc::new(embedder))
+        }
     }
 }

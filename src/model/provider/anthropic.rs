@@ -6,8 +6,9 @@ use serde_json::{Map, Value, json};
 
 use super::decode::{Decoded, Decoder, finish_reason_of, tool_call_of, tool_result_text};
 use super::sse::SseEvent;
-use crate::model::{ModelEvent, ModelRequest, PromptMessage, ToolChoice};
-use crate::runtime::{Part, Role, Usage};
+use crate::domain::{Part, Role, Usage};
+use crate::domain::{PromptMessage, ToolChoice};
+use crate::model::{ModelEvent, ModelRequest};
 
 /// Anthropic requires `max_tokens`; this is used when the settings give none.
 const DEFAULT_MAX_TOKENS: u32 = 4096;

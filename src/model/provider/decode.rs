@@ -4,8 +4,8 @@
 use serde_json::Value;
 
 use super::sse::SseEvent;
+use crate::domain::{FinishReason, ToolCall, new_id};
 use crate::model::ModelEvent;
-use crate::runtime::{FinishReason, ToolCall, new_id};
 
 /// What one server-sent event meant.
 #[derive(Debug)]

@@ -7,10 +7,10 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use crate::processor::{
-    Hook, HookResult, HookSet, OutputWindowArgs, Processor, RunInfo, StreamWindow, parse_options,
-};
-use crate::runtime::Chunk;
+use crate::domain::{Hook, HookSet, RunInfo, StreamWindow};
+
+use crate::domain::Chunk;
+use crate::processor::{HookError, OutputWindowArgs, Processor, parse_options};
 
 pub(super) const KIND: &str = "batch-parts";
 
@@ -62,7 +62,7 @@ impl Processor for BatchParts {
         Some(self.window)
     }
 
-    async fn process_output_window(&self, args: OutputWindowArgs<'_>) -> HookResult<Vec<Chunk>> {
+    async fn process_output_window(&self, args: OutputWindowArgs<'_>) -> Result<Vec<Chunk>, HookError> {
         let mut out: Vec<Chunk> = Vec::with_capacity(args.parts.len());
         for chunk in args.parts {
             match (out.last_mut(), chunk) {

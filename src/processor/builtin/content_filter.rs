@@ -6,9 +6,11 @@ use std::sync::Arc;
 use serde::Deserialize;
 
 use crate::processor::{
-    Abort, Hook, HookResult, HookSet, InputArgs, InputOutcome, OutputStreamArgs, Processor, parse_options,
+    Abort, HookError, InputArgs, InputOutcome, OutputStreamArgs, Processor, parse_options,
 };
-use crate::runtime::Chunk;
+
+use crate::domain::Chunk;
+use crate::domain::{Hook, HookSet};
 
 pub(super) const KIND: &str = "content-filter";
 
@@ -65,7 +67,7 @@ impl Processor for ContentFilter {
         HookSet::of(&[Hook::ProcessInput, Hook::ProcessOutputStream])
     }
 
-    async fn process_input(&self, args: InputArgs<'_>) -> HookResult<InputOutcome> {
+    async fn process_input(&self, args: InputArgs<'_>) -> Result<InputOutcome, HookError> {
         for message in &args.messages {
             if let Some(word) = self.blocked_word_in(&message.text()) {
                 let metadata = serde_json::json!({ "word": word, "message_id": message.id });
@@ -75,7 +77,7 @@ impl Processor for ContentFilter {
         Ok(InputOutcome::Unchanged)
     }
 
-    async fn process_output_stream(&self, args: OutputStreamArgs<'_>) -> HookResult<Option<Chunk>> {
+    async fn process_output_stream(&self, args: OutputStreamArgs<'_>) -> Result<Option<Chunk>, HookError> {
         if let Chunk::TextDelta { text, .. } = &args.part
             && let Some(word) = self.blocked_word_in(text)
         {

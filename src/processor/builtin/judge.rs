@@ -15,12 +15,13 @@ use futures::StreamExt;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::model::{
-    LanguageModel, MockScript, ModelEvent, ModelRegistry, ModelRequest, ModelSettings, PromptMessage,
-    ToolChoice,
-};
-use crate::processor::{HookContext, HookError, HookResult};
-use crate::runtime::{DataChunk, JsonSchema, Part, Role, Usage};
+use crate::model::{LanguageModel, ModelEvent, ModelRegistry, ModelRequest};
+
+use crate::config::MockScript;
+
+use crate::domain::{DataChunk, JsonSchema, Part, Role, Usage};
+use crate::domain::{ModelSettings, PromptMessage, ToolChoice};
+use crate::processor::{HookContext, HookError};
 
 /// The judge's options, as a processor's `judge` table.
 #[derive(Debug, Clone, Deserialize)]
@@ -100,7 +101,7 @@ impl Judge {
         instructions: &str,
         content: &str,
         schema: &JsonSchema,
-    ) -> HookResult<Option<Verdict>> {
+    ) -> Result<Option<Verdict>, HookError> {
         let asked = tokio::time::timeout(self.timeout, self.ask(instructions, content, schema)).await;
         let failure = match asked {
             Ok(Ok(verdict)) => return Ok(Some(verdict)),

@@ -9,8 +9,9 @@ use serde_json::json;
 use whatlang::Lang;
 
 use super::BlockOrWarn;
-use crate::processor::{Abort, Hook, HookResult, HookSet, InputArgs, InputOutcome, Processor, parse_options};
-use crate::runtime::DataChunk;
+use crate::domain::DataChunk;
+use crate::domain::{Hook, HookSet};
+use crate::processor::{Abort, HookError, InputArgs, InputOutcome, Processor, parse_options};
 
 pub(super) const KIND: &str = "language-detector";
 
@@ -73,7 +74,7 @@ impl Processor for LanguageDetector {
         HookSet::of(&[Hook::ProcessInput])
     }
 
-    async fn process_input(&self, mut args: InputArgs<'_>) -> HookResult<InputOutcome> {
+    async fn process_input(&self, mut args: InputArgs<'_>) -> Result<InputOutcome, HookError> {
         let text: String = args.messages.iter().map(|message| message.text()).collect::<Vec<_>>().join("\n");
         let Some(info) = whatlang::detect(&text) else { return Ok(InputOutcome::Unchanged) };
         if info.confidence() < self.min_confidence || self.allowed.contains(&info.lang()) {

@@ -5,7 +5,9 @@ use std::sync::Arc;
 
 use serde::Deserialize;
 
-use crate::processor::{Hook, HookResult, HookSet, InputArgs, InputOutcome, Processor, parse_options};
+use crate::domain::{Hook, HookSet};
+
+use crate::processor::{HookError, InputArgs, InputOutcome, Processor, parse_options};
 
 pub(super) const KIND: &str = "lowercase";
 
@@ -41,7 +43,7 @@ impl Processor for Lowercase {
         HookSet::of(&[Hook::ProcessInput])
     }
 
-    async fn process_input(&self, args: InputArgs<'_>) -> HookResult<InputOutcome> {
+    async fn process_input(&self, args: InputArgs<'_>) -> Result<InputOutcome, HookError> {
         let mut messages = args.messages;
         super::rewrite_texts(&mut messages, str::to_lowercase);
         Ok(InputOutcome::Messages(messages))

@@ -46,7 +46,7 @@ pub use self::lowercase::Lowercase;
 pub use self::quality_guardrail::QualityGuardrail;
 pub use self::word_counter::WordCounter;
 use super::ProcessorRegistry;
-use crate::runtime::{Message, Part};
+use crate::domain::{Message, Part};
 
 /// What a detector that cannot rewrite does with a finding.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize)]

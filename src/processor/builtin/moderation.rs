@@ -15,11 +15,12 @@ use serde_json::{Map, Value, json};
 
 use super::BlockOrWarn;
 use super::judge::{Judge, JudgeOptions, Verdict};
+use crate::domain::{Chunk, DataChunk, JsonSchema};
+use crate::domain::{Hook, HookSet, RunInfo, StreamWindow};
 use crate::processor::{
-    Abort, Hook, HookContext, HookResult, HookSet, InputArgs, InputOutcome, OutputWindowArgs, Processor,
-    ProcessorResources, RunInfo, StreamWindow, parse_options,
+    Abort, HookContext, HookError, InputArgs, InputOutcome, OutputWindowArgs, Processor, ProcessorResources,
+    parse_options,
 };
-use crate::runtime::{Chunk, DataChunk, JsonSchema};
 
 pub(super) const KIND: &str = "moderation";
 
@@ -116,7 +117,7 @@ impl Moderation {
     }
 
     /// Judges `content` in `hook`: an abort when flagged and blocking, else a report.
-    async fn moderate(&self, ctx: &mut HookContext<'_>, hook: Hook, content: &str) -> HookResult<()> {
+    async fn moderate(&self, ctx: &mut HookContext<'_>, hook: Hook, content: &str) -> Result<(), HookError> {
         if content.trim().is_empty() {
             return Ok(());
         }
@@ -159,7 +160,7 @@ impl Processor for Moderation {
         HookSet::of(&[Hook::ProcessInput, Hook::ProcessOutputStream])
     }
 
-    async fn process_input(&self, mut args: InputArgs<'_>) -> HookResult<InputOutcome> {
+    async fn process_input(&self, mut args: InputArgs<'_>) -> Result<InputOutcome, HookError> {
         let text: Vec<String> = args.messages.iter().map(|message| message.text()).collect();
         self.moderate(&mut args.ctx, Hook::ProcessInput, &text.join("\n")).await?;
         Ok(InputOutcome::Unchanged)
@@ -169,7 +170,7 @@ impl Processor for Moderation {
         Some(self.window)
     }
 
-    async fn process_output_window(&self, mut args: OutputWindowArgs<'_>) -> HookResult<Vec<Chunk>> {
+    async fn process_output_window(&self, mut args: OutputWindowArgs<'_>) -> Result<Vec<Chunk>, HookError> {
         let window: String = args
             .parts
             .iter()

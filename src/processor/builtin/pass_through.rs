@@ -5,7 +5,9 @@ use std::sync::Arc;
 
 use serde::Deserialize;
 
-use crate::processor::{Hook, HookSet, Processor, parse_options};
+use crate::domain::{Hook, HookSet};
+
+use crate::processor::{Processor, parse_options};
 
 pub(super) const KIND: &str = "pass-through";
 

@@ -18,11 +18,12 @@ use serde_json::{Value, json};
 
 use super::judge::{Judge, JudgeOptions, Verdict, defanged};
 use super::unicode_normalizer::fold;
+use crate::domain::{DataChunk, JsonSchema, Part};
+use crate::domain::{Hook, HookSet};
 use crate::processor::{
-    Abort, Hook, HookContext, HookResult, HookSet, InputArgs, InputOutcome, Processor, ProcessorResources,
-    ToolResultArgs, ToolResultOutcome, parse_options,
+    Abort, HookContext, HookError, InputArgs, InputOutcome, Processor, ProcessorResources, ToolResultArgs,
+    ToolResultOutcome, parse_options,
 };
-use crate::runtime::{DataChunk, JsonSchema, Part};
 
 pub(super) const KIND: &str = "prompt-injection-detector";
 
@@ -205,7 +206,7 @@ impl PromptInjectionDetector {
         ctx: &mut HookContext<'_>,
         hook: Hook,
         text: &str,
-    ) -> HookResult<Option<Detection>> {
+    ) -> Result<Option<Detection>, HookError> {
         if let Some(detection) = self.heuristic_detection(hook, text) {
             return Ok(Some(detection));
         }
@@ -230,7 +231,7 @@ impl PromptInjectionDetector {
         ctx: &mut HookContext<'_>,
         hook: Hook,
         text: &str,
-    ) -> HookResult<Option<Detection>> {
+    ) -> Result<Option<Detection>, HookError> {
         let Some(judge) = &self.judge else { return Ok(None) };
         let Some(Verdict { value, usage }) =
             judge.judge(ctx, "prompt-injection", JUDGE_INSTRUCTIONS, text, &self.schema).await?
@@ -248,7 +249,7 @@ impl PromptInjectionDetector {
     }
 
     /// Blocks, or reports (adding the strategy to the details).
-    fn act(&self, ctx: &mut HookContext<'_>, hook: Hook, mut details: Value) -> HookResult<()> {
+    fn act(&self, ctx: &mut HookContext<'_>, hook: Hook, mut details: Value) -> Result<(), HookError> {
         details["strategy"] = json!(self.strategy.name());
         if self.strategy == Strategy::Block {
             let reason = format!("Possible prompt injection in {}", hook.name());
@@ -294,7 +295,7 @@ impl Processor for PromptInjectionDetector {
         HookSet::of(&[Hook::ProcessInput, Hook::ProcessToolResult])
     }
 
-    async fn process_input(&self, mut args: InputArgs<'_>) -> HookResult<InputOutcome> {
+    async fn process_input(&self, mut args: InputArgs<'_>) -> Result<InputOutcome, HookError> {
         let mut changed = false;
         for message in &mut args.messages {
             for part in &mut message.parts {
@@ -314,7 +315,10 @@ impl Processor for PromptInjectionDetector {
 
     /// Every string of the result goes through the heuristic; the judge, if any, is asked once,
     /// about the whole result, when the heuristic found nothing.
-    async fn process_tool_result(&self, mut args: ToolResultArgs<'_>) -> HookResult<ToolResultOutcome> {
+    async fn process_tool_result(
+        &self,
+        mut args: ToolResultArgs<'_>,
+    ) -> Result<ToolResultOutcome, HookError> {
         let hook = Hook::ProcessToolResult;
         let mut texts = Vec::new();
         strings(&args.result, &mut texts);

@@ -8,8 +8,10 @@ use std::sync::Arc;
 use serde::Deserialize;
 use serde_json::json;
 
-use crate::processor::{Abort, Hook, HookResult, HookSet, OutputStepArgs, Processor, parse_options};
-use crate::runtime::Message;
+use crate::processor::{Abort, HookError, OutputStepArgs, Processor, parse_options};
+
+use crate::domain::Message;
+use crate::domain::{Hook, HookSet};
 
 pub(super) const KIND: &str = "quality-guardrail";
 
@@ -55,7 +57,7 @@ impl Processor for QualityGuardrail {
         HookSet::of(&[Hook::ProcessOutputStep])
     }
 
-    async fn process_output_step(&self, args: OutputStepArgs<'_>) -> HookResult<Option<Vec<Message>>> {
+    async fn process_output_step(&self, args: OutputStepArgs<'_>) -> Result<Option<Vec<Message>>, HookError> {
         // A step that only calls tools has no answer to judge yet.
         if !args.tool_calls.is_empty() {
             return Ok(None);

@@ -18,11 +18,13 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
+use crate::domain::{Hook, HookSet, RunInfo};
+
+use crate::domain::{Chunk, DataChunk, FinishReason, Usage, now_millis};
 use crate::processor::{
-    Hook, HookContext, HookResult, HookSet, LlmRequestArgs, LlmRequestOutcome, LlmResponseArgs, Processor,
-    ProcessorResources, RunInfo, parse_options,
+    HookContext, HookError, LlmRequestArgs, LlmRequestOutcome, LlmResponseArgs, Processor,
+    ProcessorResources, parse_options,
 };
-use crate::runtime::{Chunk, DataChunk, FinishReason, Usage, now_millis};
 use crate::storage::{CacheScope, Store};
 
 pub(super) const KIND: &str = "response-cache";
@@ -145,7 +147,10 @@ impl Processor for ResponseCache {
         HookSet::of(&[Hook::ProcessLlmRequest, Hook::ProcessLlmResponse])
     }
 
-    async fn process_llm_request(&self, mut args: LlmRequestArgs<'_>) -> HookResult<LlmRequestOutcome> {
+    async fn process_llm_request(
+        &self,
+        mut args: LlmRequestArgs<'_>,
+    ) -> Result<LlmRequestOutcome, HookError> {
         let Some(scope) = self.scope_of(args.ctx.run) else { return Ok(LlmRequestOutcome::default()) };
         let key = key_of(&args);
         let step = args.step_number;
@@ -174,7 +179,7 @@ impl Processor for ResponseCache {
         Ok(LlmRequestOutcome { prompt: None, response: Some(response) })
     }
 
-    async fn process_llm_response(&self, mut args: LlmResponseArgs<'_>) -> HookResult<()> {
+    async fn process_llm_response(&self, mut args: LlmResponseArgs<'_>) -> Result<(), HookError> {
         let key = args.ctx.state.remove("key");
         let (Some(Value::String(key)), Some(scope)) = (key, self.scope_of(args.ctx.run)) else {
             return Ok(());

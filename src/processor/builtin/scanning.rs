@@ -6,11 +6,11 @@
 use serde_json::json;
 
 use super::scan::{Redaction, Scanner, Strategy, add_kinds, kinds, pass, redact, release};
+use crate::domain::{Chunk, DataChunk, MessageList, Part};
+use crate::domain::{Hook, HookSet};
 use crate::processor::{
-    Abort, Hook, HookContext, HookResult, HookSet, InputArgs, InputOutcome, OutputStreamArgs,
-    OutputStreamEndArgs, Processor,
+    Abort, HookContext, HookError, InputArgs, InputOutcome, OutputStreamArgs, OutputStreamEndArgs, Processor,
 };
-use crate::runtime::{Chunk, DataChunk, MessageList, Part};
 
 /// Where a scanning processor gets the scanner for a run: one for every run (any [`Scanner`]), or
 /// one made from what the run holds (its system prompt).
@@ -42,7 +42,7 @@ pub(super) struct Scanning<S> {
 
 impl<S: ScannerFor> Scanning<S> {
     /// Applies the strategy to findings of `hook`: an abort for `block`, else a transient report.
-    fn act(&self, ctx: &mut HookContext<'_>, hook: Hook, found: Vec<String>) -> HookResult<()> {
+    fn act(&self, ctx: &mut HookContext<'_>, hook: Hook, found: Vec<String>) -> Result<(), HookError> {
         if found.is_empty() {
             return Ok(());
         }
@@ -87,7 +87,7 @@ impl<S: ScannerFor + 'static> Processor for Scanning<S> {
         }
     }
 
-    async fn process_input(&self, mut args: InputArgs<'_>) -> HookResult<InputOutcome> {
+    async fn process_input(&self, mut args: InputArgs<'_>) -> Result<InputOutcome, HookError> {
         let mut found = Vec::new();
         let mut changed = false;
         self.scanner.with_scanner(args.message_list, |scanner| {
@@ -108,7 +108,10 @@ impl<S: ScannerFor + 'static> Processor for Scanning<S> {
         Ok(if changed { InputOutcome::Messages(args.messages) } else { InputOutcome::Unchanged })
     }
 
-    async fn process_output_stream(&self, mut args: OutputStreamArgs<'_>) -> HookResult<Option<Chunk>> {
+    async fn process_output_stream(
+        &self,
+        mut args: OutputStreamArgs<'_>,
+    ) -> Result<Option<Chunk>, HookError> {
         let Chunk::TextDelta { id, text } = &args.part else { return Ok(Some(args.part)) };
         let passage =
             self.scanner.with_scanner(args.message_list, |scanner| pass(scanner, args.ctx.state, id, text));
@@ -119,7 +122,10 @@ impl<S: ScannerFor + 'static> Processor for Scanning<S> {
         Ok(Some(Chunk::TextDelta { id: id.clone(), text: self.rewrite(&passage.settled, &passage.findings) }))
     }
 
-    async fn process_output_stream_end(&self, mut args: OutputStreamEndArgs<'_>) -> HookResult<Vec<Chunk>> {
+    async fn process_output_stream_end(
+        &self,
+        mut args: OutputStreamEndArgs<'_>,
+    ) -> Result<Vec<Chunk>, HookError> {
         let mut out = Vec::new();
         for (id, held) in release(args.ctx.state) {
             let findings = self.scanner.with_scanner(args.message_list, |scanner| scanner.findings(&held));

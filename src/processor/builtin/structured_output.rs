@@ -15,9 +15,11 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::processor::{
-    Abort, Hook, HookResult, HookSet, InputStepArgs, OutputStepArgs, Processor, StepOverrides, parse_options,
+    Abort, HookError, InputStepArgs, OutputStepArgs, Processor, StepOverrides, parse_options,
 };
-use crate::runtime::{DataChunk, JsonSchema, Message};
+
+use crate::domain::{DataChunk, JsonSchema, Message};
+use crate::domain::{Hook, HookSet};
 
 pub(super) const KIND: &str = "structured-output";
 
@@ -92,14 +94,17 @@ impl Processor for StructuredOutput {
         HookSet::of(&[Hook::ProcessInputStep, Hook::ProcessOutputStep])
     }
 
-    async fn process_input_step(&self, _args: InputStepArgs<'_>) -> HookResult<StepOverrides> {
+    async fn process_input_step(&self, _args: InputStepArgs<'_>) -> Result<StepOverrides, HookError> {
         Ok(StepOverrides {
             structured_output: Some(self.schema.schema().clone()),
             ..StepOverrides::default()
         })
     }
 
-    async fn process_output_step(&self, mut args: OutputStepArgs<'_>) -> HookResult<Option<Vec<Message>>> {
+    async fn process_output_step(
+        &self,
+        mut args: OutputStepArgs<'_>,
+    ) -> Result<Option<Vec<Message>>, HookError> {
         // A step that calls tools has not answered yet.
         if !args.tool_calls.is_empty() {
             return Ok(None);

@@ -15,8 +15,8 @@ use serde::Deserialize;
 
 use super::scan::{Finding, Redaction, Scanner, Strategy};
 use super::scanning::{ScannerFor, Scanning};
+use crate::domain::MessageList;
 use crate::processor::{Processor, parse_options};
-use crate::runtime::MessageList;
 
 pub(super) const KIND: &str = "system-prompt-scrubber";
 

@@ -18,12 +18,12 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use tiktoken_rs::CoreBPE;
 
-use crate::model::PromptMessage;
+use crate::domain::PromptMessage;
+use crate::domain::{Chunk, DataChunk, Part, Role};
+use crate::domain::{Hook, HookSet};
 use crate::processor::{
-    Abort, Hook, HookResult, HookSet, LlmRequestArgs, LlmRequestOutcome, OutputStreamArgs, Processor,
-    parse_options,
+    Abort, HookError, LlmRequestArgs, LlmRequestOutcome, OutputStreamArgs, Processor, parse_options,
 };
-use crate::runtime::{Chunk, DataChunk, Part, Role};
 
 pub(super) const KIND: &str = "token-limiter";
 
@@ -205,7 +205,10 @@ impl Processor for TokenLimiter {
         HookSet::of(&hooks)
     }
 
-    async fn process_llm_request(&self, mut args: LlmRequestArgs<'_>) -> HookResult<LlmRequestOutcome> {
+    async fn process_llm_request(
+        &self,
+        mut args: LlmRequestArgs<'_>,
+    ) -> Result<LlmRequestOutcome, HookError> {
         let Some(limit) = self.input_limit else { return Ok(LlmRequestOutcome::default()) };
         let costs: Vec<usize> = args.prompt.iter().map(|message| self.message_tokens(message)).collect();
         let total: usize = costs.iter().sum();
@@ -255,7 +258,10 @@ impl Processor for TokenLimiter {
         Ok(LlmRequestOutcome { prompt: Some(prompt), response: None })
     }
 
-    async fn process_output_stream(&self, mut args: OutputStreamArgs<'_>) -> HookResult<Option<Chunk>> {
+    async fn process_output_stream(
+        &self,
+        mut args: OutputStreamArgs<'_>,
+    ) -> Result<Option<Chunk>, HookError> {
         let Some(limit) = self.output_limit else { return Ok(Some(args.part)) };
         let Chunk::TextDelta { id, text } = &args.part else { return Ok(Some(args.part)) };
         let key = match self.count {
@@ -293,7 +299,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::runtime::{ToolCall, ToolResult};
+    use crate::domain::{ToolCall, ToolResult};
 
     fn message(role: Role, part: Part) -> PromptMessage {
         PromptMessage { role, parts: vec![part] }

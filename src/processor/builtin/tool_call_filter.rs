@@ -9,10 +9,10 @@ use serde::Deserialize;
 
 use std::collections::HashSet;
 
-use crate::processor::{
-    Hook, HookResult, HookSet, LlmRequestArgs, LlmRequestOutcome, Processor, parse_options,
-};
-use crate::runtime::{MessageSource, Part, Role};
+use crate::domain::{Hook, HookSet};
+
+use crate::domain::{MessageSource, Part, Role};
+use crate::processor::{HookError, LlmRequestArgs, LlmRequestOutcome, Processor, parse_options};
 
 pub(super) const KIND: &str = "tool-call-filter";
 
@@ -51,7 +51,7 @@ impl Processor for ToolCallFilter {
         HookSet::of(&[Hook::ProcessLlmRequest])
     }
 
-    async fn process_llm_request(&self, args: LlmRequestArgs<'_>) -> HookResult<LlmRequestOutcome> {
+    async fn process_llm_request(&self, args: LlmRequestArgs<'_>) -> Result<LlmRequestOutcome, HookError> {
         // The tool calls of recalled history, by id.
         let hidden: HashSet<&str> = args
             .message_list

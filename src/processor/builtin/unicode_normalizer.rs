@@ -7,7 +7,9 @@ use std::sync::Arc;
 use serde::Deserialize;
 use unicode_normalization::UnicodeNormalization;
 
-use crate::processor::{Hook, HookResult, HookSet, InputArgs, InputOutcome, Processor, parse_options};
+use crate::domain::{Hook, HookSet};
+
+use crate::processor::{HookError, InputArgs, InputOutcome, Processor, parse_options};
 
 pub(super) const KIND: &str = "unicode-normalizer";
 
@@ -88,7 +90,7 @@ impl Processor for UnicodeNormalizer {
         HookSet::of(&[Hook::ProcessInput])
     }
 
-    async fn process_input(&self, args: InputArgs<'_>) -> HookResult<InputOutcome> {
+    async fn process_input(&self, args: InputArgs<'_>) -> Result<InputOutcome, HookError> {
         let mut messages = args.messages;
         let changed = super::rewrite_texts(&mut messages, |text| normalise(text, self.options));
         Ok(if changed { InputOutcome::Messages(messages) } else { InputOutcome::Unchanged })

@@ -7,10 +7,10 @@ use std::sync::Arc;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::processor::{
-    Hook, HookResult, HookSet, OutputResultArgs, OutputStreamArgs, Processor, parse_options,
-};
-use crate::runtime::{Chunk, DataChunk, Message};
+use crate::domain::{Hook, HookSet};
+
+use crate::domain::{Chunk, DataChunk, Message};
+use crate::processor::{HookError, OutputResultArgs, OutputStreamArgs, Processor, parse_options};
 
 pub(super) const KIND: &str = "word-counter";
 const STATE_KEY: &str = "wordCount";
@@ -47,7 +47,7 @@ impl Processor for WordCounter {
         HookSet::of(&[Hook::ProcessOutputStream, Hook::ProcessOutputResult])
     }
 
-    async fn process_output_stream(&self, args: OutputStreamArgs<'_>) -> HookResult<Option<Chunk>> {
+    async fn process_output_stream(&self, args: OutputStreamArgs<'_>) -> Result<Option<Chunk>, HookError> {
         if let Chunk::TextDelta { text, .. } = &args.part {
             let words = u64::try_from(text.split_whitespace().count()).unwrap_or(u64::MAX);
             let count = args.ctx.state.entry(STATE_KEY).or_insert(json!(0));
@@ -59,7 +59,7 @@ impl Processor for WordCounter {
     async fn process_output_result(
         &self,
         mut args: OutputResultArgs<'_>,
-    ) -> HookResult<Option<Vec<Message>>> {
+    ) -> Result<Option<Vec<Message>>, HookError> {
         let count = args.ctx.state.get(STATE_KEY).and_then(Value::as_u64).unwrap_or(0);
         args.ctx.emit(DataChunk::new("word-count", json!({ "words": count })).transient());
         Ok(None)

@@ -12,11 +12,10 @@ use std::sync::Arc;
 use tokio::time::Instant;
 
 use super::{MAX_DATA_CHUNKS_PER_EMIT, Run, RunStop, StepAnswer, guarded, stop};
-use crate::processor::{
-    Hook, OutputStreamArgs, OutputStreamEndArgs, OutputWindowArgs, Processor, StreamWindow,
-};
-use crate::runtime::chunk::{Chunk, DataChunk, ErrorSource, RunFailure};
-use crate::runtime::message::Part;
+use crate::domain::Part;
+use crate::domain::{Chunk, DataChunk, ErrorSource, RunFailure};
+use crate::domain::{Hook, StreamWindow};
+use crate::processor::{OutputStreamArgs, OutputStreamEndArgs, OutputWindowArgs, Processor};
 
 /// Whether chunks going out close the windows they pass.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

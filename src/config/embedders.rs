@@ -1,11 +1,8 @@
 //! `[embedders.<name>]`: embedders declared in the config.
 
 use std::path::PathBuf;
-use std::time::Duration;
 
 use serde::Deserialize;
-
-use super::{Embedder, LocalEmbedder, LocalOptions, OpenAiEmbedder, OpenAiOptions};
 
 /// One declared embedder, by kind.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -61,40 +58,4 @@ fn default_batch_size() -> usize {
 
 fn default_timeout_ms() -> u64 {
     30_000
-}
-
-impl EmbedderConfig {
-    /// Builds the embedder; the error names the bad option (or the missing variable).
-    pub fn build(&self, name: &str) -> Result<std::sync::Arc<dyn Embedder>, String> {
-        match self {
-            EmbedderConfig::Openai { base_url, model, api_key_env, dimensions, batch_size, timeout_ms } => {
-                let api_key = match api_key_env {
-                    Some(variable) => Some(std::env::var(variable).map_err(|_| {
-                        format!("api_key_env: the environment variable `{variable}` is not set")
-                    })?),
-                    None => None,
-                };
-                let options = OpenAiOptions {
-                    base_url: base_url.clone(),
-                    model: model.clone(),
-                    api_key,
-                    dimensions: *dimensions,
-                    batch_size: *batch_size,
-                    timeout: Duration::from_millis(*timeout_ms),
-                };
-                Ok(std::sync::Arc::new(OpenAiEmbedder::new(name, options)?))
-            }
-            EmbedderConfig::Local { path, model_id, max_tokens, batch_size } => {
-                let options = LocalOptions {
-                    path: path.clone(),
-                    model_id: model_id.clone(),
-                    max_tokens: *max_tokens,
-                    batch_size: *batch_size,
-                };
-                let embedder =
-                    LocalEmbedder::load(name, options).map_err(|reason| format!("path: {reason}"))?;
-                Ok(std::sync::Arc::new(embedder))
-            }
-        }
-    }
 }

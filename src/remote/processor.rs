@@ -1,13 +1,8 @@
-//! Remote processors: processes in any language that dial in over `ProcessorService.Connect`
-//! and serve hooks. A [`RemoteProcessor`] implements the same [`Processor`] trait as the
-//! built-ins, so the loop cannot tell them apart; it sends each hook call to the connected
-//! instance with the fewest calls in flight, waits up to its timeout, and applies its failure
-//! policy when no instance answers: `closed` (a tripwire saying why) or `open` (skipped, and a
-//! transient `data-processor-skipped` chunk saying so).
-
-mod call;
-mod session;
-mod tool_call;
+//! [`RemoteProcessor`]: a remote processor as a [`Processor`] like any built-in, so the loop
+//! cannot tell them apart. It dispatches each hook call to the connected instance with the fewest
+//! calls in flight, waits up to its timeout, applies the answer the hook allows, and applies its
+//! failure policy when no instance answers: `closed` (a tripwire saying why) or `open` (skipped,
+//! and a transient `data-processor-skipped` chunk saying so).
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, Weak};
@@ -16,25 +11,19 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_json::json;
 
-pub use self::call::{RemoteArgs, RemoteCall, RemoteOutcome, RemoteReply, Replacement};
-pub use self::session::{
-    Answer, AuthError, CallFailure, PoolTiming, RemotePool, Session, SessionEvent, SessionSpec, SessionStats,
-};
-pub use self::tool_call::{ToolReply, ToolRequest, ToolSpec};
-use super::{
-    Abort, ApiErrorArgs, ApiErrorOutcome, Hook, HookContext, HookError, HookResult, HookSet, InputArgs,
-    InputOutcome, InputStepArgs, LlmRequestArgs, LlmRequestOutcome, LlmResponseArgs, OutputResultArgs,
-    OutputStepArgs, OutputStreamArgs, OutputWindowArgs, Processor, RunInfo, SkippedProcessor, StepOverrides,
-    StreamWindow, ToolResultArgs, ToolResultOutcome, parse_options,
-};
+use super::hook_call::{HookArgs, HookCall, HookResult, Outcome, Replacement};
+use super::pool::RemotePool;
+use super::session::{CallFailure, Session};
+use crate::domain::{Chunk, DataChunk, Message, ReconcileScope, now_millis};
+use crate::domain::{Hook, HookSet, RunInfo, StreamWindow};
 use crate::model::ModelError;
-use crate::runtime::{Chunk, DataChunk, Message, ReconcileScope, now_millis};
+use crate::processor::{
+    Abort, ApiErrorArgs, ApiErrorOutcome, HookContext, HookError, InputArgs, InputOutcome, InputStepArgs,
+    LlmRequestArgs, LlmRequestOutcome, LlmResponseArgs, OutputResultArgs, OutputStepArgs, OutputStreamArgs,
+    OutputWindowArgs, Processor, SkippedProcessor, StepOverrides, ToolResultArgs, ToolResultOutcome,
+    parse_options,
+};
 use crate::telemetry::propagation;
-
-/// The protocol versions this server speaks, inclusive.
-pub const PROTOCOL_VERSIONS: (u32, u32) = (1, 1);
-/// The processor kind of remote processors in the config.
-pub const KIND: &str = "remote";
 
 /// What happens when no instance answers in time.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
@@ -225,11 +214,11 @@ impl RemoteProcessor {
         ctx: &mut HookContext<'_>,
         hook: Hook,
         step: u32,
-        args: RemoteArgs,
-    ) -> HookResult<Option<RemoteOutcome>> {
+        args: HookArgs,
+    ) -> Result<Option<Outcome>, HookError> {
         let policy = self.policy(hook);
         let deadline = now_millis() + i64::try_from(policy.timeout.as_millis()).unwrap_or(i64::MAX);
-        let call = RemoteCall {
+        let call = HookCall {
             call_id: 0,
             hook,
             run: ctx.run.clone(),
@@ -280,7 +269,7 @@ impl RemoteProcessor {
         self.unanswered(ctx, hook, unanswered).map(|()| None)
     }
 
-    fn apply(&self, ctx: &mut HookContext<'_>, reply: RemoteReply) -> HookResult<RemoteOutcome> {
+    fn apply(&self, ctx: &mut HookContext<'_>, reply: HookResult) -> Result<Outcome, HookError> {
         if let Some(state) = reply.state {
             *ctx.state = state;
         }
@@ -288,15 +277,20 @@ impl RemoteProcessor {
             ctx.emit(chunk);
         }
         match reply.outcome {
-            RemoteOutcome::Abort(abort) => Err(HookError::Abort(abort)),
-            RemoteOutcome::Failure(message) => {
+            Outcome::Abort(abort) => Err(HookError::Abort(abort)),
+            Outcome::Failure(message) => {
                 Err(HookError::Failed(format!("remote processor `{}` failed: {message}", self.remote_id)))
             }
             outcome => Ok(outcome),
         }
     }
 
-    fn unanswered(&self, ctx: &mut HookContext<'_>, hook: Hook, unanswered: Unanswered) -> HookResult<()> {
+    fn unanswered(
+        &self,
+        ctx: &mut HookContext<'_>,
+        hook: Hook,
+        unanswered: Unanswered,
+    ) -> Result<(), HookError> {
         let (cause, why) = match unanswered {
             Unanswered::NoInstance => ("unavailable", "is unavailable (no instance connected)".to_owned()),
             Unanswered::Draining => {
@@ -325,9 +319,9 @@ impl RemoteProcessor {
         }
     }
 
-    fn replacement(outcome: Option<RemoteOutcome>) -> Option<Replacement> {
+    fn replacement(outcome: Option<Outcome>) -> Option<Replacement> {
         match outcome {
-            Some(RemoteOutcome::Replace(replacement)) => Some(*replacement),
+            Some(Outcome::Replace(replacement)) => Some(*replacement),
             _ => None,
         }
     }
@@ -343,11 +337,11 @@ impl Processor for RemoteProcessor {
         HookSet::all()
     }
 
-    async fn process_input(&self, mut args: InputArgs<'_>) -> HookResult<InputOutcome> {
-        let remote = RemoteArgs {
+    async fn process_input(&self, mut args: InputArgs<'_>) -> Result<InputOutcome, HookError> {
+        let remote = HookArgs {
             messages: args.messages,
             system_messages: args.system_messages,
-            ..RemoteArgs::default()
+            ..HookArgs::default()
         };
         let outcome = self.invoke(&mut args.ctx, Hook::ProcessInput, 0, remote).await?;
         Ok(match RemoteProcessor::replacement(outcome) {
@@ -363,13 +357,13 @@ impl Processor for RemoteProcessor {
         })
     }
 
-    async fn process_input_step(&self, mut args: InputStepArgs<'_>) -> HookResult<StepOverrides> {
-        let remote = RemoteArgs {
+    async fn process_input_step(&self, mut args: InputStepArgs<'_>) -> Result<StepOverrides, HookError> {
+        let remote = HookArgs {
             messages: args.messages,
             system_messages: args.system_messages,
             model: args.step.model.clone(),
             tools: args.step.tools.iter().map(|tool| tool.name.clone()).collect(),
-            ..RemoteArgs::default()
+            ..HookArgs::default()
         };
         let outcome = self.invoke(&mut args.ctx, Hook::ProcessInputStep, args.step_number, remote).await?;
         let Some(replacement) = RemoteProcessor::replacement(outcome) else {
@@ -385,42 +379,42 @@ impl Processor for RemoteProcessor {
         })
     }
 
-    async fn process_llm_request(&self, mut args: LlmRequestArgs<'_>) -> HookResult<LlmRequestOutcome> {
-        let remote = RemoteArgs {
-            prompt: args.prompt.to_vec(),
-            model: args.model.to_owned(),
-            ..RemoteArgs::default()
-        };
+    async fn process_llm_request(
+        &self,
+        mut args: LlmRequestArgs<'_>,
+    ) -> Result<LlmRequestOutcome, HookError> {
+        let remote =
+            HookArgs { prompt: args.prompt.to_vec(), model: args.model.to_owned(), ..HookArgs::default() };
         let outcome = self.invoke(&mut args.ctx, Hook::ProcessLlmRequest, args.step_number, remote).await?;
         let prompt = RemoteProcessor::replacement(outcome).and_then(|replacement| replacement.prompt);
         Ok(LlmRequestOutcome { prompt, response: None })
     }
 
-    async fn process_llm_response(&self, mut args: LlmResponseArgs<'_>) -> HookResult<()> {
-        let remote = RemoteArgs {
-            chunks: args.chunks.to_vec(),
-            model: args.model.to_owned(),
-            ..RemoteArgs::default()
-        };
+    async fn process_llm_response(&self, mut args: LlmResponseArgs<'_>) -> Result<(), HookError> {
+        let remote =
+            HookArgs { chunks: args.chunks.to_vec(), model: args.model.to_owned(), ..HookArgs::default() };
         self.invoke(&mut args.ctx, Hook::ProcessLlmResponse, args.step_number, remote).await?;
         Ok(())
     }
 
-    async fn process_api_error(&self, mut args: ApiErrorArgs<'_>) -> HookResult<ApiErrorOutcome> {
+    async fn process_api_error(&self, mut args: ApiErrorArgs<'_>) -> Result<ApiErrorOutcome, HookError> {
         let error = match args.error {
             ModelError::Rejected { status, message, .. } => (i32::from(*status), message.clone()),
             other => (0, other.to_string()),
         };
-        let remote = RemoteArgs { messages: args.messages, error: Some(error), ..RemoteArgs::default() };
+        let remote = HookArgs { messages: args.messages, error: Some(error), ..HookArgs::default() };
         let outcome = self.invoke(&mut args.ctx, Hook::ProcessApiError, args.step_number, remote).await?;
-        Ok(ApiErrorOutcome { retry: matches!(outcome, Some(RemoteOutcome::RetryApiCall)) })
+        Ok(ApiErrorOutcome { retry: matches!(outcome, Some(Outcome::RetryApiCall)) })
     }
 
-    async fn process_output_stream(&self, mut args: OutputStreamArgs<'_>) -> HookResult<Option<Chunk>> {
-        let remote = RemoteArgs { part: Some(args.part.clone()), ..RemoteArgs::default() };
+    async fn process_output_stream(
+        &self,
+        mut args: OutputStreamArgs<'_>,
+    ) -> Result<Option<Chunk>, HookError> {
+        let remote = HookArgs { part: Some(args.part.clone()), ..HookArgs::default() };
         match self.invoke(&mut args.ctx, Hook::ProcessOutputStream, 0, remote).await? {
-            Some(RemoteOutcome::Drop) => Ok(None),
-            Some(RemoteOutcome::Replace(replacement)) => Ok(Some(replacement.part.unwrap_or(args.part))),
+            Some(Outcome::Drop) => Ok(None),
+            Some(Outcome::Replace(replacement)) => Ok(Some(replacement.part.unwrap_or(args.part))),
             _ => Ok(Some(args.part)),
         }
     }
@@ -431,11 +425,11 @@ impl Processor for RemoteProcessor {
         Some(if self.policy(hook).mode == Mode::Observe { window.observed() } else { window })
     }
 
-    async fn process_output_window(&self, mut args: OutputWindowArgs<'_>) -> HookResult<Vec<Chunk>> {
-        let remote = RemoteArgs { chunks: args.parts.clone(), ..RemoteArgs::default() };
+    async fn process_output_window(&self, mut args: OutputWindowArgs<'_>) -> Result<Vec<Chunk>, HookError> {
+        let remote = HookArgs { chunks: args.parts.clone(), ..HookArgs::default() };
         match self.invoke(&mut args.ctx, Hook::ProcessOutputStream, 0, remote).await? {
-            Some(RemoteOutcome::Drop) => Ok(Vec::new()),
-            Some(RemoteOutcome::Replace(replacement)) => replacement.parts.ok_or_else(|| {
+            Some(Outcome::Drop) => Ok(Vec::new()),
+            Some(Outcome::Replace(replacement)) => replacement.parts.ok_or_else(|| {
                 HookError::Failed(format!(
                     "remote processor `{}` answered a window without `replace.parts`",
                     self.remote_id
@@ -445,38 +439,44 @@ impl Processor for RemoteProcessor {
         }
     }
 
-    async fn process_output_step(&self, mut args: OutputStepArgs<'_>) -> HookResult<Option<Vec<Message>>> {
-        let remote = RemoteArgs {
+    async fn process_output_step(
+        &self,
+        mut args: OutputStepArgs<'_>,
+    ) -> Result<Option<Vec<Message>>, HookError> {
+        let remote = HookArgs {
             messages: args.messages,
             system_messages: args.system_messages,
             text: args.text.to_owned(),
             finish_reason: Some(args.finish_reason),
             usage: Some(args.usage),
             tool_calls: args.tool_calls.to_vec(),
-            ..RemoteArgs::default()
+            ..HookArgs::default()
         };
         let outcome = self.invoke(&mut args.ctx, Hook::ProcessOutputStep, args.step_number, remote).await?;
         Ok(RemoteProcessor::replacement(outcome).and_then(|replacement| replacement.messages))
     }
 
-    async fn process_tool_result(&self, mut args: ToolResultArgs<'_>) -> HookResult<ToolResultOutcome> {
-        let call = crate::runtime::ToolCall {
+    async fn process_tool_result(
+        &self,
+        mut args: ToolResultArgs<'_>,
+    ) -> Result<ToolResultOutcome, HookError> {
+        let call = crate::domain::ToolCall {
             tool_call_id: args.tool_call_id.to_owned(),
             tool_name: args.tool_name.to_owned(),
             args: args.args.clone(),
         };
-        let result = crate::runtime::ToolResult {
+        let result = crate::domain::ToolResult {
             tool_call_id: args.tool_call_id.to_owned(),
             tool_name: args.tool_name.to_owned(),
             result: args.result,
             is_error: false,
         };
-        let remote = RemoteArgs {
+        let remote = HookArgs {
             messages: args.messages,
             system_messages: args.system_messages,
             tool_call: Some(call),
             tool_result: Some(result),
-            ..RemoteArgs::default()
+            ..HookArgs::default()
         };
         let outcome = self.invoke(&mut args.ctx, Hook::ProcessToolResult, args.step_number, remote).await?;
         let replacement = RemoteProcessor::replacement(outcome).unwrap_or_default();
@@ -486,13 +486,13 @@ impl Processor for RemoteProcessor {
     async fn process_output_result(
         &self,
         mut args: OutputResultArgs<'_>,
-    ) -> HookResult<Option<Vec<Message>>> {
-        let remote = RemoteArgs {
+    ) -> Result<Option<Vec<Message>>, HookError> {
+        let remote = HookArgs {
             messages: args.messages,
             text: args.result.text.clone(),
             finish_reason: Some(args.result.finish_reason),
             usage: Some(args.result.usage),
-            ..RemoteArgs::default()
+            ..HookArgs::default()
         };
         let outcome = self.invoke(&mut args.ctx, Hook::ProcessOutputResult, 0, remote).await?;
         Ok(RemoteProcessor::replacement(outcome).and_then(|replacement| replacement.messages))

@@ -1,11 +1,11 @@
-//! Remote tools on the processor stream, in domain types: the tools an instance executes
-//! ([`ToolSpec`]), a call ([`ToolRequest`]) and its answer ([`ToolReply`]). The gRPC adapter maps
-//! them to `ToolSpec`, `ToolInvocation` and `ToolOutput`.
+//! The tool frames of the processor stream in domain types, named as the proto names them: the
+//! tools an instance executes ([`ToolSpec`]), a call ([`ToolInvocation`]) and its answer
+//! ([`ToolOutput`]). `server/remote_convert.rs` maps them to and from protobuf.
 
 use serde_json::Value;
 
-use crate::runtime::JsonSchema;
-use crate::telemetry::propagation::TraceContext;
+use crate::domain::JsonSchema;
+use crate::domain::TraceContext;
 
 /// A tool an instance executes.
 #[derive(Debug, Clone)]
@@ -20,7 +20,7 @@ pub struct ToolSpec {
 
 /// One tool call.
 #[derive(Debug, Clone)]
-pub struct ToolRequest {
+pub struct ToolInvocation {
     /// Set by the session that sends it.
     pub call_id: u64,
     /// The run.
@@ -41,7 +41,7 @@ pub struct ToolRequest {
 
 /// A tool's answer.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ToolReply {
+pub struct ToolOutput {
     /// The result, or the error the model sees.
     pub result: Result<Value, String>,
 }

@@ -1,16 +1,18 @@
-//! What travels to a remote processor and back, in domain types; the gRPC adapter maps them to
-//! `HookCall` and `HookResult`.
+//! The hook frames of the processor stream in domain types, named as the proto names them: a
+//! [`HookCall`] (with its hook's [`HookArgs`]) goes out, a [`HookResult`] (an [`Outcome`], maybe a
+//! [`Replacement`]) comes back. `server/remote_convert.rs` maps them to and from protobuf.
 
 use serde_json::{Map, Value};
 
-use crate::model::{PromptMessage, ToolChoice};
-use crate::processor::{Abort, Hook, RunInfo};
-use crate::runtime::{Chunk, DataChunk, FinishReason, Message, ToolCall, ToolResult, Usage};
-use crate::telemetry::propagation::TraceContext;
+use crate::domain::TraceContext;
+use crate::domain::{Chunk, DataChunk, FinishReason, Message, ToolCall, ToolResult, Usage};
+use crate::domain::{Hook, RunInfo};
+use crate::domain::{PromptMessage, ToolChoice};
+use crate::processor::Abort;
 
 /// One hook call.
 #[derive(Debug, Clone)]
-pub struct RemoteCall {
+pub struct HookCall {
     /// Set by the session that sends it.
     pub call_id: u64,
     /// The hook.
@@ -26,14 +28,14 @@ pub struct RemoteCall {
     /// The processor's state for this run.
     pub state: Map<String, Value>,
     /// The hook's arguments.
-    pub args: RemoteArgs,
+    pub args: HookArgs,
     /// The W3C trace context of the hook's span.
     pub trace_context: TraceContext,
 }
 
 /// A hook's arguments; only those of the hook are set.
 #[derive(Debug, Clone, Default)]
-pub struct RemoteArgs {
+pub struct HookArgs {
     /// The messages the hook sees.
     pub messages: Vec<Message>,
     /// The untagged system messages.
@@ -66,18 +68,18 @@ pub struct RemoteArgs {
 
 /// The answer to one call.
 #[derive(Debug, Clone)]
-pub struct RemoteReply {
+pub struct HookResult {
     /// The processor's new state (`None`: unchanged).
     pub state: Option<Map<String, Value>>,
     /// What to do.
-    pub outcome: RemoteOutcome,
+    pub outcome: Outcome,
     /// Custom chunks to stream.
     pub emitted: Vec<DataChunk>,
 }
 
 /// What a remote processor decided.
 #[derive(Debug, Clone)]
-pub enum RemoteOutcome {
+pub enum Outcome {
     /// Nothing changes.
     Continue,
     /// Stop the run with a tripwire.

@@ -3,8 +3,6 @@
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::runtime::JsonSchema;
-
 /// How an agent remembers. Memory works for runs that name a `thread_id` (and a `resource_id`,
 /// which defaults to the thread id).
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -133,31 +131,6 @@ pub enum WorkingMemoryScopeKind {
 }
 
 impl MemoryConfig {
-    /// Checks what serde cannot: the error starts with the offending key.
-    pub fn check(&self) -> Result<(), String> {
-        if let Some(recall) = &self.semantic_recall {
-            if !(1..=100).contains(&recall.top_k) {
-                return Err(format!(
-                    "semantic_recall.top_k: must be between 1 and 100, got {}",
-                    recall.top_k
-                ));
-            }
-            if recall.threshold.is_some_and(|threshold| !(-1.0..=1.0).contains(&threshold)) {
-                return Err("semantic_recall.threshold: must be between -1 and 1".to_owned());
-            }
-        }
-        if let Some(working) = &self.working_memory {
-            if working.template.is_some() && working.schema.is_some() {
-                return Err("working_memory: give `template` or `schema`, not both".to_owned());
-            }
-            if let Some(schema) = &working.schema {
-                JsonSchema::compile(schema.clone())
-                    .map_err(|reason| format!("working_memory.schema: {reason}"))?;
-            }
-        }
-        Ok(())
-    }
-
     /// The working memory options, when it is on.
     pub fn active_working_memory(&self) -> Option<&WorkingMemoryConfig> {
         self.working_memory.as_ref().filter(|working| working.enabled)

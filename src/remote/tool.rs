@@ -16,28 +16,16 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{Tool, ToolCallInfo, ToolError};
-use crate::model::ToolDefinition;
-use crate::processor::remote::{CallFailure, RemotePool, Session, ToolRequest};
-use crate::runtime::now_millis;
+use super::pool::RemotePool;
+use super::session::{CallFailure, Session};
+use super::tool_call::ToolInvocation;
+use crate::config::RemoteToolConfig;
+use crate::domain::ToolDefinition;
+use crate::domain::now_millis;
 use crate::telemetry::propagation;
-
-/// A `[tools.<name>]` table.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RemoteToolConfig {
-    /// Only `remote` for now.
-    pub kind: String,
-    /// The processor id its instances connect as (default: the tool's name).
-    #[serde(default)]
-    pub server: Option<String>,
-    /// Per call. Default 10 s.
-    #[serde(default)]
-    pub timeout_ms: Option<u64>,
-}
+use crate::tool::{Tool, ToolCallInfo, ToolError};
 
 /// A tool executed by connected instances.
 pub struct RemoteTool {
@@ -119,7 +107,7 @@ impl Tool for RemoteTool {
                     .check(&args)
                     .map_err(|reason| ToolError::InvalidArguments { tool: self.name.clone(), reason })?;
             }
-            let request = ToolRequest {
+            let request = ToolInvocation {
                 call_id: 0,
                 run_id: call.run_id.to_owned(),
                 agent_id: call.agent_id.to_owned(),

@@ -1,25 +1,24 @@
 //! A [`Session`]: one connected instance of a remote processor — the calls it has in flight and
-//! the channel its calls go out on — and the [`RemotePool`] of all sessions by processor id.
+//! the channel its calls go out on.
 
-use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use tokio::sync::{Semaphore, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
-use super::call::{RemoteCall, RemoteReply};
-use super::tool_call::{ToolReply, ToolRequest, ToolSpec};
-use crate::processor::{Hook, HookSet, StreamWindow};
+use super::hook_call::{HookCall, HookResult, Outcome};
+use super::tool_call::{ToolInvocation, ToolOutput, ToolSpec};
+use crate::domain::{HookSet, StreamWindow};
 
 /// What the server sends on a session's stream.
 #[derive(Debug)]
 pub enum SessionEvent {
     /// A hook call.
-    Call(Box<RemoteCall>),
+    Call(Box<HookCall>),
     /// A tool call.
-    Tool(Box<ToolRequest>),
+    Tool(Box<ToolInvocation>),
     /// A call whose answer is no longer wanted.
     Cancel(u64),
     /// A liveness check; the instance answers with a pong carrying the nonce.
@@ -52,9 +51,9 @@ pub struct SessionSpec {
 #[derive(Debug)]
 pub enum Answer {
     /// To a hook call.
-    Hook(RemoteReply),
+    Hook(HookResult),
     /// To a tool call.
-    Tool(ToolReply),
+    Tool(ToolOutput),
 }
 
 /// Why a call got no answer.
@@ -132,7 +131,7 @@ impl Session {
             pending: Mutex::new(HashMap::new()),
             next_call_id: AtomicU64::new(1),
             in_flight: AtomicUsize::new(0),
-            connected_at: crate::runtime::now_millis(),
+            connected_at: crate::domain::now_millis(),
             answered: AtomicU64::new(0),
             errors: AtomicU64::new(0),
             latency_micros_total: AtomicU64::new(0),
@@ -154,12 +153,11 @@ impl Session {
 
     /// Sends a hook call and waits for its answer. Dropping the future abandons the call (the
     /// instance is told to cancel it).
-    pub async fn call(&self, call: RemoteCall) -> Result<RemoteReply, CallFailure> {
-        let answer =
-            self.request(|call_id| SessionEvent::Call(Box::new(RemoteCall { call_id, ..call }))).await;
+    pub async fn call(&self, call: HookCall) -> Result<HookResult, CallFailure> {
+        let answer = self.request(|call_id| SessionEvent::Call(Box::new(HookCall { call_id, ..call }))).await;
         match answer {
             Ok(Answer::Hook(reply)) => {
-                if matches!(reply.outcome, super::RemoteOutcome::Failure(_)) {
+                if matches!(reply.outcome, Outcome::Failure(_)) {
                     self.record_error();
                 }
                 Ok(reply)
@@ -170,9 +168,9 @@ impl Session {
     }
 
     /// Sends a tool call and waits for its answer, like [`Session::call`].
-    pub async fn call_tool(&self, request: ToolRequest) -> Result<ToolReply, CallFailure> {
+    pub async fn call_tool(&self, request: ToolInvocation) -> Result<ToolOutput, CallFailure> {
         let answer =
-            self.request(|call_id| SessionEvent::Tool(Box::new(ToolRequest { call_id, ..request }))).await;
+            self.request(|call_id| SessionEvent::Tool(Box::new(ToolInvocation { call_id, ..request }))).await;
         match answer {
             Ok(Answer::Tool(reply)) => {
                 if reply.result.is_err() {
@@ -224,7 +222,7 @@ impl Session {
     }
 
     /// Sends a call nobody waits for (observe mode); a full queue drops it, counted.
-    pub fn observe(&self, mut call: RemoteCall) {
+    pub fn observe(&self, mut call: HookCall) {
         call.call_id = self.next_call_id.fetch_add(1, Ordering::Relaxed);
         if self.outbox.try_send(SessionEvent::Call(Box::new(call))).is_err() {
             self.dropped.fetch_add(1, Ordering::Relaxed);
@@ -289,12 +287,12 @@ impl Session {
     }
 
     /// Tells the instance the server is draining.
-    fn drain(&self, deadline_unix_ms: i64) {
+    pub(super) fn drain(&self, deadline_unix_ms: i64) {
         let _ = self.outbox.try_send(SessionEvent::Drain(deadline_unix_ms));
     }
 
     /// True when every message queued for the instance went out on its stream.
-    fn sent_all(&self) -> bool {
+    pub(super) fn sent_all(&self) -> bool {
         self.outbox.capacity() == self.outbox.max_capacity()
     }
 
@@ -328,221 +326,5 @@ impl Drop for InFlight<'_> {
         if !self.done && self.session.pending.lock().expect("pending lock").remove(&self.call_id).is_some() {
             let _ = self.session.outbox.try_send(SessionEvent::Cancel(self.call_id));
         }
-    }
-}
-
-/// Why a processor may not connect.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum AuthError {
-    /// Tokens are required and none was given.
-    #[error("a processor token is required (send `authorization: Bearer <token>`)")]
-    MissingToken,
-    /// The token is not one of the configured tokens.
-    #[error("invalid processor token")]
-    InvalidToken,
-    /// The token may not register as this processor id.
-    #[error("this token may not register as processor `{0}`")]
-    NotAllowed(String),
-}
-
-/// Every connected session, by processor id, the processor ids the config names, and the
-/// tokens that may register them.
-#[derive(Default)]
-pub struct RemotePool {
-    sessions: Mutex<HashMap<String, Vec<Arc<Session>>>>,
-    expected: Mutex<HashSet<String>>,
-    /// Token → the processor ids it may register as.
-    tokens: Mutex<Vec<(String, HashSet<String>)>>,
-    /// Rotates the choice among equally loaded instances, so sequential runs spread too.
-    rotation: AtomicUsize,
-    /// Set once the server drains: no new calls, no new sessions.
-    draining: AtomicBool,
-    timing: Mutex<PoolTiming>,
-}
-
-/// How often sessions are checked, and how long a drain waits.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct PoolTiming {
-    /// The server pings every instance this often; one that has not answered the previous ping
-    /// by the next is considered hung and dropped (its calls in flight fail over).
-    pub ping_interval: Duration,
-    /// On shutdown, how long calls in flight may take to be answered.
-    pub drain_timeout: Duration,
-}
-
-impl Default for PoolTiming {
-    fn default() -> PoolTiming {
-        PoolTiming { ping_interval: Duration::from_secs(10), drain_timeout: Duration::from_secs(5) }
-    }
-}
-
-impl std::fmt::Debug for RemotePool {
-    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        // Never the tokens.
-        formatter.debug_struct("RemotePool").field("expected", &self.expected).finish_non_exhaustive()
-    }
-}
-
-/// Compares secrets in time independent of where they differ.
-fn same_secret(left: &str, right: &str) -> bool {
-    left.len() == right.len() && left.bytes().zip(right.bytes()).fold(0u8, |diff, (a, b)| diff | (a ^ b)) == 0
-}
-
-impl RemotePool {
-    /// An empty pool.
-    pub fn new() -> RemotePool {
-        RemotePool::default()
-    }
-
-    /// Sets the ping interval and the drain timeout.
-    pub fn set_timing(&self, timing: PoolTiming) {
-        *self.timing.lock().expect("timing lock") = timing;
-    }
-
-    /// The ping interval and the drain timeout.
-    pub fn timing(&self) -> PoolTiming {
-        *self.timing.lock().expect("timing lock")
-    }
-
-    /// True once the server drains.
-    pub fn is_draining(&self) -> bool {
-        self.draining.load(Ordering::Relaxed)
-    }
-
-    /// Stops sending new calls, tells every instance, waits for the calls in flight to be
-    /// answered (up to the drain timeout), then ends every session. Calls not answered by then
-    /// fail, and their runs apply their failure policy.
-    pub async fn drain(&self) {
-        self.draining.store(true, Ordering::Relaxed);
-        let timeout = self.timing().drain_timeout;
-        let deadline = crate::runtime::now_millis() + i64::try_from(timeout.as_millis()).unwrap_or(i64::MAX);
-        let sessions = self.all_sessions();
-        for session in &sessions {
-            session.drain(deadline);
-        }
-        // Calls in flight are answered, and the `Drain` messages go out before the streams end.
-        let settled = async {
-            while sessions.iter().any(|session| session.in_flight() > 0 || !session.sent_all()) {
-                tokio::time::sleep(Duration::from_millis(5)).await;
-            }
-        };
-        let _ = tokio::time::timeout(timeout, settled).await;
-        for session in &sessions {
-            self.unregister(session);
-        }
-    }
-
-    /// Records that the config names this processor id: only such ids may connect.
-    pub fn expect(&self, processor_id: &str) {
-        self.expected.lock().expect("expected lock").insert(processor_id.to_owned());
-    }
-
-    /// Lets holders of `token` register as these processor ids. Once a token exists, every
-    /// session needs one.
-    pub fn allow_token(&self, token: String, processor_ids: impl IntoIterator<Item = String>) {
-        self.tokens.lock().expect("tokens lock").push((token, processor_ids.into_iter().collect()));
-    }
-
-    /// Checks a session's token for a processor id.
-    pub fn authorize(&self, token: Option<&str>, processor_id: &str) -> Result<(), AuthError> {
-        let tokens = self.tokens.lock().expect("tokens lock");
-        if tokens.is_empty() {
-            return Ok(());
-        }
-        let token = token.ok_or(AuthError::MissingToken)?;
-        let Some((_, allowed)) = tokens.iter().find(|(known, _)| same_secret(known, token)) else {
-            return Err(AuthError::InvalidToken);
-        };
-        if allowed.contains(processor_id) {
-            Ok(())
-        } else {
-            Err(AuthError::NotAllowed(processor_id.to_owned()))
-        }
-    }
-
-    /// True when the config names this processor id.
-    pub fn is_expected(&self, processor_id: &str) -> bool {
-        self.expected.lock().expect("expected lock").contains(processor_id)
-    }
-
-    /// Adds a connected instance.
-    pub fn register(&self, session: Arc<Session>) {
-        self.sessions
-            .lock()
-            .expect("sessions lock")
-            .entry(session.processor_id.clone())
-            .or_default()
-            .push(session);
-    }
-
-    /// Removes an instance that went away, failing its calls in flight.
-    pub fn unregister(&self, session: &Arc<Session>) {
-        if let Some(sessions) = self.sessions.lock().expect("sessions lock").get_mut(&session.processor_id) {
-            sessions.retain(|other| !Arc::ptr_eq(other, session));
-        }
-        session.close();
-    }
-
-    /// Every connected instance, by processor id then connection time.
-    pub fn all_sessions(&self) -> Vec<Arc<Session>> {
-        let sessions = self.sessions.lock().expect("sessions lock");
-        let mut all: Vec<Arc<Session>> = sessions.values().flatten().cloned().collect();
-        all.sort_by(|a, b| (&a.processor_id, a.connected_at).cmp(&(&b.processor_id, b.connected_at)));
-        all
-    }
-
-    /// The instances connected for a processor id.
-    pub fn sessions(&self, processor_id: &str) -> Vec<Arc<Session>> {
-        self.sessions.lock().expect("sessions lock").get(processor_id).cloned().unwrap_or_default()
-    }
-
-    /// The instance of `processor_id` implementing `hook` with the fewest calls in flight (ties
-    /// taken in turn; instances below their `max_concurrency` first), skipping `excluded` (an
-    /// instance that just failed). None while draining.
-    pub fn pick(
-        &self,
-        processor_id: &str,
-        hook: Hook,
-        excluded: Option<&Arc<Session>>,
-    ) -> Option<Arc<Session>> {
-        self.pick_where(processor_id, excluded, |session| session.hooks.contains(hook))
-    }
-
-    /// Like [`RemotePool::pick`], for an instance executing tool `tool`.
-    pub fn pick_tool(
-        &self,
-        processor_id: &str,
-        tool: &str,
-        excluded: Option<&Arc<Session>>,
-    ) -> Option<Arc<Session>> {
-        self.pick_where(processor_id, excluded, |session| session.tool(tool).is_some())
-    }
-
-    fn pick_where(
-        &self,
-        processor_id: &str,
-        excluded: Option<&Arc<Session>>,
-        serves: impl Fn(&Session) -> bool,
-    ) -> Option<Arc<Session>> {
-        if self.is_draining() {
-            return None;
-        }
-        let candidates: Vec<Arc<Session>> = self
-            .sessions(processor_id)
-            .into_iter()
-            .filter(|session| serves(session))
-            .filter(|session| excluded.is_none_or(|excluded| !Arc::ptr_eq(session, excluded)))
-            .collect();
-        if candidates.is_empty() {
-            return None;
-        }
-        let start = self.rotation.fetch_add(1, Ordering::Relaxed) % candidates.len();
-        candidates
-            .iter()
-            .cycle()
-            .skip(start)
-            .take(candidates.len())
-            .min_by_key(|session| (!session.has_capacity(), session.in_flight()))
-            .cloned()
     }
 }

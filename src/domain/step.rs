@@ -6,8 +6,7 @@ use serde_json::Value;
 
 use super::chunk::{FinishReason, Tripwire, Usage};
 use super::message::{ToolCall, ToolResult};
-use crate::model::{ModelSettings, ToolChoice, ToolDefinition};
-use crate::processor::StepOverrides;
+use super::prompt::{ModelSettings, ToolChoice, ToolDefinition};
 
 /// The step's model and options, as `processInputStep` sees and overrides them.
 #[derive(Debug, Clone, PartialEq)]
@@ -29,44 +28,6 @@ pub struct StepInput {
 }
 
 impl StepInput {
-    /// Applies the step fields a `processInputStep` returned, and gives back the rest (the
-    /// messages and system messages, which belong to the message list).
-    pub fn apply(&mut self, overrides: StepOverrides) -> StepOverrides {
-        let StepOverrides {
-            model,
-            tools,
-            tool_choice,
-            active_tools,
-            messages,
-            system_messages,
-            model_settings,
-            provider_options,
-            structured_output,
-        } = overrides;
-        if let Some(model) = model {
-            self.model = model;
-        }
-        if let Some(tools) = tools {
-            self.tools = tools;
-        }
-        if let Some(tool_choice) = tool_choice {
-            self.tool_choice = tool_choice;
-        }
-        if active_tools.is_some() {
-            self.active_tools = active_tools;
-        }
-        if let Some(settings) = model_settings {
-            self.settings = settings;
-        }
-        if let Some(provider_options) = provider_options {
-            self.provider_options = provider_options;
-        }
-        if structured_output.is_some() {
-            self.structured_output = structured_output;
-        }
-        StepOverrides { messages, system_messages, ..StepOverrides::default() }
-    }
-
     /// The tools the model is offered: `tools`, narrowed by `active_tools`.
     pub fn offered_tools(&self) -> Vec<ToolDefinition> {
         match &self.active_tools {

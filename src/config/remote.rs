@@ -1,0 +1,48 @@
+//! How remote processors connect: `[remote]` (session timing) and `[[processor_tokens]]` (who may
+//! register as which processor id).
+
+use serde::Deserialize;
+
+/// One `[[processor_tokens]]` entry.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProcessorTokenConfig {
+    /// The token itself.
+    #[serde(default)]
+    pub token: Option<String>,
+    /// Or the environment variable holding it (kept out of the file).
+    #[serde(default)]
+    pub token_env: Option<String>,
+    /// The processor ids a holder may register as.
+    pub processors: Vec<String>,
+}
+
+/// The `[remote]` table.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RemoteConfig {
+    /// The server pings every connected processor this often; one that has not answered by the
+    /// next ping is dropped as hung and its calls fail over. Default 10 s.
+    #[serde(default = "default_ping_interval_ms")]
+    pub ping_interval_ms: u64,
+    /// On shutdown, how long remote calls in flight may take to be answered. Default 5 s.
+    #[serde(default = "default_drain_timeout_ms")]
+    pub drain_timeout_ms: u64,
+}
+
+impl Default for RemoteConfig {
+    fn default() -> RemoteConfig {
+        RemoteConfig {
+            ping_interval_ms: default_ping_interval_ms(),
+            drain_timeout_ms: default_drain_timeout_ms(),
+        }
+    }
+}
+
+fn default_ping_interval_ms() -> u64 {
+    10_000
+}
+
+fn default_drain_timeout_ms() -> u64 {
+    5_000
+}

@@ -1,0 +1,173 @@
+//! The server's own tables: `[auth]` (client API keys), `[tls]`, `[limits]`, `[metrics]` and
+//! `[storage]`.
+
+use serde::Deserialize;
+use toml::Spanned;
+
+/// The `[auth]` table: with keys, every `AgentService` and `MemoryService` call must present one
+/// (`authorization: Bearer <key>` or `x-api-key`), and may only use the resources and agents its
+/// key names.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AuthConfig {
+    /// The keys.
+    #[serde(default)]
+    pub keys: Vec<Spanned<ApiKeyConfig>>,
+    /// A TOML file of more `[[keys]]`, relative to this config file.
+    #[serde(default)]
+    pub keys_file: Option<String>,
+    /// Serve without keys on an address other than loopback. Without keys and without this, the
+    /// server refuses to listen beyond loopback.
+    #[serde(default)]
+    pub allow_unauthenticated: bool,
+}
+
+/// The `[metrics]` table.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MetricsConfig {
+    /// Where `GET /metrics` is served (a port of its own, e.g. `127.0.0.1:9464`); none: not
+    /// served.
+    #[serde(default)]
+    pub listen: Option<std::net::SocketAddr>,
+}
+
+/// The `[tls]` table: PEM files, relative to the config file.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TlsConfig {
+    /// The server's certificate chain.
+    pub cert: String,
+    /// Its private key.
+    pub key: String,
+    /// A CA: clients must present a certificate it signed (mutual TLS).
+    #[serde(default)]
+    pub client_ca: Option<String>,
+}
+
+/// The `[limits]` table. Each limit's error names it and its value.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LimitsConfig {
+    /// The largest request message, in bytes (larger ones are refused before decoding).
+    /// Default 4 MiB.
+    #[serde(default = "default_max_request_bytes")]
+    pub max_request_bytes: usize,
+    /// The largest conversation message a run takes (`text`, or each of `messages`): its text,
+    /// file data and JSON, in bytes. Default 1 MiB.
+    #[serde(default = "default_max_message_bytes")]
+    pub max_message_bytes: usize,
+    /// The most model steps any run may take: agents' `max_steps` and requests' `max_steps` must
+    /// stay within it. Default 100.
+    #[serde(default = "default_max_steps_limit")]
+    pub max_steps: u32,
+    /// Runs at once; more wait up to `queue_timeout_ms` for a slot, then get
+    /// RESOURCE_EXHAUSTED. 0 (the default): no limit.
+    #[serde(default)]
+    pub max_concurrent_runs: usize,
+    /// How long a run waits for a slot. Default 1000.
+    #[serde(default = "default_queue_timeout_ms")]
+    pub queue_timeout_ms: u64,
+    /// A run still going after this long ends with an error (nothing saved). 0 (the default):
+    /// no limit.
+    #[serde(default)]
+    pub max_run_ms: u64,
+    /// On SIGTERM, how long runs in flight may take to finish before they are stopped (new runs
+    /// are refused at once). Default 10000.
+    #[serde(default = "default_shutdown_grace_ms")]
+    pub shutdown_grace_ms: u64,
+}
+
+impl Default for LimitsConfig {
+    fn default() -> LimitsConfig {
+        LimitsConfig {
+            max_request_bytes: default_max_request_bytes(),
+            max_message_bytes: default_max_message_bytes(),
+            max_steps: default_max_steps_limit(),
+            max_concurrent_runs: 0,
+            queue_timeout_ms: default_queue_timeout_ms(),
+            max_run_ms: 0,
+            shutdown_grace_ms: default_shutdown_grace_ms(),
+        }
+    }
+}
+
+fn default_shutdown_grace_ms() -> u64 {
+    10_000
+}
+
+fn default_max_request_bytes() -> usize {
+    4 * 1024 * 1024
+}
+
+fn default_max_message_bytes() -> usize {
+    1024 * 1024
+}
+
+fn default_max_steps_limit() -> u32 {
+    100
+}
+
+fn default_queue_timeout_ms() -> u64 {
+    1000
+}
+
+/// One client API key.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ApiKeyConfig {
+    /// Who holds it, for logs and errors (never the key itself).
+    pub name: String,
+    /// The key (prefer `key_env` or `key_sha256`: files get copied).
+    #[serde(default)]
+    pub key: Option<String>,
+    /// The environment variable holding the key.
+    #[serde(default)]
+    pub key_env: Option<String>,
+    /// The key's SHA-256, in hex: the file then holds no secret.
+    #[serde(default)]
+    pub key_sha256: Option<String>,
+    /// The resources it may use: exact ids, `prefix*`, or `*`.
+    pub resources: Vec<String>,
+    /// The agents it may call: exact ids, `prefix*`, or `*` (the default).
+    #[serde(default = "every_agent")]
+    pub agents: Vec<String>,
+    /// Requests per second it may make, on average (none: no limit).
+    #[serde(default)]
+    pub rate_per_second: Option<f64>,
+    /// Requests it may make at once above the rate. Default: one second's worth.
+    #[serde(default)]
+    pub burst: Option<u32>,
+}
+
+fn every_agent() -> Vec<String> {
+    vec!["*".to_owned()]
+}
+
+/// The `[storage]` table.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StorageConfig {
+    /// The largest file part (inline data, in bytes) a run with memory may store; larger ones are
+    /// refused before the run starts. Default 1 MiB.
+    #[serde(default = "default_max_file_bytes")]
+    pub max_file_bytes: usize,
+    /// The store's page cache, in MiB. Default 64: the server's memory stays bounded however much
+    /// it stores (recall keeps its own in-memory copy of the vectors it searches).
+    #[serde(default = "default_cache_mb")]
+    pub cache_mb: u64,
+}
+
+impl Default for StorageConfig {
+    fn default() -> StorageConfig {
+        StorageConfig { max_file_bytes: default_max_file_bytes(), cache_mb: default_cache_mb() }
+    }
+}
+
+fn default_cache_mb() -> u64 {
+    64
+}
+
+fn default_max_file_bytes() -> usize {
+    1024 * 1024
+}

@@ -1,0 +1,28 @@
+//! The domain: plain data that every floor above shares, with no behaviour beyond itself.
+//!
+//! Messages and their parts ([`Message`], [`Part`]), the live [`MessageList`] of a run, the
+//! [`Chunk`]s a run streams, the prompt of a model call ([`PromptMessage`], [`ToolDefinition`]),
+//! the record of a step ([`StepInput`], [`StepResult`]), the nine [`Hook`]s, the [`RunInfo`] a
+//! hook is called for, and [`JsonSchema`]. Nothing here knows tokio, tonic, the store or a model.
+
+mod chunk;
+mod hook;
+mod json_schema;
+mod message;
+mod message_list;
+mod prompt;
+mod run_info;
+mod step;
+mod window;
+
+pub use self::chunk::{
+    Chunk, DATA_PREFIX, DataChunk, ErrorSource, FinishReason, RunFailure, Tripwire, Usage,
+};
+pub use self::hook::{Hook, HookSet};
+pub use self::json_schema::JsonSchema;
+pub use self::message::{Message, Part, Role, ToolCall, ToolResult, new_id, now_millis, text_of};
+pub use self::message_list::{MessageList, MessageSource, ReconcileScope};
+pub use self::prompt::{ModelSettings, PromptMessage, ToolChoice, ToolDefinition};
+pub use self::run_info::{RunInfo, TraceContext};
+pub use self::step::{StepInput, StepResult};
+pub use self::window::StreamWindow;
