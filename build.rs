@@ -1,7 +1,8 @@
 //! Compiles `proto/agentwire/v1/*.proto` with protox (no system protoc) and writes the
 //! descriptor set that server reflection serves.
 
-use std::{env, fs, path::PathBuf};
+use std::path::PathBuf;
+use std::{env, fs};
 
 use prost::Message;
 

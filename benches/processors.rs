@@ -5,10 +5,8 @@
 
 use std::time::{Duration, Instant};
 
+use agentwire::domain::{Chunk, MessageList, RunInfo};
 use agentwire::processor::{HookContext, OutputStreamArgs, OutputWindowArgs, ProcessorRegistry};
-
-use agentwire::domain::RunInfo;
-use agentwire::domain::{Chunk, MessageList};
 use serde_json::Map;
 
 const WORDS: &[&str] =

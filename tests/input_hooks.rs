@@ -6,9 +6,10 @@ mod common;
 
 use std::sync::Arc;
 
-use agentwire::domain::{Chunk, DataChunk, FinishReason, Message, MessageSource, Part, Role, Usage};
-use agentwire::domain::{Hook, HookSet};
-use agentwire::domain::{PromptMessage, ToolChoice};
+use agentwire::domain::{
+    Chunk, DataChunk, FinishReason, Hook, HookSet, Message, MessageSource, Part, PromptMessage, Role,
+    ToolChoice, Usage,
+};
 use agentwire::processor::{
     HookError, InputArgs, InputOutcome, InputStepArgs, LlmRequestArgs, LlmRequestOutcome, LlmResponseArgs,
     Processor, StepOverrides,

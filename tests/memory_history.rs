@@ -5,9 +5,7 @@ mod common;
 
 use std::sync::Arc;
 
-use agentwire::domain::{Hook, HookSet};
-
-use agentwire::domain::MessageSource;
+use agentwire::domain::{Hook, HookSet, MessageSource};
 use agentwire::processor::{HookError, InputArgs, InputOutcome, Processor};
 use agentwire::server::pb;
 use common::{Log, TestServer, TestServerBuilder, in_thread, inspected, names, request, tripwire};

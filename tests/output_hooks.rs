@@ -6,9 +6,7 @@ mod common;
 
 use std::sync::Arc;
 
-use agentwire::domain::{Hook, HookSet};
-
-use agentwire::domain::{Chunk, DataChunk, Message, Part, Role};
+use agentwire::domain::{Chunk, DataChunk, Hook, HookSet, Message, Part, Role};
 use agentwire::processor::{
     HookError, InputArgs, InputOutcome, InputStepArgs, OutputResultArgs, OutputStepArgs, OutputStreamArgs,
     Processor, StepOverrides, ToolResultArgs, ToolResultOutcome,

@@ -6,8 +6,7 @@ use std::sync::Arc;
 
 use super::run::MemoryRun;
 use super::working::{MAX_REBASES, is_working_memory_traffic};
-use crate::domain::{Hook, HookSet};
-use crate::domain::{Message, MessageList, MessageSource, Part, Role};
+use crate::domain::{Hook, HookSet, Message, MessageList, MessageSource, Part, Role};
 use crate::processor::{HookError, InputArgs, InputOutcome, OutputResultArgs, Processor};
 use crate::storage::{RunSave, StoreError};
 

@@ -9,8 +9,7 @@ use std::sync::Arc;
 use super::run::MemoryRun;
 use super::working::escape;
 use crate::config::{RecallScopeKind, SemanticRecallConfig};
-use crate::domain::{Hook, HookSet};
-use crate::domain::{Message, MessageSource, Role};
+use crate::domain::{Hook, HookSet, Message, MessageSource, Role};
 use crate::processor::{HookError, InputArgs, InputOutcome, OutputResultArgs, Processor};
 use crate::storage::{EmbeddingRecord, RecallScope, StoredMessage, VectorQuery};
 

@@ -13,9 +13,7 @@ use serde_json::{Value, json};
 
 use super::run::{MemoryRun, WorkingUpdate};
 use crate::config::WorkingMemoryConfig;
-use crate::domain::JsonSchema;
-use crate::domain::ToolDefinition;
-use crate::domain::{Hook, HookSet};
+use crate::domain::{Hook, HookSet, JsonSchema, ToolDefinition};
 use crate::processor::{HookError, InputArgs, InputOutcome, InputStepArgs, Processor, StepOverrides};
 use crate::storage::WorkingMemoryScope;
 use crate::tool::{Tool, ToolError};

@@ -14,8 +14,7 @@ use serde_json::{Value, json};
 
 use super::{LanguageModel, ModelError, ModelEvent, ModelRequest, ModelStream};
 use crate::config::{MockReply, MockScript};
-use crate::domain::PromptMessage;
-use crate::domain::{FinishReason, Role, ToolCall, Usage, text_of};
+use crate::domain::{FinishReason, PromptMessage, Role, ToolCall, Usage, text_of};
 
 /// Id of the echo model.
 pub const ECHO: &str = "mock/echo";

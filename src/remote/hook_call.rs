@@ -4,10 +4,10 @@
 
 use serde_json::{Map, Value};
 
-use crate::domain::TraceContext;
-use crate::domain::{Chunk, DataChunk, FinishReason, Message, ToolCall, ToolResult, Usage};
-use crate::domain::{Hook, RunInfo};
-use crate::domain::{PromptMessage, ToolChoice};
+use crate::domain::{
+    Chunk, DataChunk, FinishReason, Hook, Message, PromptMessage, RunInfo, ToolCall, ToolChoice, ToolResult,
+    TraceContext, Usage,
+};
 use crate::processor::Abort;
 
 /// One hook call.

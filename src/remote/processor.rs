@@ -14,8 +14,9 @@ use serde_json::json;
 use super::hook_call::{HookArgs, HookCall, HookResult, Outcome, Replacement};
 use super::pool::RemotePool;
 use super::session::{CallFailure, Session};
-use crate::domain::{Chunk, DataChunk, Message, ReconcileScope, now_millis};
-use crate::domain::{Hook, HookSet, RunInfo, StreamWindow};
+use crate::domain::{
+    Chunk, DataChunk, Hook, HookSet, Message, ReconcileScope, RunInfo, StreamWindow, now_millis,
+};
 use crate::model::ModelError;
 use crate::processor::{
     Abort, ApiErrorArgs, ApiErrorOutcome, HookContext, HookError, InputArgs, InputOutcome, InputStepArgs,

@@ -22,8 +22,7 @@ use super::pool::RemotePool;
 use super::session::{CallFailure, Session};
 use super::tool_call::ToolInvocation;
 use crate::config::RemoteToolConfig;
-use crate::domain::ToolDefinition;
-use crate::domain::now_millis;
+use crate::domain::{ToolDefinition, now_millis};
 use crate::telemetry::propagation;
 use crate::tool::{Tool, ToolCallInfo, ToolError};
 

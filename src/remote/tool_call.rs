@@ -4,8 +4,7 @@
 
 use serde_json::Value;
 
-use crate::domain::JsonSchema;
-use crate::domain::TraceContext;
+use crate::domain::{JsonSchema, TraceContext};
 
 /// A tool an instance executes.
 #[derive(Debug, Clone)]

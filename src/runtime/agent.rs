@@ -2,8 +2,7 @@
 
 use std::sync::Arc;
 
-use crate::config::MemoryConfig;
-use crate::config::MockScript;
+use crate::config::{MemoryConfig, MockScript};
 use crate::domain::ModelSettings;
 use crate::memory::MemoryKind;
 use crate::memory::embedder::Embedder;

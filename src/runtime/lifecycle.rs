@@ -5,7 +5,8 @@
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
-use tokio_util::task::{TaskTracker, task_tracker::TaskTrackerToken};
+use tokio_util::task::TaskTracker;
+use tokio_util::task::task_tracker::TaskTrackerToken;
 
 use super::RunError;
 

@@ -38,8 +38,7 @@ use crate::memory::{MemoryKind, MemoryProcessors};
 use crate::model::ModelRegistry;
 use crate::model::provider::Provider;
 use crate::processor::{Processor, ProcessorRegistry, ProcessorResources};
-use crate::remote::RemoteTool;
-use crate::remote::{self, PoolTiming, RemotePool, RemoteProcessor};
+use crate::remote::{self, PoolTiming, RemotePool, RemoteProcessor, RemoteTool};
 use crate::storage::Store;
 use crate::tool::ToolRegistry;
 

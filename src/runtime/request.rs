@@ -3,8 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::domain::Message;
-use crate::domain::TraceContext;
+use crate::domain::{Message, TraceContext};
 use crate::storage::StoreError;
 
 /// One run of one agent.

@@ -2,10 +2,9 @@
 
 use super::pb;
 use super::value::{from_proto, from_struct, to_proto, to_struct};
-use crate::domain::TraceContext;
 use crate::domain::{
-    Chunk, DataChunk, Message, Part, Role, RunFailure, StepResult, ToolCall, ToolResult, Tripwire, Usage,
-    now_millis,
+    Chunk, DataChunk, Message, Part, Role, RunFailure, StepResult, ToolCall, ToolResult, TraceContext,
+    Tripwire, Usage, now_millis,
 };
 use crate::runtime::{Agent, RunError, RunRequest, RunResult};
 

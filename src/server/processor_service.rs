@@ -15,9 +15,7 @@ use tonic::{Request, Response, Status, Streaming};
 use super::pb;
 use super::remote_convert::hook_from_pb;
 use super::value::from_struct;
-use crate::domain::JsonSchema;
-use crate::domain::new_id;
-use crate::domain::{Hook, HookSet, StreamWindow};
+use crate::domain::{Hook, HookSet, JsonSchema, StreamWindow, new_id};
 use crate::remote::{
     Answer, AuthError, HookResult, PROTOCOL_VERSIONS, RemotePool, Session, SessionEvent, SessionSpec,
     ToolOutput, ToolSpec,

@@ -4,9 +4,9 @@
 use super::convert::{chunk_to_pb, message_from_pb};
 use super::pb;
 use super::value::{from_proto, from_struct, to_proto, to_struct};
-use crate::domain::Hook;
-use crate::domain::{Chunk, DATA_PREFIX, DataChunk, Message, ToolCall, ToolResult};
-use crate::domain::{PromptMessage, ToolChoice};
+use crate::domain::{
+    Chunk, DATA_PREFIX, DataChunk, Hook, Message, PromptMessage, ToolCall, ToolChoice, ToolResult,
+};
 use crate::processor::Abort;
 use crate::remote::{HookCall, HookResult, Outcome, Replacement, ToolInvocation, ToolOutput};
 use crate::runtime::RunError;

@@ -17,12 +17,11 @@ use sled::Transactional;
 use sled::transaction::{ConflictableTransactionError, TransactionError, TransactionalTree};
 
 use super::group_commit::GroupCommit;
-use super::keys;
 use super::vectors::ResourceVectors;
 use super::{
     CacheScope, DeleteReport, Direction, Hit, MessagePage, NewThread, RecallScope, RunSave, Store,
     StoreError, StoredMessage, Thread, ThreadPage, ThreadUpdate, VectorQuery, WorkingMemoryRecord,
-    WorkingMemoryScope,
+    WorkingMemoryScope, keys,
 };
 use crate::domain::{Message, new_id, now_millis};
 

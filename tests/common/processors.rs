@@ -3,14 +3,12 @@
 
 use std::sync::Arc;
 
+use agentwire::domain::{Chunk, Hook, HookSet, Message};
 use agentwire::processor::{
     Abort, ApiErrorArgs, ApiErrorOutcome, HookError, InputArgs, InputOutcome, InputStepArgs, LlmRequestArgs,
     LlmRequestOutcome, LlmResponseArgs, OutputResultArgs, OutputStepArgs, OutputStreamArgs, Processor,
     StepOverrides, ToolResultArgs, ToolResultOutcome,
 };
-
-use agentwire::domain::{Chunk, Message};
-use agentwire::domain::{Hook, HookSet};
 use serde_json::json;
 
 use super::{Log, TestServerBuilder};

@@ -6,8 +6,7 @@ use serde_json::{Map, Value, json};
 
 use super::decode::{Decoded, Decoder, finish_reason_of, tool_call_of, tool_result_text};
 use super::sse::SseEvent;
-use crate::domain::{Part, Role, Usage};
-use crate::domain::{PromptMessage, ToolChoice};
+use crate::domain::{Part, PromptMessage, Role, ToolChoice, Usage};
 use crate::model::{ModelEvent, ModelRequest};
 
 /// Anthropic requires `max_tokens`; this is used when the settings give none.

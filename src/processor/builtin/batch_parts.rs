@@ -7,9 +7,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use crate::domain::{Hook, HookSet, RunInfo, StreamWindow};
-
-use crate::domain::Chunk;
+use crate::domain::{Chunk, Hook, HookSet, RunInfo, StreamWindow};
 use crate::processor::{HookError, OutputWindowArgs, Processor, parse_options};
 
 pub(super) const KIND: &str = "batch-parts";

@@ -5,12 +5,10 @@ use std::sync::Arc;
 
 use serde::Deserialize;
 
+use crate::domain::{Chunk, Hook, HookSet};
 use crate::processor::{
     Abort, HookError, InputArgs, InputOutcome, OutputStreamArgs, Processor, parse_options,
 };
-
-use crate::domain::Chunk;
-use crate::domain::{Hook, HookSet};
 
 pub(super) const KIND: &str = "content-filter";
 

@@ -15,12 +15,9 @@ use futures::StreamExt;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::model::{LanguageModel, ModelEvent, ModelRegistry, ModelRequest};
-
 use crate::config::MockScript;
-
-use crate::domain::{DataChunk, JsonSchema, Part, Role, Usage};
-use crate::domain::{ModelSettings, PromptMessage, ToolChoice};
+use crate::domain::{DataChunk, JsonSchema, ModelSettings, Part, PromptMessage, Role, ToolChoice, Usage};
+use crate::model::{LanguageModel, ModelEvent, ModelRegistry, ModelRequest};
 use crate::processor::{HookContext, HookError};
 
 /// The judge's options, as a processor's `judge` table.

@@ -9,8 +9,7 @@ use serde_json::json;
 use whatlang::Lang;
 
 use super::BlockOrWarn;
-use crate::domain::DataChunk;
-use crate::domain::{Hook, HookSet};
+use crate::domain::{DataChunk, Hook, HookSet};
 use crate::processor::{Abort, HookError, InputArgs, InputOutcome, Processor, parse_options};
 
 pub(super) const KIND: &str = "language-detector";

@@ -15,8 +15,7 @@ use serde_json::{Map, Value, json};
 
 use super::BlockOrWarn;
 use super::judge::{Judge, JudgeOptions, Verdict};
-use crate::domain::{Chunk, DataChunk, JsonSchema};
-use crate::domain::{Hook, HookSet, RunInfo, StreamWindow};
+use crate::domain::{Chunk, DataChunk, Hook, HookSet, JsonSchema, RunInfo, StreamWindow};
 use crate::processor::{
     Abort, HookContext, HookError, InputArgs, InputOutcome, OutputWindowArgs, Processor, ProcessorResources,
     parse_options,

@@ -6,7 +6,6 @@ use std::sync::Arc;
 use serde::Deserialize;
 
 use crate::domain::{Hook, HookSet};
-
 use crate::processor::{Processor, parse_options};
 
 pub(super) const KIND: &str = "pass-through";

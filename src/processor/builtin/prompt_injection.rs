@@ -18,8 +18,7 @@ use serde_json::{Value, json};
 
 use super::judge::{Judge, JudgeOptions, Verdict, defanged};
 use super::unicode_normalizer::fold;
-use crate::domain::{DataChunk, JsonSchema, Part};
-use crate::domain::{Hook, HookSet};
+use crate::domain::{DataChunk, Hook, HookSet, JsonSchema, Part};
 use crate::processor::{
     Abort, HookContext, HookError, InputArgs, InputOutcome, Processor, ProcessorResources, ToolResultArgs,
     ToolResultOutcome, parse_options,

@@ -8,10 +8,8 @@ use std::sync::Arc;
 use serde::Deserialize;
 use serde_json::json;
 
+use crate::domain::{Hook, HookSet, Message};
 use crate::processor::{Abort, HookError, OutputStepArgs, Processor, parse_options};
-
-use crate::domain::Message;
-use crate::domain::{Hook, HookSet};
 
 pub(super) const KIND: &str = "quality-guardrail";
 

@@ -18,9 +18,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use crate::domain::{Hook, HookSet, RunInfo};
-
-use crate::domain::{Chunk, DataChunk, FinishReason, Usage, now_millis};
+use crate::domain::{Chunk, DataChunk, FinishReason, Hook, HookSet, RunInfo, Usage, now_millis};
 use crate::processor::{
     HookContext, HookError, LlmRequestArgs, LlmRequestOutcome, LlmResponseArgs, Processor,
     ProcessorResources, parse_options,

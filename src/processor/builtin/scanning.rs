@@ -6,8 +6,7 @@
 use serde_json::json;
 
 use super::scan::{Redaction, Scanner, Strategy, add_kinds, kinds, pass, redact, release};
-use crate::domain::{Chunk, DataChunk, MessageList, Part};
-use crate::domain::{Hook, HookSet};
+use crate::domain::{Chunk, DataChunk, Hook, HookSet, MessageList, Part};
 use crate::processor::{
     Abort, HookContext, HookError, InputArgs, InputOutcome, OutputStreamArgs, OutputStreamEndArgs, Processor,
 };

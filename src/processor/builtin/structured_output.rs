@@ -14,12 +14,10 @@ use std::sync::Arc;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use crate::domain::{DataChunk, Hook, HookSet, JsonSchema, Message};
 use crate::processor::{
     Abort, HookError, InputStepArgs, OutputStepArgs, Processor, StepOverrides, parse_options,
 };
-
-use crate::domain::{DataChunk, JsonSchema, Message};
-use crate::domain::{Hook, HookSet};
 
 pub(super) const KIND: &str = "structured-output";
 

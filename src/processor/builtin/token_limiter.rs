@@ -18,9 +18,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use tiktoken_rs::CoreBPE;
 
-use crate::domain::PromptMessage;
-use crate::domain::{Chunk, DataChunk, Part, Role};
-use crate::domain::{Hook, HookSet};
+use crate::domain::{Chunk, DataChunk, Hook, HookSet, Part, PromptMessage, Role};
 use crate::processor::{
     Abort, HookError, LlmRequestArgs, LlmRequestOutcome, OutputStreamArgs, Processor, parse_options,
 };

@@ -3,15 +3,12 @@
 //! persisted). The current run's own tool calls stay, so its tool loop works, and memory keeps
 //! everything.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use serde::Deserialize;
 
-use std::collections::HashSet;
-
-use crate::domain::{Hook, HookSet};
-
-use crate::domain::{MessageSource, Part, Role};
+use crate::domain::{Hook, HookSet, MessageSource, Part, Role};
 use crate::processor::{HookError, LlmRequestArgs, LlmRequestOutcome, Processor, parse_options};
 
 pub(super) const KIND: &str = "tool-call-filter";

@@ -8,7 +8,6 @@ use serde::Deserialize;
 use unicode_normalization::UnicodeNormalization;
 
 use crate::domain::{Hook, HookSet};
-
 use crate::processor::{HookError, InputArgs, InputOutcome, Processor, parse_options};
 
 pub(super) const KIND: &str = "unicode-normalizer";

@@ -7,9 +7,7 @@ use std::sync::Arc;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::domain::{Hook, HookSet};
-
-use crate::domain::{Chunk, DataChunk, Message};
+use crate::domain::{Chunk, DataChunk, Hook, HookSet, Message};
 use crate::processor::{HookError, OutputResultArgs, OutputStreamArgs, Processor, parse_options};
 
 pub(super) const KIND: &str = "word-counter";

@@ -12,9 +12,7 @@ use std::sync::Arc;
 use tokio::time::Instant;
 
 use super::{MAX_DATA_CHUNKS_PER_EMIT, Run, RunStop, StepAnswer, guarded, stop};
-use crate::domain::Part;
-use crate::domain::{Chunk, DataChunk, ErrorSource, RunFailure};
-use crate::domain::{Hook, StreamWindow};
+use crate::domain::{Chunk, DataChunk, ErrorSource, Hook, Part, RunFailure, StreamWindow};
 use crate::processor::{OutputStreamArgs, OutputStreamEndArgs, OutputWindowArgs, Processor};
 
 /// Whether chunks going out close the windows they pass.

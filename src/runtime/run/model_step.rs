@@ -1,0 +1,256 @@
+//! One model step: the request built from the message list and the step's input, the model's
+//! stream turned into chunks (each through `processOutputStream`), and the step's answer
+//! ([`StepAnswer`]) recorded from the chunks that reached the client.
+
+use futures::StreamExt;
+use tracing::{Instrument as _, Span};
+
+use super::{Run, RunStop, StepOutcome, StepSource};
+use crate::domain::{
+    Chunk, ErrorSource, FinishReason, Message, MessageList, Part, PromptMessage, Role, RunFailure, StepInput,
+    StepResult, Usage, new_id,
+};
+use crate::model::{ModelError, ModelRequest};
+use crate::telemetry::spans;
+
+impl Run {
+    /// One model step: the call (with error-processor retries), the stream, and everything
+    /// after it up to the tools' results.
+    pub(super) async fn model_step(
+        &mut self,
+        step_number: u32,
+        step: &StepInput,
+    ) -> Result<StepOutcome, RunStop> {
+        let model = self
+            .runtime
+            .models
+            .resolve(&step.model, self.agent.script.as_ref())
+            .map_err(|error| RunStop::Failed(model_failure(&step.model, &error)))?;
+        let offered_tools = step.offered_tools();
+        let model_started = std::time::Instant::now();
+        let source = loop {
+            let prompt = build_prompt(&self.list);
+            let (prompt, replay) = self.process_llm_request(step_number, step, prompt).await?;
+            if let Some(chunks) = replay {
+                break StepSource::Replay(chunks);
+            }
+            let request = ModelRequest {
+                prompt,
+                tools: offered_tools.clone(),
+                tool_choice: step.tool_choice.clone(),
+                settings: step.settings.clone(),
+                provider_options: step.provider_options.clone(),
+                structured_output: step.structured_output.clone(),
+                call_index: self.model_calls,
+            };
+            self.model_calls += 1;
+            let call_span = spans::model_call(&step.model);
+            match model.stream(request).instrument(call_span.clone()).await {
+                Ok(stream) => break StepSource::Model(stream, call_span),
+                Err(error) => {
+                    spans::failed(&call_span, &error.to_string());
+                    drop(call_span);
+                    if !self.process_api_error(step_number, &error).await? {
+                        return Err(RunStop::Failed(model_failure(&step.model, &error)));
+                    }
+                }
+            }
+        };
+
+        let message_id = new_id();
+        let step_start =
+            Chunk::StepStart { step: step_number, message_id: message_id.clone(), model: step.model.clone() };
+        self.emit_step_start(step_start).await?;
+        let mut answer = StepAnswer::new(step_number, &step.model);
+        let from_cache = matches!(source, StepSource::Replay(_));
+        let mut raw_chunks = Vec::new();
+        let mut call_span = Span::none();
+        match source {
+            StepSource::Replay(chunks) => {
+                for chunk in chunks {
+                    self.step_chunk(chunk, &mut answer, &mut raw_chunks).await?;
+                }
+            }
+            StepSource::Model(mut stream, span) => {
+                call_span = span;
+                loop {
+                    let event = match self.next_window_deadline() {
+                        None => stream.next().await,
+                        Some(deadline) => tokio::select! {
+                            event = stream.next() => event,
+                            () = tokio::time::sleep_until(deadline) => {
+                                self.close_due_windows(&mut answer).await?;
+                                continue;
+                            }
+                        },
+                    };
+                    let Some(event) = event else { break };
+                    let event = event.map_err(|error| {
+                        spans::failed(&call_span, &error.to_string());
+                        RunStop::Failed(model_failure(&step.model, &error))
+                    })?;
+                    if let Some(chunk) = answer.chunk_of(event, &message_id) {
+                        self.step_chunk(chunk, &mut answer, &mut raw_chunks).await?;
+                    }
+                }
+            }
+        }
+        self.close_windows(&mut answer).await?;
+        if !from_cache {
+            let (metrics, model) = (crate::telemetry::metrics::global(), [("model", step.model.as_str())]);
+            metrics.observe(
+                "agentwire_model_duration_seconds",
+                &model,
+                model_started.elapsed().as_secs_f64(),
+            );
+            let usage = answer.result.usage;
+            call_span.record("gen_ai.usage.input_tokens", usage.input_tokens);
+            call_span.record("gen_ai.usage.output_tokens", usage.output_tokens);
+            drop(call_span);
+            for (direction, tokens) in [("input", usage.input_tokens), ("output", usage.output_tokens)] {
+                let labels = [("model", step.model.as_str()), ("direction", direction)];
+                metrics.count("agentwire_model_tokens_total", &labels, tokens);
+            }
+        }
+        raw_chunks.push(Chunk::StepFinish {
+            step: step_number,
+            finish_reason: answer.result.finish_reason,
+            usage: answer.result.usage,
+            rejected: None,
+        });
+
+        self.steps.push(answer.result.clone());
+        self.process_llm_response(step_number, &step.model, &raw_chunks, from_cache).await?;
+        let mut parts = answer.parts;
+        parts.append(&mut self.pending_data_parts);
+        if !parts.is_empty() {
+            let mut message = Message::new(Role::Assistant, parts);
+            message.id = message_id.clone();
+            self.add_response(message);
+        }
+        let rejection = self.process_output_step(step_number, &message_id).await?;
+        let step_result = self.steps.last().cloned().expect("pushed above");
+        self.usage.add(step_result.usage);
+        let step_finish = Chunk::StepFinish {
+            step: step_number,
+            finish_reason: step_result.finish_reason,
+            usage: step_result.usage,
+            rejected: rejection.clone(),
+        };
+        if let Some(tripwire) = rejection {
+            self.emit(step_finish, true).await?;
+            return Ok(StepOutcome::Retry(tripwire.reason));
+        }
+        self.processors.retry_count = 0;
+        self.emit(step_finish, true).await?;
+        if step_result.tool_calls.is_empty() {
+            return Ok(StepOutcome::Complete(step_result.finish_reason));
+        }
+        for call in &step_result.tool_calls {
+            self.run_tool(step_number, call, &offered_tools).await?;
+        }
+        Ok(StepOutcome::Continue)
+    }
+
+    /// One chunk of a step's answer: recorded raw for processLLMResponse, then streamed.
+    pub(super) async fn step_chunk(
+        &mut self,
+        chunk: Chunk,
+        answer: &mut StepAnswer,
+        raw_chunks: &mut Vec<Chunk>,
+    ) -> Result<(), RunStop> {
+        if let Chunk::StepFinish { finish_reason, usage, .. } = chunk {
+            // A replayed step's end: it carries the step's outcome; the loop emits its own.
+            answer.result.finish_reason = finish_reason;
+            answer.result.usage = usage;
+            return Ok(());
+        }
+        raw_chunks.push(chunk.clone());
+        self.stream_model_chunk(chunk, answer).await
+    }
+}
+
+/// What a step's answer is made of so far: the result, and the assistant message's parts, both
+/// built from the chunks that reached the client.
+pub(super) struct StepAnswer {
+    pub(super) result: StepResult,
+    pub(super) parts: Vec<Part>,
+}
+
+impl StepAnswer {
+    pub(super) fn new(step_number: u32, model: &str) -> StepAnswer {
+        StepAnswer {
+            result: StepResult {
+                step: step_number,
+                model: model.to_owned(),
+                text: String::new(),
+                reasoning: String::new(),
+                finish_reason: FinishReason::Stop,
+                usage: Usage::default(),
+                tool_calls: Vec::new(),
+                tool_results: Vec::new(),
+                tripwire: None,
+            },
+            parts: Vec::new(),
+        }
+    }
+
+    /// The chunk for a model event; the final event only records the step's outcome.
+    pub(super) fn chunk_of(&mut self, event: crate::model::ModelEvent, message_id: &str) -> Option<Chunk> {
+        use crate::model::ModelEvent;
+        match event {
+            ModelEvent::TextDelta(text) => Some(Chunk::TextDelta { id: message_id.to_owned(), text }),
+            ModelEvent::ReasoningDelta(text) => {
+                Some(Chunk::ReasoningDelta { id: message_id.to_owned(), text })
+            }
+            ModelEvent::ToolCall(call) => Some(Chunk::ToolCall(call)),
+            ModelEvent::Finish { finish_reason, usage } => {
+                self.result.finish_reason = finish_reason;
+                self.result.usage = usage;
+                None
+            }
+        }
+    }
+
+    pub(super) fn absorb(&mut self, chunk: &Chunk) {
+        match chunk {
+            Chunk::TextDelta { text, .. } => {
+                self.result.text.push_str(text);
+                match self.parts.last_mut() {
+                    Some(Part::Text { text: last }) => last.push_str(text),
+                    _ => self.parts.push(Part::Text { text: text.clone() }),
+                }
+            }
+            Chunk::ReasoningDelta { text, .. } => {
+                self.result.reasoning.push_str(text);
+                match self.parts.last_mut() {
+                    Some(Part::Reasoning { text: last }) => last.push_str(text),
+                    _ => self.parts.push(Part::Reasoning { text: text.clone() }),
+                }
+            }
+            Chunk::ToolCall(call) => {
+                self.parts.push(Part::ToolCall(call.clone()));
+                self.result.tool_calls.push(call.clone());
+            }
+            _ => {}
+        }
+    }
+}
+
+fn model_failure(model_id: &str, error: &ModelError) -> RunFailure {
+    RunFailure { message: error.to_string(), source: ErrorSource::Model, origin: model_id.to_owned() }
+}
+
+/// The prompt for the model: every system message (untagged, then tagged), then the messages.
+/// Custom data parts are for clients and memory, not for the model.
+fn build_prompt(list: &MessageList) -> Vec<PromptMessage> {
+    let system = list
+        .all_system_messages()
+        .into_iter()
+        .map(|text| PromptMessage { role: Role::System, parts: vec![Part::Text { text }] });
+    let messages = list.all().map(|message| PromptMessage {
+        role: message.role,
+        parts: message.parts.iter().filter(|part| !matches!(part, Part::Data { .. })).cloned().collect(),
+    });
+    system.chain(messages).collect()
+}
