@@ -1,5 +1,6 @@
 //! Building processors from config: each *kind* (`content-filter`, `lowercase`, ...) has a
-//! factory that turns an id and a table of options into a processor.
+//! factory that turns an id and a table of options into a processor. The built-in kinds register
+//! themselves (`ProcessorRegistry::with_builtins`, in `builtin/mod.rs`).
 //!
 //! Embedders register their own kinds next to the built-ins, so their processors can be named in
 //! `agentwire.toml` like any other. Kinds may borrow the runtime's [`ProcessorResources`]: its
@@ -9,7 +10,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 
-use super::{Processor, builtin};
+use super::Processor;
 use crate::model::ModelRegistry;
 use crate::storage::Store;
 
@@ -41,13 +42,6 @@ impl fmt::Debug for ProcessorRegistry {
 }
 
 impl ProcessorRegistry {
-    /// A registry with the built-in kinds.
-    pub fn with_builtins() -> ProcessorRegistry {
-        let mut registry = ProcessorRegistry::default();
-        builtin::register(&mut registry);
-        registry
-    }
-
     /// Adds a kind, replacing any kind of the same name.
     pub fn register(&mut self, kind: &str, factory: ProcessorFactory) {
         self.factories.insert(kind.to_owned(), factory);

@@ -74,8 +74,17 @@ fn rewrite_texts(messages: &mut [Message], rewrite: impl Fn(&str) -> String) -> 
     changed
 }
 
+impl ProcessorRegistry {
+    /// A registry with the built-in kinds.
+    pub fn with_builtins() -> ProcessorRegistry {
+        let mut registry = ProcessorRegistry::default();
+        register(&mut registry);
+        registry
+    }
+}
+
 /// Registers every built-in kind.
-pub(crate) fn register(registry: &mut ProcessorRegistry) {
+fn register(registry: &mut ProcessorRegistry) {
     registry.register_fn(content_filter::KIND, ContentFilter::from_options);
     registry.register_fn(lowercase::KIND, Lowercase::from_options);
     registry.register_fn(word_counter::KIND, WordCounter::from_options);
