@@ -119,3 +119,28 @@ impl MemoryProcessors {
         self.tools.clone()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::MemoryConfig;
+    use crate::memory::embedder::Lexical;
+    use crate::processor::hook_check::unlisted_hooks;
+    use crate::storage::SledStore;
+
+    /// Each memory processor lists every hook it implements (they are built per run, outside
+    /// the registry that checks the others).
+    #[test]
+    fn memory_processors_list_every_hook_they_implement() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Arc::new(SledStore::open(dir.path()).unwrap());
+        let config: MemoryConfig =
+            toml::from_str("semantic_recall = { top_k = 2 }\nworking_memory = { enabled = true }").unwrap();
+        let run = MemoryRun::new(store, Arc::new(config), Arc::new(Lexical::new()), "t".into(), "r".into());
+        let processors = run.processors();
+        for kind in MemoryKind::ALL {
+            let processor = processors.get(kind).expect("every kind is on");
+            assert!(unlisted_hooks(processor.as_ref()).is_empty(), "{}", kind.name());
+        }
+    }
+}

@@ -1,6 +1,8 @@
 //! What every hook receives besides its own arguments: the run it serves, the processor's own
 //! `state`, the retry count, a writer for custom `data-*` chunks, and `abort`.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use serde_json::{Map, Value};
 
 use crate::domain::{DataChunk, RunInfo};
@@ -16,6 +18,8 @@ pub struct HookContext<'a> {
     pub retry_count: u32,
     emitted: &'a mut Vec<DataChunk>,
     skipped: &'a mut Vec<SkippedProcessor>,
+    /// Set by a hook's default body, when the hook check (`hook_check.rs`) is asking.
+    defaulted: Option<&'a AtomicBool>,
 }
 
 /// A processor that did not take part in a hook call (an unavailable remote processor under the
@@ -39,7 +43,7 @@ impl<'a> HookContext<'a> {
         emitted: &'a mut Vec<DataChunk>,
         skipped: &'a mut Vec<SkippedProcessor>,
     ) -> HookContext<'a> {
-        HookContext { run, state, retry_count, emitted, skipped }
+        HookContext { run, state, retry_count, emitted, skipped, defaulted: None }
     }
 
     /// A shorter-lived context over the same run, state and outputs, for calling another hook
@@ -51,6 +55,27 @@ impl<'a> HookContext<'a> {
             retry_count: self.retry_count,
             emitted: self.emitted,
             skipped: self.skipped,
+            defaulted: self.defaulted,
+        }
+    }
+
+    /// A context that records whether a hook's default body ran, for the hook check.
+    pub(super) fn probing(
+        run: &'a RunInfo,
+        state: &'a mut Map<String, Value>,
+        emitted: &'a mut Vec<DataChunk>,
+        skipped: &'a mut Vec<SkippedProcessor>,
+        defaulted: &'a AtomicBool,
+    ) -> HookContext<'a> {
+        HookContext { run, state, retry_count: 0, emitted, skipped, defaulted: Some(defaulted) }
+    }
+
+    /// Says that this call took the trait's default path. Every default body calls it; a
+    /// processor whose `hooks()` depends on its options calls it in the hooks its options leave
+    /// out, so the registry's check (`processor::hook_check`) knows they are left out on purpose.
+    pub fn note_default(&self) {
+        if let Some(defaulted) = self.defaulted {
+            defaulted.store(true, Ordering::Relaxed);
         }
     }
 

@@ -3,11 +3,14 @@
 //!
 //! A processor implements any subset of the hooks (each defaults to "unchanged") and declares
 //! that subset in [`Processor::hooks`], so the runtime never calls a hook it does not implement.
+//! The registry checks the list when it builds a processor ([`hook_check`]): a hook implemented
+//! but not listed is an error naming it.
 //! Aborting is returning [`HookError::Abort`]; the runtime turns it into a tripwire.
 
 mod args;
 pub mod builtin;
 mod context;
+pub mod hook_check;
 mod registry;
 
 use std::fmt;
@@ -39,32 +42,38 @@ pub trait Processor: Send + Sync {
     }
 
     /// Once per run, before the loop.
-    async fn process_input(&self, _args: InputArgs<'_>) -> Result<InputOutcome, HookError> {
+    async fn process_input(&self, args: InputArgs<'_>) -> Result<InputOutcome, HookError> {
+        args.ctx.note_default();
         Ok(InputOutcome::Unchanged)
     }
 
     /// At each step, before the prompt is built.
-    async fn process_input_step(&self, _args: InputStepArgs<'_>) -> Result<StepOverrides, HookError> {
+    async fn process_input_step(&self, args: InputStepArgs<'_>) -> Result<StepOverrides, HookError> {
+        args.ctx.note_default();
         Ok(StepOverrides::default())
     }
 
     /// At each step, on the outgoing prompt.
-    async fn process_llm_request(&self, _args: LlmRequestArgs<'_>) -> Result<LlmRequestOutcome, HookError> {
+    async fn process_llm_request(&self, args: LlmRequestArgs<'_>) -> Result<LlmRequestOutcome, HookError> {
+        args.ctx.note_default();
         Ok(LlmRequestOutcome::default())
     }
 
     /// At each step, after the model's stream completed.
-    async fn process_llm_response(&self, _args: LlmResponseArgs<'_>) -> Result<(), HookError> {
+    async fn process_llm_response(&self, args: LlmResponseArgs<'_>) -> Result<(), HookError> {
+        args.ctx.note_default();
         Ok(())
     }
 
     /// When the model rejects a call (error processors only).
-    async fn process_api_error(&self, _args: ApiErrorArgs<'_>) -> Result<ApiErrorOutcome, HookError> {
+    async fn process_api_error(&self, args: ApiErrorArgs<'_>) -> Result<ApiErrorOutcome, HookError> {
+        args.ctx.note_default();
         Ok(ApiErrorOutcome::default())
     }
 
     /// On every chunk: return it (maybe rewritten) to pass it on, `None` to drop it.
     async fn process_output_stream(&self, args: OutputStreamArgs<'_>) -> Result<Option<Chunk>, HookError> {
+        args.ctx.note_default();
         Ok(Some(args.part))
     }
 
@@ -78,6 +87,7 @@ pub trait Processor: Send + Sync {
     /// A closed window of chunks: return the chunks that replace it, in order (fewer, more, or
     /// rewritten). The default passes each through [`Processor::process_output_stream`].
     async fn process_output_window(&self, mut args: OutputWindowArgs<'_>) -> Result<Vec<Chunk>, HookError> {
+        args.ctx.note_default();
         let seen_before = args.stream_parts.len() - args.parts.len();
         let mut kept = Vec::with_capacity(args.parts.len());
         for (index, part) in args.parts.into_iter().enumerate() {
@@ -97,29 +107,30 @@ pub trait Processor: Send + Sync {
     /// redactor waiting to see whether a match continues), to go out before the step ends.
     async fn process_output_stream_end(
         &self,
-        _args: OutputStreamEndArgs<'_>,
+        args: OutputStreamEndArgs<'_>,
     ) -> Result<Vec<Chunk>, HookError> {
+        args.ctx.note_default();
         Ok(Vec::new())
     }
 
     /// After each model step, before tools. `Some(messages)` replaces all messages.
-    async fn process_output_step(
-        &self,
-        _args: OutputStepArgs<'_>,
-    ) -> Result<Option<Vec<Message>>, HookError> {
+    async fn process_output_step(&self, args: OutputStepArgs<'_>) -> Result<Option<Vec<Message>>, HookError> {
+        args.ctx.note_default();
         Ok(None)
     }
 
     /// After each tool call, before its result is used.
-    async fn process_tool_result(&self, _args: ToolResultArgs<'_>) -> Result<ToolResultOutcome, HookError> {
+    async fn process_tool_result(&self, args: ToolResultArgs<'_>) -> Result<ToolResultOutcome, HookError> {
+        args.ctx.note_default();
         Ok(ToolResultOutcome::default())
     }
 
     /// Once, after the run. `Some(messages)` replaces the response messages.
     async fn process_output_result(
         &self,
-        _args: OutputResultArgs<'_>,
+        args: OutputResultArgs<'_>,
     ) -> Result<Option<Vec<Message>>, HookError> {
+        args.ctx.note_default();
         Ok(None)
     }
 }

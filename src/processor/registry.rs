@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 
-use super::Processor;
+use super::{Processor, hook_check};
 use crate::model::ModelRegistry;
 use crate::storage::Store;
 
@@ -78,7 +78,18 @@ impl ProcessorRegistry {
             let known: Vec<&str> = self.kinds().collect();
             return Err(format!("unknown processor kind `{kind}` (known kinds: {})", known.join(", ")));
         };
-        factory(id, options, &self.resources)
+        let processor = factory(id, options, &self.resources)?;
+        match hook_check::unlisted_hooks(processor.as_ref()).as_slice() {
+            [] => Ok(processor),
+            unlisted => {
+                let names: Vec<&str> = unlisted.iter().map(|hook| hook.name()).collect();
+                Err(format!(
+                    "processor kind `{kind}` implements {} but does not list it in `hooks()`, so the \
+                     runtime would never call it",
+                    names.join(", ")
+                ))
+            }
+        }
     }
 
     /// True when `kind` is registered.

@@ -308,13 +308,10 @@ impl Runtime {
             };
             tools.push(Arc::clone(tool));
         }
-        if let Some(memory) = &config.memory {
-            if self.store.is_none() {
-                return Err(at(
-                    memory.span(),
-                    "memory: needs a store (serve with a data directory)".to_owned(),
-                ));
-            }
+        if let Some(memory) = &config.memory
+            && self.store.is_none()
+        {
+            return Err(at(memory.span(), "memory: needs a store (serve with a data directory)".to_owned()));
         }
         let embedder_name = config
             .memory

@@ -5,9 +5,9 @@ use std::sync::Arc;
 
 use agentwire::domain::{Chunk, Hook, HookSet, Message};
 use agentwire::processor::{
-    Abort, ApiErrorArgs, ApiErrorOutcome, HookError, InputArgs, InputOutcome, InputStepArgs, LlmRequestArgs,
-    LlmRequestOutcome, LlmResponseArgs, OutputResultArgs, OutputStepArgs, OutputStreamArgs, Processor,
-    StepOverrides, ToolResultArgs, ToolResultOutcome,
+    Abort, ApiErrorArgs, ApiErrorOutcome, HookContext, HookError, InputArgs, InputOutcome, InputStepArgs,
+    LlmRequestArgs, LlmRequestOutcome, LlmResponseArgs, OutputResultArgs, OutputStepArgs, OutputStreamArgs,
+    Processor, StepOverrides, ToolResultArgs, ToolResultOutcome,
 };
 use serde_json::json;
 
@@ -125,7 +125,13 @@ impl Trap {
         }
     }
 
-    fn spring<T>(&self) -> Result<T, HookError> {
+    /// Springs in the trap's own hook; any other hook behaves as the trait's default (and says
+    /// so, since the trap lists only its own hook).
+    fn spring<T: Default>(&self, ctx: &HookContext<'_>, hook: Hook) -> Result<T, HookError> {
+        if hook != self.hook {
+            ctx.note_default();
+            return Ok(T::default());
+        }
         if self.panic {
             panic!("trap {} in {}", self.id, self.hook);
         }
@@ -151,48 +157,50 @@ impl Processor for Trap {
         HookSet::of(&[self.hook])
     }
 
-    async fn process_input(&self, _args: InputArgs<'_>) -> Result<InputOutcome, HookError> {
-        self.spring()
+    async fn process_input(&self, args: InputArgs<'_>) -> Result<InputOutcome, HookError> {
+        self.spring(&args.ctx, Hook::ProcessInput)
     }
 
-    async fn process_input_step(&self, _args: InputStepArgs<'_>) -> Result<StepOverrides, HookError> {
-        self.spring()
+    async fn process_input_step(&self, args: InputStepArgs<'_>) -> Result<StepOverrides, HookError> {
+        self.spring(&args.ctx, Hook::ProcessInputStep)
     }
 
-    async fn process_llm_request(&self, _args: LlmRequestArgs<'_>) -> Result<LlmRequestOutcome, HookError> {
-        self.spring()
+    async fn process_llm_request(&self, args: LlmRequestArgs<'_>) -> Result<LlmRequestOutcome, HookError> {
+        self.spring(&args.ctx, Hook::ProcessLlmRequest)
     }
 
-    async fn process_llm_response(&self, _args: LlmResponseArgs<'_>) -> Result<(), HookError> {
-        self.spring()
+    async fn process_llm_response(&self, args: LlmResponseArgs<'_>) -> Result<(), HookError> {
+        self.spring(&args.ctx, Hook::ProcessLlmResponse)
     }
 
-    async fn process_api_error(&self, _args: ApiErrorArgs<'_>) -> Result<ApiErrorOutcome, HookError> {
-        self.spring()
+    async fn process_api_error(&self, args: ApiErrorArgs<'_>) -> Result<ApiErrorOutcome, HookError> {
+        self.spring(&args.ctx, Hook::ProcessApiError)
     }
 
     async fn process_output_stream(&self, args: OutputStreamArgs<'_>) -> Result<Option<Chunk>, HookError> {
         match args.part {
-            Chunk::TextDelta { .. } => self.spring(),
-            part => Ok(Some(part)),
+            Chunk::TextDelta { .. } if self.hook == Hook::ProcessOutputStream => {
+                self.spring(&args.ctx, Hook::ProcessOutputStream)
+            }
+            part => {
+                args.ctx.note_default();
+                Ok(Some(part))
+            }
         }
     }
 
-    async fn process_output_step(
-        &self,
-        _args: OutputStepArgs<'_>,
-    ) -> Result<Option<Vec<Message>>, HookError> {
-        self.spring()
+    async fn process_output_step(&self, args: OutputStepArgs<'_>) -> Result<Option<Vec<Message>>, HookError> {
+        self.spring(&args.ctx, Hook::ProcessOutputStep)
     }
 
-    async fn process_tool_result(&self, _args: ToolResultArgs<'_>) -> Result<ToolResultOutcome, HookError> {
-        self.spring()
+    async fn process_tool_result(&self, args: ToolResultArgs<'_>) -> Result<ToolResultOutcome, HookError> {
+        self.spring(&args.ctx, Hook::ProcessToolResult)
     }
 
     async fn process_output_result(
         &self,
-        _args: OutputResultArgs<'_>,
+        args: OutputResultArgs<'_>,
     ) -> Result<Option<Vec<Message>>, HookError> {
-        self.spring()
+        self.spring(&args.ctx, Hook::ProcessOutputResult)
     }
 }

@@ -87,6 +87,11 @@ impl<S: ScannerFor + 'static> Processor for Scanning<S> {
     }
 
     async fn process_input(&self, mut args: InputArgs<'_>) -> Result<InputOutcome, HookError> {
+        if !self.scanner.scans_input() {
+            // Not one of this processor's hooks (see `hooks`): it behaves as the trait's default.
+            args.ctx.note_default();
+            return Ok(InputOutcome::Unchanged);
+        }
         let mut found = Vec::new();
         let mut changed = false;
         self.scanner.with_scanner(args.message_list, |scanner| {

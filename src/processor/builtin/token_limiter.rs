@@ -207,7 +207,10 @@ impl Processor for TokenLimiter {
         &self,
         mut args: LlmRequestArgs<'_>,
     ) -> Result<LlmRequestOutcome, HookError> {
-        let Some(limit) = self.input_limit else { return Ok(LlmRequestOutcome::default()) };
+        let Some(limit) = self.input_limit else {
+            args.ctx.note_default(); // not listed without an input limit
+            return Ok(LlmRequestOutcome::default());
+        };
         let costs: Vec<usize> = args.prompt.iter().map(|message| self.message_tokens(message)).collect();
         let total: usize = costs.iter().sum();
         if total <= limit {
@@ -260,7 +263,10 @@ impl Processor for TokenLimiter {
         &self,
         mut args: OutputStreamArgs<'_>,
     ) -> Result<Option<Chunk>, HookError> {
-        let Some(limit) = self.output_limit else { return Ok(Some(args.part)) };
+        let Some(limit) = self.output_limit else {
+            args.ctx.note_default(); // not listed without an output limit
+            return Ok(Some(args.part));
+        };
         let Chunk::TextDelta { id, text } = &args.part else { return Ok(Some(args.part)) };
         let key = match self.count {
             Count::Cumulative => "*",
