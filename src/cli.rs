@@ -252,7 +252,8 @@ fn keyed<T>(message: T, key: Option<&str>) -> Result<tonic::Request<T>, String> 
 
 async fn run_agent(addr: String, request: pb::RunRequest, key: Option<String>) -> Result<ExitCode, String> {
     let request = keyed(request, key.as_deref())?;
-    let mut client = AgentServiceClient::new(crate::server::connect(&addr).await?);
+    let mut client =
+        AgentServiceClient::new(crate::server::connect(&addr).await.map_err(|error| error.to_string())?);
     let mut stream = client.stream(request).await.map_err(|status| status.message().to_owned())?.into_inner();
     let mut stdout = std::io::stdout();
     while let Some(chunk) = stream.message().await.map_err(|status| status.message().to_owned())? {
@@ -304,7 +305,8 @@ fn json_of(value: Option<prost_types::Value>) -> String {
 
 async fn list_agents(addr: String, key: Option<String>) -> Result<ExitCode, String> {
     let request = keyed(pb::ListAgentsRequest {}, key.as_deref())?;
-    let mut client = AgentServiceClient::new(crate::server::connect(&addr).await?);
+    let mut client =
+        AgentServiceClient::new(crate::server::connect(&addr).await.map_err(|error| error.to_string())?);
     let agents =
         client.list_agents(request).await.map_err(|status| status.message().to_owned())?.into_inner().agents;
     for agent in agents {

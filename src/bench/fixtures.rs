@@ -245,7 +245,7 @@ impl Pinger {
     /// A ping-pong stream on the floor at `address`.
     pub(super) async fn connect(address: &str) -> Result<Pinger, String> {
         let (outbox, requests) = mpsc::channel(16);
-        let echoes = ProcessorServiceClient::new(connect(address).await?)
+        let echoes = ProcessorServiceClient::new(connect(address).await.map_err(|error| error.to_string())?)
             .connect(ReceiverStream::new(requests))
             .await
             .map_err(|status| status.to_string())?
@@ -295,7 +295,7 @@ pub(super) async fn pass_through_instance(
     };
     let hello = pb::ProcessorMessage { message: Some(pb::processor_message::Message::Hello(hello)) };
     outbox.send(hello).await.map_err(|_| "the instance stopped".to_owned())?;
-    let mut calls = ProcessorServiceClient::new(connect(address).await?)
+    let mut calls = ProcessorServiceClient::new(connect(address).await.map_err(|error| error.to_string())?)
         .connect(ReceiverStream::new(requests))
         .await
         .map_err(|status| format!("connecting `{processor_id}`: {status}"))?

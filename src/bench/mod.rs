@@ -206,8 +206,8 @@ impl Server {
 
 async fn bench(options: &BenchOptions, server: &Server, floors: &(String, String)) -> Result<Report, String> {
     let in_process = server.store().is_some();
-    let channel = crate::server::connect(server.address()).await?;
-    let stream_floor = crate::server::connect(&floors.0).await?;
+    let channel = crate::server::connect(server.address()).await.map_err(|error| error.to_string())?;
+    let stream_floor = crate::server::connect(&floors.0).await.map_err(|error| error.to_string())?;
     let ping_floor = &floors.1;
     fixtures::pass_through_instance(server.address(), "remote-input", pb::Hook::ProcessInput, None).await?;
     fixtures::pass_through_instance(

@@ -6,6 +6,26 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+/// Why a schema does not compile, or a value does not follow it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SchemaError {
+    /// The schema is not an object, as output and argument schemas must be.
+    #[error("must be a JSON schema object")]
+    NotAnObject,
+    /// The schema does not compile.
+    #[error("not a valid JSON schema: {0}")]
+    Invalid(String),
+    /// A value does not follow the schema: each problem, with where it is.
+    #[error("{}", .0.join("; "))]
+    Mismatch(Vec<String>),
+    /// A final answer is not JSON.
+    #[error("the answer is not JSON ({0})")]
+    AnswerNotJson(String),
+    /// A final answer's JSON does not follow the output schema.
+    #[error("the answer does not follow the output schema: {}", .0.join("; "))]
+    AnswerMismatch(Vec<String>),
+}
+
 /// A checked JSON schema.
 #[derive(Clone)]
 pub struct JsonSchema {
@@ -22,17 +42,17 @@ impl std::fmt::Debug for JsonSchema {
 impl JsonSchema {
     /// Compiles `schema`, which must be an object (as output and argument schemas are); the error
     /// says why it is not a valid JSON schema.
-    pub fn new(schema: Value) -> Result<JsonSchema, String> {
+    pub fn new(schema: Value) -> Result<JsonSchema, SchemaError> {
         if !schema.is_object() {
-            return Err("must be a JSON schema object".to_owned());
+            return Err(SchemaError::NotAnObject);
         }
         JsonSchema::compile(schema)
     }
 
     /// Compiles any JSON schema, booleans included.
-    pub fn compile(schema: Value) -> Result<JsonSchema, String> {
-        let validator = jsonschema::validator_for(&schema)
-            .map_err(|error| format!("not a valid JSON schema: {error}"))?;
+    pub fn compile(schema: Value) -> Result<JsonSchema, SchemaError> {
+        let validator =
+            jsonschema::validator_for(&schema).map_err(|error| SchemaError::Invalid(error.to_string()))?;
         Ok(JsonSchema { schema, validator: Arc::new(validator) })
     }
 
@@ -42,24 +62,25 @@ impl JsonSchema {
     }
 
     /// Checks a value; the error lists each problem with where it is.
-    pub fn check(&self, value: &Value) -> Result<(), String> {
+    pub fn check(&self, value: &Value) -> Result<(), SchemaError> {
         let problems: Vec<String> = self
             .validator
             .iter_errors(value)
             .map(|error| format!("{error} at `{}`", error.instance_path()))
             .collect();
-        if problems.is_empty() { Ok(()) } else { Err(problems.join("; ")) }
+        if problems.is_empty() { Ok(()) } else { Err(SchemaError::Mismatch(problems)) }
     }
 
     /// The object in a final answer: its JSON (inside a Markdown code fence, if the model put it
     /// in one), checked against the schema.
-    pub fn object_of(&self, text: &str) -> Result<Value, String> {
+    pub fn object_of(&self, text: &str) -> Result<Value, SchemaError> {
         let json = unfenced(text.trim());
         let object: Value =
-            serde_json::from_str(json).map_err(|error| format!("the answer is not JSON ({error})"))?;
-        self.check(&object)
-            .map_err(|problems| format!("the answer does not follow the output schema: {problems}"))?;
-        Ok(object)
+            serde_json::from_str(json).map_err(|error| SchemaError::AnswerNotJson(error.to_string()))?;
+        match self.check(&object) {
+            Err(SchemaError::Mismatch(problems)) => Err(SchemaError::AnswerMismatch(problems)),
+            checked => checked.map(|()| object),
+        }
     }
 }
 
@@ -84,8 +105,8 @@ mod tests {
         .unwrap();
         assert_eq!(schema.object_of("{\"n\": 3}").unwrap(), json!({ "n": 3 }));
         assert_eq!(schema.object_of("```json\n{\"n\": 4}\n```").unwrap(), json!({ "n": 4 }));
-        assert!(schema.object_of("{\"n\": \"x\"}").unwrap_err().contains("/n"));
-        assert!(schema.object_of("three").unwrap_err().contains("not JSON"));
+        assert!(schema.object_of("{\"n\": \"x\"}").unwrap_err().to_string().contains("/n"));
+        assert!(schema.object_of("three").unwrap_err().to_string().contains("not JSON"));
         assert!(JsonSchema::new(json!({ "type": 5 })).is_err());
     }
 }

@@ -19,7 +19,7 @@ pub use self::chunk::{
     Chunk, DATA_PREFIX, DataChunk, ErrorSource, FinishReason, RunFailure, Tripwire, Usage,
 };
 pub use self::hook::{Hook, HookSet};
-pub use self::json_schema::JsonSchema;
+pub use self::json_schema::{JsonSchema, SchemaError};
 pub use self::message::{Message, Part, Role, ToolCall, ToolResult, new_id, now_millis, text_of};
 pub use self::message_list::{MessageList, MessageSource, ReconcileScope};
 pub use self::prompt::{ModelSettings, PromptMessage, ToolChoice, ToolDefinition};

@@ -21,7 +21,9 @@ pub use self::args::{
     OutputWindowArgs, StepOverrides, ToolResultArgs, ToolResultOutcome,
 };
 pub use self::context::{Abort, HookContext, HookError, SkippedProcessor};
-pub use self::registry::{ProcessorFactory, ProcessorRegistry, ProcessorResources, parse_options};
+pub use self::registry::{
+    BuildError, ProcessorFactory, ProcessorRegistry, ProcessorResources, parse_options,
+};
 use crate::domain::{Chunk, HookSet, Message, RunInfo, StreamWindow};
 
 /// Something that takes part in runs at one or more hooks.

@@ -23,10 +23,44 @@ pub struct ProcessorResources {
     pub store: Option<Arc<dyn Store>>,
 }
 
+/// Why a processor could not be built from config. The config reports it at the definition's line.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BuildError {
+    /// No kind of this name is registered. The config is at fault.
+    #[error("unknown processor kind `{kind}` (known kinds: {known})")]
+    UnknownKind {
+        /// The kind asked for.
+        kind: String,
+        /// The registered kinds, comma-separated.
+        known: String,
+    },
+    /// The kind's options are wrong, or what it needs is missing; the message names the option.
+    #[error("{0}")]
+    Options(String),
+    /// The processor implements hooks that its `hooks()` leaves out. The processor's code is at
+    /// fault (see `hook_check`).
+    #[error(
+        "processor kind `{kind}` implements {hooks} but does not list it in `hooks()`, so the runtime would never call it"
+    )]
+    UnlistedHooks {
+        /// The kind.
+        kind: String,
+        /// The hooks it implements and does not list, comma-separated.
+        hooks: String,
+    },
+}
+
+impl From<String> for BuildError {
+    fn from(reason: String) -> BuildError {
+        BuildError::Options(reason)
+    }
+}
+
 /// Makes a processor of one kind from its id, its options and the runtime's resources. The error
 /// names the bad option.
-pub type ProcessorFactory =
-    Arc<dyn Fn(&str, toml::Table, &ProcessorResources) -> Result<Arc<dyn Processor>, String> + Send + Sync>;
+pub type ProcessorFactory = Arc<
+    dyn Fn(&str, toml::Table, &ProcessorResources) -> Result<Arc<dyn Processor>, BuildError> + Send + Sync,
+>;
 
 /// Processor kinds by name.
 #[derive(Clone, Default)]
@@ -50,7 +84,7 @@ impl ProcessorRegistry {
     /// Adds a kind from a function of its id and options.
     pub fn register_fn<F>(&mut self, kind: &str, factory: F)
     where
-        F: Fn(&str, toml::Table) -> Result<Arc<dyn Processor>, String> + Send + Sync + 'static,
+        F: Fn(&str, toml::Table) -> Result<Arc<dyn Processor>, BuildError> + Send + Sync + 'static,
     {
         self.register(kind, Arc::new(move |id: &str, options, _: &ProcessorResources| factory(id, options)));
     }
@@ -58,7 +92,7 @@ impl ProcessorRegistry {
     /// Adds a kind whose processors use the runtime's models or store.
     pub fn register_with_resources<F>(&mut self, kind: &str, factory: F)
     where
-        F: Fn(&str, toml::Table, &ProcessorResources) -> Result<Arc<dyn Processor>, String>
+        F: Fn(&str, toml::Table, &ProcessorResources) -> Result<Arc<dyn Processor>, BuildError>
             + Send
             + Sync
             + 'static,
@@ -73,21 +107,22 @@ impl ProcessorRegistry {
     }
 
     /// Builds a processor of `kind`. `Err` names the unknown kind or the bad option.
-    pub fn build(&self, kind: &str, id: &str, options: toml::Table) -> Result<Arc<dyn Processor>, String> {
+    pub fn build(
+        &self,
+        kind: &str,
+        id: &str,
+        options: toml::Table,
+    ) -> Result<Arc<dyn Processor>, BuildError> {
         let Some(factory) = self.factories.get(kind) else {
             let known: Vec<&str> = self.kinds().collect();
-            return Err(format!("unknown processor kind `{kind}` (known kinds: {})", known.join(", ")));
+            return Err(BuildError::UnknownKind { kind: kind.to_owned(), known: known.join(", ") });
         };
         let processor = factory(id, options, &self.resources)?;
         match hook_check::unlisted_hooks(processor.as_ref()).as_slice() {
             [] => Ok(processor),
             unlisted => {
                 let names: Vec<&str> = unlisted.iter().map(|hook| hook.name()).collect();
-                Err(format!(
-                    "processor kind `{kind}` implements {} but does not list it in `hooks()`, so the \
-                     runtime would never call it",
-                    names.join(", ")
-                ))
+                Err(BuildError::UnlistedHooks { kind: kind.to_owned(), hooks: names.join(", ") })
             }
         }
     }
@@ -104,6 +139,8 @@ impl ProcessorRegistry {
 }
 
 /// Deserializes a kind's options, naming unknown or malformed keys in the error. For factories.
-pub fn parse_options<T: serde::de::DeserializeOwned>(options: toml::Table) -> Result<T, String> {
-    toml::Value::Table(options).try_into().map_err(|error: toml::de::Error| error.message().to_owned())
+pub fn parse_options<T: serde::de::DeserializeOwned>(options: toml::Table) -> Result<T, BuildError> {
+    toml::Value::Table(options)
+        .try_into()
+        .map_err(|error: toml::de::Error| BuildError::Options(error.message().to_owned()))
 }

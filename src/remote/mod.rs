@@ -18,10 +18,10 @@ pub mod tool;
 pub mod tool_call;
 
 pub use self::hook_call::{HookArgs, HookCall, HookResult, Outcome, Replacement};
-pub use self::pool::{AuthError, PoolTiming, RemotePool};
+pub use self::pool::{PoolTiming, RemotePool, TokenError};
 pub use self::processor::{FailurePolicy, Mode, RemoteProcessor};
 pub use self::session::{Answer, CallFailure, Session, SessionEvent, SessionSpec, SessionStats};
-pub use self::tool::RemoteTool;
+pub use self::tool::{RemoteTool, ToolConfigError};
 pub use self::tool_call::{ToolInvocation, ToolOutput, ToolSpec};
 
 /// The protocol versions this server speaks, inclusive.

@@ -11,7 +11,7 @@ use crate::domain::Hook;
 
 /// Why a processor may not connect.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum AuthError {
+pub enum TokenError {
     /// Tokens are required and none was given.
     #[error("a processor token is required (send `authorization: Bearer <token>`)")]
     MissingToken,
@@ -122,19 +122,19 @@ impl RemotePool {
     }
 
     /// Checks a session's token for a processor id.
-    pub fn authorize(&self, token: Option<&str>, processor_id: &str) -> Result<(), AuthError> {
+    pub fn authorize(&self, token: Option<&str>, processor_id: &str) -> Result<(), TokenError> {
         let tokens = self.tokens.lock().expect("tokens lock");
         if tokens.is_empty() {
             return Ok(());
         }
-        let token = token.ok_or(AuthError::MissingToken)?;
+        let token = token.ok_or(TokenError::MissingToken)?;
         let Some((_, allowed)) = tokens.iter().find(|(known, _)| same_secret(known, token)) else {
-            return Err(AuthError::InvalidToken);
+            return Err(TokenError::InvalidToken);
         };
         if allowed.contains(processor_id) {
             Ok(())
         } else {
-            Err(AuthError::NotAllowed(processor_id.to_owned()))
+            Err(TokenError::NotAllowed(processor_id.to_owned()))
         }
     }
 

@@ -19,10 +19,10 @@ use crate::domain::{
 };
 use crate::model::ModelError;
 use crate::processor::{
-    Abort, ApiErrorArgs, ApiErrorOutcome, HookContext, HookError, InputArgs, InputOutcome, InputStepArgs,
-    LlmRequestArgs, LlmRequestOutcome, LlmResponseArgs, OutputResultArgs, OutputStepArgs, OutputStreamArgs,
-    OutputWindowArgs, Processor, SkippedProcessor, StepOverrides, ToolResultArgs, ToolResultOutcome,
-    parse_options,
+    Abort, ApiErrorArgs, ApiErrorOutcome, BuildError, HookContext, HookError, InputArgs, InputOutcome,
+    InputStepArgs, LlmRequestArgs, LlmRequestOutcome, LlmResponseArgs, OutputResultArgs, OutputStepArgs,
+    OutputStreamArgs, OutputWindowArgs, Processor, SkippedProcessor, StepOverrides, ToolResultArgs,
+    ToolResultOutcome, parse_options,
 };
 use crate::telemetry::propagation;
 
@@ -175,7 +175,7 @@ impl RemoteProcessor {
         id: &str,
         options: toml::Table,
         pool: &Arc<RemotePool>,
-    ) -> Result<RemoteProcessor, String> {
+    ) -> Result<RemoteProcessor, BuildError> {
         let options: Options = parse_options(options)?;
         let policies = options.policies()?;
         let remote_id = options.remote_id.unwrap_or_else(|| id.to_owned());

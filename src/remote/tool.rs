@@ -26,6 +26,17 @@ use crate::domain::{ToolDefinition, now_millis};
 use crate::telemetry::propagation;
 use crate::tool::{Tool, ToolCallInfo, ToolError};
 
+/// Why a `[tools.<name>]` table does not make a tool. The config is at fault.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ToolConfigError {
+    /// Only remote tools can be declared.
+    #[error("`kind` must be \"remote\", got \"{0}\"")]
+    Kind(String),
+    /// A call needs time to be answered.
+    #[error("`timeout_ms` must be positive")]
+    ZeroTimeout,
+}
+
 /// A tool executed by connected instances.
 pub struct RemoteTool {
     name: String,
@@ -36,13 +47,17 @@ pub struct RemoteTool {
 
 impl RemoteTool {
     /// Tool `name` from its table; registers its server id with the pool.
-    pub fn new(name: &str, config: &RemoteToolConfig, pool: &Arc<RemotePool>) -> Result<RemoteTool, String> {
+    pub fn new(
+        name: &str,
+        config: &RemoteToolConfig,
+        pool: &Arc<RemotePool>,
+    ) -> Result<RemoteTool, ToolConfigError> {
         if config.kind != "remote" {
-            return Err(format!("`kind` must be \"remote\", got \"{}\"", config.kind));
+            return Err(ToolConfigError::Kind(config.kind.clone()));
         }
         let timeout_ms = config.timeout_ms.unwrap_or(10_000);
         if timeout_ms == 0 {
-            return Err("`timeout_ms` must be positive".to_owned());
+            return Err(ToolConfigError::ZeroTimeout);
         }
         let server = config.server.clone().unwrap_or_else(|| name.to_owned());
         pool.expect(&server);
@@ -102,9 +117,10 @@ impl Tool for RemoteTool {
                 }));
             };
             if let Some(spec) = session.tool(&self.name) {
-                spec.parameters
-                    .check(&args)
-                    .map_err(|reason| ToolError::InvalidArguments { tool: self.name.clone(), reason })?;
+                spec.parameters.check(&args).map_err(|reason| ToolError::InvalidArguments {
+                    tool: self.name.clone(),
+                    reason: reason.to_string(),
+                })?;
             }
             let request = ToolInvocation {
                 call_id: 0,

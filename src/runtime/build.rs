@@ -255,8 +255,8 @@ impl Runtime {
         if options.contains_key("remote_id") {
             return Err(invalid("give the processor id once, as `remote`".to_owned()));
         }
-        let processor =
-            RemoteProcessor::from_options(&remote_id, options, self.remote_pool()).map_err(invalid)?;
+        let processor = RemoteProcessor::from_options(&remote_id, options, self.remote_pool())
+            .map_err(|error| invalid(error.to_string()))?;
         Ok(NamedProcessor { name: remote_id, processor: ProcessorRef::Fixed(Arc::new(processor)) })
     }
 

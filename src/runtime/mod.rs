@@ -115,7 +115,7 @@ impl Runtime {
         let output_schema = match &request.output_schema {
             Some(schema) => Some(
                 JsonSchema::new(schema.clone())
-                    .map_err(|reason| RunError::invalid("output_schema", reason))?,
+                    .map_err(|reason| RunError::invalid("output_schema", reason.to_string()))?,
             ),
             None => agent.output_schema.clone(),
         };

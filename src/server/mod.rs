@@ -89,14 +89,42 @@ fn tls_of(
 
 /// A client channel to a server at `address` (`host:port`, or a URL), Nagle off — for the
 /// command line's client and the bench.
-pub async fn connect(address: &str) -> Result<tonic::transport::Channel, String> {
+pub async fn connect(address: &str) -> Result<tonic::transport::Channel, ConnectError> {
     let url = if address.contains("://") { address.to_owned() } else { format!("http://{address}") };
+    let failed = |reason: &dyn std::fmt::Display| (address.to_owned(), reason.to_string());
     tonic::transport::Channel::from_shared(url)
-        .map_err(|error| format!("bad address {address}: {error}"))?
+        .map_err(|error| {
+            let (address, reason) = failed(&error);
+            ConnectError::BadAddress { address, reason }
+        })?
         .tcp_nodelay(true)
         .connect()
         .await
-        .map_err(|error| format!("cannot connect to {address}: {error}"))
+        .map_err(|error| {
+            let (address, reason) = failed(&error);
+            ConnectError::Unreachable { address, reason }
+        })
+}
+
+/// Why a client could not connect to a server.
+#[derive(Debug, thiserror::Error)]
+pub enum ConnectError {
+    /// The address is not a valid URI. The caller is at fault.
+    #[error("bad address {address}: {reason}")]
+    BadAddress {
+        /// The address given.
+        address: String,
+        /// Why it is not one.
+        reason: String,
+    },
+    /// Nothing answered at the address.
+    #[error("cannot connect to {address}: {reason}")]
+    Unreachable {
+        /// The address given.
+        address: String,
+        /// The transport's error.
+        reason: String,
+    },
 }
 
 /// Why the server could not run.

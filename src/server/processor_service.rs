@@ -17,8 +17,8 @@ use super::remote_convert::hook_from_pb;
 use super::value::from_struct;
 use crate::domain::{Hook, HookSet, JsonSchema, StreamWindow, new_id};
 use crate::remote::{
-    Answer, AuthError, HookResult, PROTOCOL_VERSIONS, RemotePool, Session, SessionEvent, SessionSpec,
-    ToolOutput, ToolSpec,
+    Answer, HookResult, PROTOCOL_VERSIONS, RemotePool, Session, SessionEvent, SessionSpec, ToolOutput,
+    ToolSpec,
 };
 
 /// Calls queued for one instance before callers wait.
@@ -196,10 +196,7 @@ impl pb::processor_service_server::ProcessorService for ProcessorServiceImpl {
             }
             _ => return Err(Status::invalid_argument("the first message of a session must be `hello`")),
         };
-        self.pool.authorize(token.as_deref(), &hello.processor_id).map_err(|error| match error {
-            AuthError::MissingToken | AuthError::InvalidToken => Status::unauthenticated(error.to_string()),
-            AuthError::NotAllowed(_) => Status::permission_denied(error.to_string()),
-        })?;
+        self.pool.authorize(token.as_deref(), &hello.processor_id)?;
         if self.pool.is_draining() {
             return Err(Status::unavailable("the server is shutting down; reconnect later"));
         }

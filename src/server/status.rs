@@ -5,6 +5,7 @@ use tonic::{Code, Status};
 
 use super::auth::AuthError;
 use super::limits::LimitError;
+use crate::remote::TokenError;
 use crate::runtime::RunError;
 use crate::storage::StoreError;
 
@@ -39,6 +40,16 @@ impl From<AuthError> for Status {
             AuthError::Unauthenticated(_) => Code::Unauthenticated,
             AuthError::Forbidden { .. } => Code::PermissionDenied,
             AuthError::Limited(_) => Code::ResourceExhausted,
+        };
+        Status::new(code, error.to_string())
+    }
+}
+
+impl From<TokenError> for Status {
+    fn from(error: TokenError) -> Status {
+        let code = match &error {
+            TokenError::MissingToken | TokenError::InvalidToken => Code::Unauthenticated,
+            TokenError::NotAllowed(_) => Code::PermissionDenied,
         };
         Status::new(code, error.to_string())
     }

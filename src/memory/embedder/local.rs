@@ -10,7 +10,7 @@ use candle_nn::VarBuilder;
 use candle_transformers::models::bert::{BertModel, Config as BertConfig, DTYPE};
 use tokenizers::{PaddingParams, PaddingStrategy, Tokenizer, TruncationParams};
 
-use super::{EmbedError, Embedder};
+use super::{EmbedError, Embedder, SetupError};
 
 /// The options of a `local` embedder.
 #[derive(Debug, Clone, PartialEq)]
@@ -46,7 +46,12 @@ fn read(path: &Path) -> Result<Vec<u8>, String> {
 
 impl LocalEmbedder {
     /// Loads the model; the error names the file at fault.
-    pub fn load(name: &str, options: LocalOptions) -> Result<LocalEmbedder, String> {
+    pub fn load(name: &str, options: LocalOptions) -> Result<LocalEmbedder, SetupError> {
+        Self::load_files(name, options).map_err(SetupError::Model)
+    }
+
+    /// Loads the model; the error names the file at fault.
+    fn load_files(name: &str, options: LocalOptions) -> Result<LocalEmbedder, String> {
         let config_path = options.path.join("config.json");
         let config: BertConfig = serde_json::from_slice(&read(&config_path)?)
             .map_err(|error| format!("`{}` is not a BERT config: {error}", config_path.display()))?;

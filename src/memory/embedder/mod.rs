@@ -32,6 +32,21 @@ pub enum EmbedError {
     },
 }
 
+/// Why an `[embedders.<name>]` table does not make an embedder. The config (or the model files
+/// it names) is at fault; the message starts with the key.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SetupError {
+    /// `api_key_env` names a variable that is not set.
+    #[error("api_key_env: the environment variable `{0}` is not set")]
+    MissingKey(String),
+    /// The HTTP client could not be built.
+    #[error("cannot build the HTTP client: {0}")]
+    Client(String),
+    /// The local model could not be loaded; the message names the file at fault.
+    #[error("path: {0}")]
+    Model(String),
+}
+
 /// Turns texts into L2-normalised vectors.
 #[async_trait::async_trait]
 pub trait Embedder: Send + Sync + Debug {
@@ -83,16 +98,15 @@ impl Embedders {
 }
 
 /// Builds the embedder; the error names the bad option (or the missing variable).
-pub fn build(name: &str, config: &EmbedderConfig) -> Result<Arc<dyn Embedder>, String> {
+pub fn build(name: &str, config: &EmbedderConfig) -> Result<Arc<dyn Embedder>, SetupError> {
     match config {
         EmbedderConfig::Openai { base_url, model, api_key_env, dimensions, batch_size, timeout_ms } => {
-            let api_key =
-                match api_key_env {
-                    Some(variable) => Some(std::env::var(variable).map_err(|_| {
-                        format!("api_key_env: the environment variable `{variable}` is not set")
-                    })?),
-                    None => None,
-                };
+            let api_key = match api_key_env {
+                Some(variable) => {
+                    Some(std::env::var(variable).map_err(|_| SetupError::MissingKey(variable.clone()))?)
+                }
+                None => None,
+            };
             let options = OpenAiOptions {
                 base_url: base_url.clone(),
                 model: model.clone(),
@@ -110,7 +124,7 @@ pub fn build(name: &str, config: &EmbedderConfig) -> Result<Arc<dyn Embedder>, S
                 max_tokens: *max_tokens,
                 batch_size: *batch_size,
             };
-            let embedder = LocalEmbedder::load(name, options).map_err(|reason| format!("path: {reason}"))?;
+            let embedder = LocalEmbedder::load(name, options)?;
             Ok(Arc::new(embedder))
         }
     }

@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{EmbedError, Embedder, normalise};
+use super::{EmbedError, Embedder, SetupError, normalise};
 
 /// An OpenAI-compatible embeddings endpoint.
 pub struct OpenAiEmbedder {
@@ -60,11 +60,11 @@ pub struct OpenAiOptions {
 
 impl OpenAiEmbedder {
     /// An embedder named `name` (its config name).
-    pub fn new(name: &str, options: OpenAiOptions) -> Result<OpenAiEmbedder, String> {
+    pub fn new(name: &str, options: OpenAiOptions) -> Result<OpenAiEmbedder, SetupError> {
         let client = reqwest::Client::builder()
             .timeout(options.timeout)
             .build()
-            .map_err(|error| format!("cannot build the HTTP client: {error}"))?;
+            .map_err(|error| SetupError::Client(error.to_string()))?;
         let id = match options.dimensions {
             Some(dimensions) => format!("openai:{}/{dimensions}", options.model),
             None => format!("openai:{}", options.model),

@@ -30,6 +30,17 @@ use self::sse::SseParser;
 use super::{LanguageModel, ModelError, ModelEvent, ModelRequest, ModelStream};
 use crate::config::{Api, ProviderConfig};
 
+/// Why a `[providers.<name>]` table does not make a provider. The config is at fault.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ProviderError {
+    /// A provider that is not built in must say where it lives.
+    #[error("`base_url` is required for a provider that is not built in")]
+    MissingBaseUrl,
+    /// The base URL is not http(s).
+    #[error("`base_url` must be an http(s) URL, got `{0}`")]
+    BadBaseUrl(String),
+}
+
 /// The longest `Retry-After` a call waits for; a longer one fails the call at once.
 const MAX_RETRY_AFTER: Duration = Duration::from_secs(30);
 
@@ -74,18 +85,18 @@ impl Provider {
 
     /// Builds provider `name` from its table (over the built-in defaults for that name). Reads the
     /// key from its environment variable now; a missing key is reported when a call needs it.
-    pub fn new(name: &str, config: &ProviderConfig) -> Result<Provider, String> {
+    pub fn new(name: &str, config: &ProviderConfig) -> Result<Provider, ProviderError> {
         let builtin = Provider::builtin(name);
         let api = config.api.or(builtin.map(|(api, ..)| api)).unwrap_or(Api::OpenAi);
         let base_url = match (&config.base_url, builtin) {
             (Some(url), _) => url.clone(),
             (None, Some((_, url, _))) => url.to_owned(),
             (None, None) => {
-                return Err("`base_url` is required for a provider that is not built in".to_owned());
+                return Err(ProviderError::MissingBaseUrl);
             }
         };
         if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
-            return Err(format!("`base_url` must be an http(s) URL, got `{base_url}`"));
+            return Err(ProviderError::BadBaseUrl(base_url));
         }
         let api_key_env = config.api_key_env.clone().or(builtin.and_then(|(.., key)| key.map(str::to_owned)));
         let api_key = api_key_env.as_deref().and_then(|variable| std::env::var(variable).ok());

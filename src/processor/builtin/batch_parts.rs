@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use crate::domain::{Chunk, Hook, HookSet, RunInfo, StreamWindow};
-use crate::processor::{HookError, OutputWindowArgs, Processor, parse_options};
+use crate::processor::{BuildError, HookError, OutputWindowArgs, Processor, parse_options};
 
 pub(super) const KIND: &str = "batch-parts";
 
@@ -36,10 +36,10 @@ pub(super) struct BatchParts {
 }
 
 impl BatchParts {
-    pub(super) fn from_options(id: &str, options: toml::Table) -> Result<Arc<dyn Processor>, String> {
+    pub(super) fn from_options(id: &str, options: toml::Table) -> Result<Arc<dyn Processor>, BuildError> {
         let options: Options = parse_options(options)?;
         if !(1..=StreamWindow::MAX_CHUNKS).contains(&options.max_chunks) {
-            return Err(format!("`max_chunks` must be between 1 and {}", StreamWindow::MAX_CHUNKS));
+            return Err(format!("`max_chunks` must be between 1 and {}", StreamWindow::MAX_CHUNKS).into());
         }
         let delay = (options.max_delay_ms > 0).then(|| Duration::from_millis(options.max_delay_ms));
         Ok(Arc::new(BatchParts { id: id.to_owned(), window: StreamWindow::new(options.max_chunks, delay) }))

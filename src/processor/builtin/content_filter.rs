@@ -7,7 +7,7 @@ use serde::Deserialize;
 
 use crate::domain::{Chunk, Hook, HookSet};
 use crate::processor::{
-    Abort, HookError, InputArgs, InputOutcome, OutputStreamArgs, Processor, parse_options,
+    Abort, BuildError, HookError, InputArgs, InputOutcome, OutputStreamArgs, Processor, parse_options,
 };
 
 pub(super) const KIND: &str = "content-filter";
@@ -36,10 +36,10 @@ impl ContentFilter {
         ContentFilter { id: id.into(), blocked_words, case_sensitive: false }
     }
 
-    pub(super) fn from_options(id: &str, options: toml::Table) -> Result<Arc<dyn Processor>, String> {
+    pub(super) fn from_options(id: &str, options: toml::Table) -> Result<Arc<dyn Processor>, BuildError> {
         let options: Options = parse_options(options)?;
         if options.blocked_words.iter().any(String::is_empty) {
-            return Err("`blocked_words` must not contain an empty word".to_owned());
+            return Err("`blocked_words` must not contain an empty word".to_owned().into());
         }
         let mut filter = ContentFilter::new(id, options.blocked_words.clone());
         if options.case_sensitive {

@@ -144,7 +144,7 @@ impl Judge {
                 ModelEvent::ReasoningDelta(_) | ModelEvent::ToolCall(_) => {}
             }
         }
-        let value = schema.object_of(&text)?;
+        let value = schema.object_of(&text).map_err(|error| error.to_string())?;
         Ok(Verdict { value, usage })
     }
 }

@@ -10,7 +10,7 @@ use whatlang::Lang;
 
 use super::BlockOrWarn;
 use crate::domain::{DataChunk, Hook, HookSet};
-use crate::processor::{Abort, HookError, InputArgs, InputOutcome, Processor, parse_options};
+use crate::processor::{Abort, BuildError, HookError, InputArgs, InputOutcome, Processor, parse_options};
 
 pub(super) const KIND: &str = "language-detector";
 
@@ -39,10 +39,12 @@ pub(super) struct LanguageDetector {
 }
 
 impl LanguageDetector {
-    pub(super) fn from_options(id: &str, options: toml::Table) -> Result<Arc<dyn Processor>, String> {
+    pub(super) fn from_options(id: &str, options: toml::Table) -> Result<Arc<dyn Processor>, BuildError> {
         let options: Options = parse_options(options)?;
         if options.allowed.is_empty() {
-            return Err("`allowed` must name at least one language (ISO 639-3, e.g. \"eng\")".to_owned());
+            return Err("`allowed` must name at least one language (ISO 639-3, e.g. \"eng\")"
+                .to_owned()
+                .into());
         }
         let mut allowed = Vec::with_capacity(options.allowed.len());
         for (index, code) in options.allowed.iter().enumerate() {
@@ -52,7 +54,7 @@ impl LanguageDetector {
             allowed.push(lang);
         }
         if !(0.0..=1.0).contains(&options.min_confidence) {
-            return Err("`min_confidence` must be between 0 and 1".to_owned());
+            return Err("`min_confidence` must be between 0 and 1".to_owned().into());
         }
         Ok(Arc::new(LanguageDetector {
             id: id.to_owned(),

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use serde::Deserialize;
 
 use crate::domain::{Hook, HookSet};
-use crate::processor::{HookError, InputArgs, InputOutcome, Processor, parse_options};
+use crate::processor::{BuildError, HookError, InputArgs, InputOutcome, Processor, parse_options};
 
 pub(super) const KIND: &str = "lowercase";
 
@@ -26,7 +26,7 @@ impl Lowercase {
         Lowercase { id: id.into() }
     }
 
-    pub(super) fn from_options(id: &str, options: toml::Table) -> Result<Arc<dyn Processor>, String> {
+    pub(super) fn from_options(id: &str, options: toml::Table) -> Result<Arc<dyn Processor>, BuildError> {
         let Options {} = parse_options(options)?;
         Ok(Arc::new(Lowercase::new(id)))
     }

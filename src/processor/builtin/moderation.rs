@@ -17,8 +17,8 @@ use super::BlockOrWarn;
 use super::judge::{Judge, JudgeOptions, Verdict};
 use crate::domain::{Chunk, DataChunk, Hook, HookSet, JsonSchema, RunInfo, StreamWindow};
 use crate::processor::{
-    Abort, HookContext, HookError, InputArgs, InputOutcome, OutputWindowArgs, Processor, ProcessorResources,
-    parse_options,
+    Abort, BuildError, HookContext, HookError, InputArgs, InputOutcome, OutputWindowArgs, Processor,
+    ProcessorResources, parse_options,
 };
 
 pub(super) const KIND: &str = "moderation";
@@ -69,19 +69,19 @@ impl Moderation {
         id: &str,
         options: toml::Table,
         resources: &ProcessorResources,
-    ) -> Result<Arc<dyn Processor>, String> {
+    ) -> Result<Arc<dyn Processor>, BuildError> {
         let options: Options = parse_options(options)?;
         let categories = options
             .categories
             .unwrap_or_else(|| DEFAULT_CATEGORIES.iter().map(|&name| name.to_owned()).collect());
         if categories.is_empty() || categories.iter().any(String::is_empty) {
-            return Err("`categories` must name at least one category, none empty".to_owned());
+            return Err("`categories` must name at least one category, none empty".to_owned().into());
         }
         if !(0.0..=1.0).contains(&options.threshold) {
-            return Err("`threshold` must be between 0 and 1".to_owned());
+            return Err("`threshold` must be between 0 and 1".to_owned().into());
         }
         if !(1..=StreamWindow::MAX_CHUNKS).contains(&options.window_chunks) {
-            return Err(format!("`window_chunks` must be between 1 and {}", StreamWindow::MAX_CHUNKS));
+            return Err(format!("`window_chunks` must be between 1 and {}", StreamWindow::MAX_CHUNKS).into());
         }
         let delay = (options.window_ms > 0).then(|| Duration::from_millis(options.window_ms));
         let scores: Map<String, Value> = categories
@@ -96,7 +96,8 @@ impl Moderation {
             },
             "required": ["scores", "reason"],
             "additionalProperties": false,
-        }))?;
+        }))
+        .map_err(|error| error.to_string())?;
         let instructions = format!(
             "You are a content moderator. Score the text for each category from 0 (absent) to 1 (certainly \
              present): {}. Give a short reason. Answer with JSON: {{\"scores\": {{<category>: <score>}}, \

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use serde::Deserialize;
 
 use crate::domain::{Hook, HookSet};
-use crate::processor::{Processor, parse_options};
+use crate::processor::{BuildError, Processor, parse_options};
 
 pub(super) const KIND: &str = "pass-through";
 
@@ -25,7 +25,7 @@ pub(super) struct PassThrough {
 }
 
 impl PassThrough {
-    pub(super) fn from_options(id: &str, options: toml::Table) -> Result<Arc<dyn Processor>, String> {
+    pub(super) fn from_options(id: &str, options: toml::Table) -> Result<Arc<dyn Processor>, BuildError> {
         let options: Options = parse_options(options)?;
         let hooks = match options.hooks {
             None => Hook::ALL.to_vec(),

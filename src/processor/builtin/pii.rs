@@ -10,7 +10,7 @@ use serde::Deserialize;
 
 use super::scan::{Finding, Findings, Redaction, Scanner, Strategy};
 use super::scanning::Scanning;
-use crate::processor::{Processor, parse_options};
+use crate::processor::{BuildError, Processor, parse_options};
 
 pub(super) const KIND: &str = "pii-detector";
 
@@ -211,7 +211,7 @@ struct Options {
 }
 
 /// Builds a `pii-detector` from its options.
-pub(super) fn from_options(id: &str, options: toml::Table) -> Result<Arc<dyn Processor>, String> {
+pub(super) fn from_options(id: &str, options: toml::Table) -> Result<Arc<dyn Processor>, BuildError> {
     let options: Options = parse_options(options)?;
     let enabled = match options.detectors {
         None => DETECTORS.iter().collect(),
@@ -222,7 +222,8 @@ pub(super) fn from_options(id: &str, options: toml::Table) -> Result<Arc<dyn Pro
                     return Err(format!(
                         "`detectors[{index}]`: unknown detector `{name}` (one of {})",
                         kinds().join(", ")
-                    ));
+                    )
+                    .into());
                 };
                 enabled.push(detector);
             }

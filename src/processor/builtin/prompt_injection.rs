@@ -20,8 +20,8 @@ use super::judge::{Judge, JudgeOptions, Verdict, defanged};
 use super::unicode_normalizer::fold;
 use crate::domain::{DataChunk, Hook, HookSet, JsonSchema, Part};
 use crate::processor::{
-    Abort, HookContext, HookError, InputArgs, InputOutcome, Processor, ProcessorResources, ToolResultArgs,
-    ToolResultOutcome, parse_options,
+    Abort, BuildError, HookContext, HookError, InputArgs, InputOutcome, Processor, ProcessorResources,
+    ToolResultArgs, ToolResultOutcome, parse_options,
 };
 
 pub(super) const KIND: &str = "prompt-injection-detector";
@@ -173,10 +173,10 @@ impl PromptInjectionDetector {
         id: &str,
         options: toml::Table,
         resources: &ProcessorResources,
-    ) -> Result<Arc<dyn Processor>, String> {
+    ) -> Result<Arc<dyn Processor>, BuildError> {
         let options: Options = parse_options(options)?;
         if !(0.0..=1.0).contains(&options.threshold) {
-            return Err("`threshold` must be between 0 and 1".to_owned());
+            return Err("`threshold` must be between 0 and 1".to_owned().into());
         }
         let judge = options.judge.map(|judge| Judge::new(judge, &resources.models)).transpose()?;
         let schema = JsonSchema::new(json!({
@@ -188,7 +188,8 @@ impl PromptInjectionDetector {
             },
             "required": ["injection", "confidence", "reason"],
             "additionalProperties": false,
-        }))?;
+        }))
+        .map_err(|error| error.to_string())?;
         Ok(Arc::new(PromptInjectionDetector {
             id: id.to_owned(),
             strategy: options.strategy,

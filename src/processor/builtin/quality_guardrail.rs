@@ -9,7 +9,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use crate::domain::{Hook, HookSet, Message};
-use crate::processor::{Abort, HookError, OutputStepArgs, Processor, parse_options};
+use crate::processor::{Abort, BuildError, HookError, OutputStepArgs, Processor, parse_options};
 
 pub(super) const KIND: &str = "quality-guardrail";
 
@@ -39,7 +39,7 @@ impl QualityGuardrail {
         QualityGuardrail { id: id.into(), min_chars, max_retries }
     }
 
-    pub(super) fn from_options(id: &str, options: toml::Table) -> Result<Arc<dyn Processor>, String> {
+    pub(super) fn from_options(id: &str, options: toml::Table) -> Result<Arc<dyn Processor>, BuildError> {
         let options: Options = parse_options(options)?;
         Ok(Arc::new(QualityGuardrail::new(id, options.min_chars, options.max_retries)))
     }

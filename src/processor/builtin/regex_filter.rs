@@ -12,7 +12,7 @@ use serde::Deserialize;
 
 use super::scan::{Finding, Findings, Redaction, Scanner, Strategy};
 use super::scanning::Scanning;
-use crate::processor::{Processor, parse_options};
+use crate::processor::{BuildError, Processor, parse_options};
 
 pub(super) const KIND: &str = "regex-filter";
 
@@ -88,10 +88,10 @@ impl Scanner for RegexScanner {
 }
 
 /// Builds a `regex-filter` from its options.
-pub(super) fn from_options(id: &str, options: toml::Table) -> Result<Arc<dyn Processor>, String> {
+pub(super) fn from_options(id: &str, options: toml::Table) -> Result<Arc<dyn Processor>, BuildError> {
     let options: Options = parse_options(options)?;
     if options.patterns.is_empty() {
-        return Err("`patterns` must hold at least one `{ name, pattern }`".to_owned());
+        return Err("`patterns` must hold at least one `{ name, pattern }`".to_owned().into());
     }
     let mut patterns = Vec::with_capacity(options.patterns.len());
     for (index, pattern) in options.patterns.into_iter().enumerate() {

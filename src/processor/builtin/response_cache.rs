@@ -20,7 +20,7 @@ use sha2::{Digest, Sha256};
 
 use crate::domain::{Chunk, DataChunk, FinishReason, Hook, HookSet, RunInfo, Usage, now_millis};
 use crate::processor::{
-    HookContext, HookError, LlmRequestArgs, LlmRequestOutcome, LlmResponseArgs, Processor,
+    BuildError, HookContext, HookError, LlmRequestArgs, LlmRequestOutcome, LlmResponseArgs, Processor,
     ProcessorResources, parse_options,
 };
 use crate::storage::{CacheScope, Store};
@@ -66,12 +66,14 @@ impl ResponseCache {
         id: &str,
         options: toml::Table,
         resources: &ProcessorResources,
-    ) -> Result<Arc<dyn Processor>, String> {
+    ) -> Result<Arc<dyn Processor>, BuildError> {
         let options: Options = parse_options(options)?;
         if options.ttl_seconds == 0 {
-            return Err("`ttl_seconds` must be at least 1".to_owned());
+            return Err("`ttl_seconds` must be at least 1".to_owned().into());
         }
-        let store = resources.store.clone().ok_or("needs the server's store, and this server has none")?;
+        let store = resources.store.clone().ok_or_else(|| {
+            BuildError::Options("needs the server's store, and this server has none".to_owned())
+        })?;
         Ok(Arc::new(ResponseCache {
             id: id.to_owned(),
             store,

@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 
 use crate::domain::{DataChunk, Hook, HookSet, JsonSchema, Message};
 use crate::processor::{
-    Abort, HookError, InputStepArgs, OutputStepArgs, Processor, StepOverrides, parse_options,
+    Abort, BuildError, HookError, InputStepArgs, OutputStepArgs, Processor, StepOverrides, parse_options,
 };
 
 pub(super) const KIND: &str = "structured-output";
@@ -56,12 +56,12 @@ pub(super) struct StructuredOutput {
 }
 
 impl StructuredOutput {
-    pub(super) fn from_options(id: &str, options: toml::Table) -> Result<Arc<dyn Processor>, String> {
+    pub(super) fn from_options(id: &str, options: toml::Table) -> Result<Arc<dyn Processor>, BuildError> {
         let options: Options = parse_options(options)?;
         let schema = JsonSchema::new(options.schema).map_err(|reason| format!("`schema`: {reason}"))?;
         let fallback = match (options.on_error, options.fallback) {
             (OnError::Fallback, None) => {
-                return Err("`on_error = \"fallback\"` needs a `fallback` value".to_owned());
+                return Err("`on_error = \"fallback\"` needs a `fallback` value".to_owned().into());
             }
             (OnError::Fallback, Some(fallback)) => {
                 schema
@@ -69,7 +69,9 @@ impl StructuredOutput {
                     .map_err(|problems| format!("`fallback` does not follow `schema`: {problems}"))?;
                 fallback
             }
-            (_, Some(_)) => return Err("`fallback` is only used with `on_error = \"fallback\"`".to_owned()),
+            (_, Some(_)) => {
+                return Err("`fallback` is only used with `on_error = \"fallback\"`".to_owned().into());
+            }
             (_, None) => Value::Null,
         };
         Ok(Arc::new(StructuredOutput {
@@ -112,7 +114,7 @@ impl Processor for StructuredOutput {
                 args.ctx.emit(DataChunk::new("structured-output", json!({ "object": object })));
                 return Ok(None);
             }
-            Err(problem) => problem,
+            Err(problem) => problem.to_string(),
         };
         let details = json!({ "error": problem, "attempts": args.ctx.retry_count + 1 });
         if args.ctx.retry_count < self.max_retries {

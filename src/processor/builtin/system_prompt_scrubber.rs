@@ -16,7 +16,7 @@ use serde::Deserialize;
 use super::scan::{Finding, Redaction, Scanner, Strategy};
 use super::scanning::{ScannerFor, Scanning};
 use crate::domain::MessageList;
-use crate::processor::{Processor, parse_options};
+use crate::processor::{BuildError, Processor, parse_options};
 
 pub(super) const KIND: &str = "system-prompt-scrubber";
 
@@ -188,10 +188,10 @@ impl ScannerFor for Prompts {
 }
 
 /// Builds a `system-prompt-scrubber` from its options.
-pub(super) fn from_options(id: &str, options: toml::Table) -> Result<Arc<dyn Processor>, String> {
+pub(super) fn from_options(id: &str, options: toml::Table) -> Result<Arc<dyn Processor>, BuildError> {
     let options: Options = parse_options(options)?;
     if options.min_words < MIN_PROMPT_WORDS {
-        return Err(format!("`min_words` must be at least {MIN_PROMPT_WORDS}"));
+        return Err(format!("`min_words` must be at least {MIN_PROMPT_WORDS}").into());
     }
     Ok(Arc::new(Scanning {
         id: id.to_owned(),

@@ -20,7 +20,8 @@ use tiktoken_rs::CoreBPE;
 
 use crate::domain::{Chunk, DataChunk, Hook, HookSet, Part, PromptMessage, Role};
 use crate::processor::{
-    Abort, HookError, LlmRequestArgs, LlmRequestOutcome, OutputStreamArgs, Processor, parse_options,
+    Abort, BuildError, HookError, LlmRequestArgs, LlmRequestOutcome, OutputStreamArgs, Processor,
+    parse_options,
 };
 
 pub(super) const KIND: &str = "token-limiter";
@@ -106,14 +107,14 @@ pub(super) struct TokenLimiter {
 }
 
 impl TokenLimiter {
-    pub(super) fn from_options(id: &str, options: toml::Table) -> Result<Arc<dyn Processor>, String> {
+    pub(super) fn from_options(id: &str, options: toml::Table) -> Result<Arc<dyn Processor>, BuildError> {
         let options: Options = parse_options(options)?;
         if options.input_limit.is_none() && options.output_limit.is_none() {
-            return Err("set `input_limit`, `output_limit` or both (in tokens)".to_owned());
+            return Err("set `input_limit`, `output_limit` or both (in tokens)".to_owned().into());
         }
         for (name, limit) in [("input_limit", options.input_limit), ("output_limit", options.output_limit)] {
             if limit == Some(0) {
-                return Err(format!("`{name}` must be at least 1 token"));
+                return Err(format!("`{name}` must be at least 1 token").into());
             }
         }
         Ok(Arc::new(TokenLimiter {

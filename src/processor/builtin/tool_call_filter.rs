@@ -9,7 +9,7 @@ use std::sync::Arc;
 use serde::Deserialize;
 
 use crate::domain::{Hook, HookSet, MessageSource, Part, Role};
-use crate::processor::{HookError, LlmRequestArgs, LlmRequestOutcome, Processor, parse_options};
+use crate::processor::{BuildError, HookError, LlmRequestArgs, LlmRequestOutcome, Processor, parse_options};
 
 pub(super) const KIND: &str = "tool-call-filter";
 
@@ -28,7 +28,7 @@ pub(super) struct ToolCallFilter {
 }
 
 impl ToolCallFilter {
-    pub(super) fn from_options(id: &str, options: toml::Table) -> Result<Arc<dyn Processor>, String> {
+    pub(super) fn from_options(id: &str, options: toml::Table) -> Result<Arc<dyn Processor>, BuildError> {
         let options: Options = parse_options(options)?;
         Ok(Arc::new(ToolCallFilter { id: id.to_owned(), tools: options.tools }))
     }

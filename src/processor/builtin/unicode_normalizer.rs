@@ -8,7 +8,7 @@ use serde::Deserialize;
 use unicode_normalization::UnicodeNormalization;
 
 use crate::domain::{Hook, HookSet};
-use crate::processor::{HookError, InputArgs, InputOutcome, Processor, parse_options};
+use crate::processor::{BuildError, HookError, InputArgs, InputOutcome, Processor, parse_options};
 
 pub(super) const KIND: &str = "unicode-normalizer";
 
@@ -41,7 +41,7 @@ fn is_zero_width(c: char) -> bool {
 }
 
 impl UnicodeNormalizer {
-    pub(super) fn from_options(id: &str, options: toml::Table) -> Result<Arc<dyn Processor>, String> {
+    pub(super) fn from_options(id: &str, options: toml::Table) -> Result<Arc<dyn Processor>, BuildError> {
         let options: Options = parse_options(options)?;
         Ok(Arc::new(UnicodeNormalizer { id: id.to_owned(), options }))
     }

@@ -8,7 +8,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::domain::{Chunk, DataChunk, Hook, HookSet, Message};
-use crate::processor::{HookError, OutputResultArgs, OutputStreamArgs, Processor, parse_options};
+use crate::processor::{BuildError, HookError, OutputResultArgs, OutputStreamArgs, Processor, parse_options};
 
 pub(super) const KIND: &str = "word-counter";
 const STATE_KEY: &str = "wordCount";
@@ -29,7 +29,7 @@ impl WordCounter {
         WordCounter { id: id.into() }
     }
 
-    pub(super) fn from_options(id: &str, options: toml::Table) -> Result<Arc<dyn Processor>, String> {
+    pub(super) fn from_options(id: &str, options: toml::Table) -> Result<Arc<dyn Processor>, BuildError> {
         let Options {} = parse_options(options)?;
         Ok(Arc::new(WordCounter::new(id)))
     }

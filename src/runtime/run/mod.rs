@@ -333,7 +333,7 @@ impl Run {
         let object = match &self.output_schema {
             Some(schema) => Some(schema.object_of(&text).map_err(|message| {
                 RunStop::Failed(RunFailure {
-                    message,
+                    message: message.to_string(),
                     source: ErrorSource::Model,
                     origin: self.agent.model.clone(),
                 })
