@@ -245,6 +245,7 @@ async fn bobs_messages(server: &TestServer) -> usize {
     memory.list_messages(keyed(request, ADMIN)).await.unwrap().into_inner().messages.len()
 }
 
+/// With keys configured, every RPC without a key or with an unknown one is UNAUTHENTICATED.
 #[tokio::test]
 async fn every_rpc_needs_a_known_key() {
     let server = TestServer::start(&config()).await;
@@ -264,6 +265,7 @@ async fn every_rpc_needs_a_known_key() {
     assert_eq!(bobs_messages(&server).await, 2, "bob's thread is untouched");
 }
 
+/// A key never reads, lists, changes or runs in another resource's threads (PERMISSION_DENIED).
 #[tokio::test]
 async fn a_key_never_reaches_another_resource() {
     let server = TestServer::start(&config()).await;
@@ -295,6 +297,7 @@ async fn a_key_never_reaches_another_resource() {
     assert_eq!(code(memory.get_working_memory(keyed(missing, ALICE)).await), Code::PermissionDenied);
 }
 
+/// A key may use exactly the resources and agents it is granted.
 #[tokio::test]
 async fn a_key_uses_its_own_resources_and_agents() {
     let server = TestServer::start(&config()).await;

@@ -3,6 +3,7 @@
 
 use agentwire::bench::{BenchOptions, render, run};
 
+/// `agentwire bench` runs every scenario end to end, and its aborted runs save nothing.
 #[test]
 fn every_scenario_runs_and_aborted_runs_save_nothing() {
     let report = run(&BenchOptions::smoke()).expect("the bench runs");

@@ -59,6 +59,7 @@ model = "mock/echo"
 input_processors = ["english-only"]
 "#;
 
+/// unicode-normalizer before content-filter: zero-width and look-alike characters cannot hide a blocked word.
 #[tokio::test]
 async fn normalised_input_cannot_hide_words_from_filters() {
     let server = TestServer::start(CONFIG).await;
@@ -77,6 +78,7 @@ fn has_tool_parts(seen: &serde_json::Value) -> bool {
     })
 }
 
+/// tool-call-filter hides remembered tool calls from the prompt while the thread keeps them.
 #[tokio::test]
 async fn tool_calls_are_hidden_from_the_model_but_kept() {
     let server = TestServer::start(CONFIG).await;
@@ -94,6 +96,7 @@ async fn tool_calls_are_hidden_from_the_model_but_kept() {
     assert!(texts.contains(&"1 + 1?") && texts.contains(&"two"), "the rest of the history stays: {texts:?}");
 }
 
+/// batch-parts coalesces text deltas into fewer chunks with the same text, in order.
 #[tokio::test]
 async fn batch_parts_coalesces_deltas_in_order() {
     let server = TestServer::start(CONFIG).await;
@@ -103,6 +106,7 @@ async fn batch_parts_coalesces_deltas_in_order() {
     assert_eq!(deltas.len(), 4, "13 deltas in batches of 4");
 }
 
+/// language-detector trips on input outside its allow list and lets allowed languages through.
 #[tokio::test]
 async fn languages_outside_the_allow_list_are_blocked() {
     let server = TestServer::start(CONFIG).await;

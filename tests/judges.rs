@@ -101,6 +101,7 @@ input_processors = ["moderate-or-pass"]
     )
 }
 
+/// moderation asks its judge about the input and trips on a flagged category.
 #[tokio::test]
 async fn moderation_judges_the_input_and_blocks_what_it_flags() {
     let server = TestServer::start(&config()).await;
@@ -116,6 +117,7 @@ async fn moderation_judges_the_input_and_blocks_what_it_flags() {
     assert_eq!(server.stored_texts("t").await, ["hello there", "echo: hello there"], "nothing of it saved");
 }
 
+/// moderation judges the answer in windows, and a flagged window never reaches the client.
 #[tokio::test]
 async fn moderation_judges_the_stream_in_windows() {
     let server = TestServer::start(&config()).await;
@@ -126,6 +128,7 @@ async fn moderation_judges_the_stream_in_windows() {
     assert_eq!(tripwire.reason, "Moderation flagged violence in processOutputStream");
 }
 
+/// A judge that fails ends the run (fail closed), or with `on_failure = allow` is reported and passes.
 #[tokio::test]
 async fn a_failing_judge_fails_closed_unless_told_otherwise() {
     let server = TestServer::start(&config()).await;
@@ -142,6 +145,7 @@ async fn a_failing_judge_fails_closed_unless_told_otherwise() {
     assert!(report(&passed, "data-moderation")["judge_error"].as_str().unwrap().contains("not JSON"));
 }
 
+/// prompt-injection-detector trips on an injection before the model is called.
 #[tokio::test]
 async fn injections_are_blocked_before_the_model_sees_them() {
     let server = TestServer::start(&config()).await;
@@ -159,6 +163,7 @@ async fn injections_are_blocked_before_the_model_sees_them() {
     );
 }
 
+/// With `rewrite`, the injected sentences are dropped and the rest reaches the model.
 #[tokio::test]
 async fn rewrite_drops_the_injected_sentences() {
     let server = TestServer::start(&config()).await;
@@ -172,6 +177,7 @@ async fn rewrite_drops_the_injected_sentences() {
     assert_eq!(report(&result, "data-prompt-injection")["strategy"], "rewrite");
 }
 
+/// Text the heuristic cannot settle is decided by the LLM judge.
 #[tokio::test]
 async fn the_judge_decides_what_the_heuristic_cannot() {
     let server = TestServer::start(&config()).await;
@@ -193,6 +199,7 @@ async fn the_judge_decides_what_the_heuristic_cannot() {
     );
 }
 
+/// An injection inside a tool result is caught by processToolResult.
 #[tokio::test]
 async fn injections_in_tool_results_are_caught() {
     let server = TestServer::start(&config()).await;

@@ -26,6 +26,7 @@ memory = { last_messages = 10 }
 script = [{ text = "one two three four five six seven eight nine ten", chunk_delay_ms = 100 }]
 "#;
 
+/// A request larger than max_request_bytes is refused with RESOURCE_EXHAUSTED naming the limit.
 #[tokio::test]
 async fn requests_over_max_request_bytes_are_refused() {
     let server = TestServer::start(CONFIG).await;
@@ -35,6 +36,7 @@ async fn requests_over_max_request_bytes_are_refused() {
     assert_eq!(server.generate(request("echo", "small")).await.text, "echo: small");
 }
 
+/// Runs beyond max_concurrent_runs wait in the queue, then are refused after queue_timeout_ms.
 #[tokio::test]
 async fn runs_beyond_max_concurrent_runs_wait_then_are_refused() {
     let server = TestServer::start(CONFIG).await;
@@ -52,6 +54,7 @@ async fn runs_beyond_max_concurrent_runs_wait_then_are_refused() {
     assert_eq!(server.generate(request("echo", "now")).await.text, "echo: now", "the slot came back");
 }
 
+/// A run longer than max_run_ms ends with an error chunk and saves nothing.
 #[tokio::test]
 async fn a_run_over_max_run_ms_ends_with_an_error_and_saves_nothing() {
     let server = TestServer::start(CONFIG).await;
@@ -61,6 +64,7 @@ async fn a_run_over_max_run_ms_ends_with_an_error_and_saves_nothing() {
     assert!(server.stored_texts("t").await.is_empty(), "nothing saved");
 }
 
+/// A key over its per-second rate is refused with RESOURCE_EXHAUSTED naming the rate.
 #[tokio::test]
 async fn a_key_over_its_rate_is_refused() {
     let server = TestServer::start(

@@ -43,6 +43,8 @@ fn value(text: &str, series: &str) -> f64 {
         .unwrap()
 }
 
+/// /metrics counts runs by outcome, tripwires by processor, hook and model latency, tokens and
+/// remote instances.
 #[tokio::test]
 async fn metrics_count_runs_tripwires_hooks_models_and_instances() {
     let server = TestServer::start(CONFIG).await;

@@ -129,6 +129,7 @@ async fn server(fake: &FakeProvider) -> TestServer {
         .await
 }
 
+/// An OpenAI-compatible SSE stream, served over real HTTP, becomes the run's chunks and usage.
 #[tokio::test]
 async fn an_openai_compatible_stream_becomes_chunks() {
     let fake = FakeProvider::start([Reply::events(openai_text("Hello from the fake model."))]).await;
@@ -157,6 +158,7 @@ async fn an_openai_compatible_stream_becomes_chunks() {
     );
 }
 
+/// Tool-call arguments streamed in pieces are assembled, the tool runs, and the loop continues.
 #[tokio::test]
 async fn a_tool_loop_with_streamed_arguments() {
     let call = json_events([
@@ -181,6 +183,7 @@ async fn a_tool_loop_with_streamed_arguments() {
     assert!(tool["content"].as_str().unwrap().contains('5'), "{tool}");
 }
 
+/// A 429 is retried after the provider's Retry-After.
 #[tokio::test]
 async fn rate_limits_are_retried_after_what_the_provider_says() {
     let limited = Reply::Status { status: 429, retry_after: Some("0.2".into()), message: "slow down".into() };
@@ -193,6 +196,7 @@ async fn rate_limits_are_retried_after_what_the_provider_says() {
     assert!(started.elapsed() >= Duration::from_millis(200), "waited for Retry-After");
 }
 
+/// 5xx answers are retried max_retries times, then the run fails with a clear error.
 #[tokio::test]
 async fn server_errors_are_retried_then_fail_clearly() {
     let fake = FakeProvider::start([Reply::status(503, "overloaded")]).await;
@@ -204,6 +208,7 @@ async fn server_errors_are_retried_then_fail_clearly() {
     assert_eq!(fake.seen().len(), 3, "the call and max_retries = 2 retries");
 }
 
+/// A provider's 4xx rejection goes to processAPIError, which may repair the request and retry.
 #[tokio::test]
 async fn a_rejection_goes_to_the_error_processors() {
     let fake = FakeProvider::start([
@@ -221,6 +226,7 @@ async fn a_rejection_goes_to_the_error_processors() {
     assert_eq!(fake.seen().len(), 2, "400 is not retried by the provider itself");
 }
 
+/// A provider that goes silent past read_timeout_ms ends the run with a stall error.
 #[tokio::test]
 async fn a_stalled_stream_ends_the_run() {
     let stalling = Reply::Events {
@@ -238,6 +244,7 @@ async fn a_stalled_stream_ends_the_run() {
     assert_eq!(text(&chunks), "Hel");
 }
 
+/// Cancelling a run closes its HTTP request to the provider.
 #[tokio::test]
 async fn a_cancelled_run_closes_the_http_request() {
     let endless = Reply::Events {
@@ -263,6 +270,7 @@ async fn a_cancelled_run_closes_the_http_request() {
     common::eventually("the provider to see the client hang up", || fake.hung_up()).await;
 }
 
+/// processInputStep can switch the model of one step to another provider.
 #[tokio::test]
 async fn process_input_step_switches_the_model_per_step() {
     let fake = FakeProvider::start([Reply::events(openai_text("From the large one."))]).await;
@@ -272,6 +280,7 @@ async fn process_input_step_switches_the_model_per_step() {
     assert_eq!(fake.seen()[0].body["model"], "large");
 }
 
+/// Anthropic's Messages stream becomes text and tool-call chunks.
 #[tokio::test]
 async fn anthropic_streams_text_and_tool_calls() {
     let tool_use = json_events([

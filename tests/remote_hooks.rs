@@ -187,6 +187,7 @@ fn logged(log: &Mutex<Vec<String>>, prefix: &str) -> Vec<String> {
     log.lock().unwrap().iter().filter(|entry| entry.starts_with(prefix)).cloned().collect()
 }
 
+/// A remote processInput replaces messages, keeps state for later hooks, and emits data chunks.
 #[tokio::test]
 async fn process_input_replaces_messages_sets_state_and_emits() {
     let (server, _instance, log) = server_with_all_hooks().await;
@@ -201,6 +202,7 @@ async fn process_input_replaces_messages_sets_state_and_emits() {
     assert_eq!(audit.len(), 1, "{:?}", result.data);
 }
 
+/// A remote processInputStep switches the step's model.
 #[tokio::test]
 async fn process_input_step_switches_the_model() {
     let (server, _instance, log) = server_with_all_hooks().await;
@@ -210,6 +212,7 @@ async fn process_input_step_switches_the_model() {
     assert_eq!(logged(&log, "step"), ["step 0 model mock/echo"]);
 }
 
+/// A remote processLLMRequest rewrites the outgoing prompt only, not the stored messages.
 #[tokio::test]
 async fn process_llm_request_rewrites_the_outgoing_prompt() {
     let (server, _instance, log) = server_with_all_hooks().await;
@@ -223,6 +226,7 @@ async fn process_llm_request_rewrites_the_outgoing_prompt() {
     assert_eq!(kept[0], "the real question");
 }
 
+/// A remote processAPIError asks for a retry, and the model is called again.
 #[tokio::test]
 async fn process_api_error_retries_a_rejected_call() {
     let (server, _instance, log) = server_with_all_hooks().await;
@@ -231,6 +235,7 @@ async fn process_api_error_retries_a_rejected_call() {
     assert_eq!(logged(&log, "api error"), ["api error 400 context length exceeded"]);
 }
 
+/// A tool step reaches processOutputStep and processToolResult remotely, and a rewritten result is used.
 #[tokio::test]
 async fn tool_steps_reach_every_output_hook() {
     let (server, _instance, log) = server_with_all_hooks().await;
@@ -263,6 +268,7 @@ async fn tool_steps_reach_every_output_hook() {
     }
 }
 
+/// A remote processOutputStep rejects a step with `retry`, and the model answers again with the feedback.
 #[tokio::test]
 async fn process_output_step_may_reject_a_step_for_a_retry() {
     let (server, _instance, _log) = server_with_all_hooks().await;

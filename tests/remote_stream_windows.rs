@@ -73,6 +73,7 @@ fn upper_case_windows(sizes: Arc<Mutex<Vec<usize>>>) -> Answer {
     })
 }
 
+/// A full window is sent in one call, and its answer replaces its chunks in order.
 #[tokio::test]
 async fn windows_close_when_full_and_their_answer_replaces_them_in_order() {
     let server = TestServer::start(CONFIG).await;
@@ -93,6 +94,7 @@ async fn windows_close_when_full_and_their_answer_replaces_them_in_order() {
     assert_eq!(types.last().map(String::as_str), Some("finish"));
 }
 
+/// A window closes after max_delay when the model is slow, without waiting to be full.
 #[tokio::test]
 async fn a_window_closes_after_its_delay_when_the_model_is_slow() {
     let server = TestServer::start(CONFIG).await;
@@ -115,6 +117,7 @@ async fn a_window_closes_after_its_delay_when_the_model_is_slow() {
     assert!(with_text.len() >= 4, "the delay closed windows before the step ended: {with_text:?}");
 }
 
+/// An abort on a window keeps every chunk of it from the client.
 #[tokio::test]
 async fn an_abort_keeps_the_window_from_the_client() {
     let server = TestServer::start(CONFIG).await;
@@ -136,6 +139,7 @@ async fn an_abort_keeps_the_window_from_the_client() {
     assert!("echo: here is the secret plan for all".starts_with(&seen), "{seen}");
 }
 
+/// Answering a window with no chunks drops them all.
 #[tokio::test]
 async fn dropping_a_window_drops_its_chunks() {
     let server = TestServer::start(CONFIG).await;
@@ -171,6 +175,7 @@ async fn observers_see_windows_without_holding_chunks() {
     .await;
 }
 
+/// A Hello asking for a malformed window is refused with INVALID_ARGUMENT naming the field.
 #[tokio::test]
 async fn bad_window_requests_are_refused() {
     let server = TestServer::start(CONFIG).await;

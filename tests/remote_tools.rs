@@ -77,6 +77,7 @@ fn tool_results(chunks: &[pb::Chunk]) -> Vec<(serde_json::Value, bool)> {
         .collect()
 }
 
+/// A tool served by a connected instance is offered, called and its result used in the loop.
 #[tokio::test]
 async fn a_remote_tool_runs_in_the_tool_loop() {
     let server = TestServer::start(CONFIG).await;
@@ -101,6 +102,7 @@ async fn a_remote_tool_runs_in_the_tool_loop() {
     );
 }
 
+/// Arguments that do not match the tool's schema are a tool error, and the instance is never called.
 #[tokio::test]
 async fn arguments_are_checked_before_the_call() {
     let server = TestServer::start(CONFIG).await;
@@ -114,6 +116,7 @@ async fn arguments_are_checked_before_the_call() {
     assert!(!instance.events().iter().any(|event| event.starts_with("tool ")), "never called");
 }
 
+/// A failing or slow remote tool is a tool error the model sees, never a failed run.
 #[tokio::test]
 async fn failing_and_slow_tools_are_tool_errors() {
     let server = TestServer::start(CONFIG).await;
@@ -151,6 +154,7 @@ async fn steps_offer_remote_tools_while_served() {
     assert_eq!(offered["tools"], json!(["weather", "calculator"]));
 }
 
+/// A Hello offering malformed or duplicate tools is refused, naming the field.
 #[tokio::test]
 async fn bad_tool_registrations_are_refused() {
     let server = TestServer::start(CONFIG).await;

@@ -52,6 +52,7 @@ fn for_resource(agent: &str, text: &str, resource: &str) -> pb::RunRequest {
     run
 }
 
+/// A repeated identical model call is answered from the store, with zero usage.
 #[tokio::test]
 async fn a_repeated_call_is_answered_from_the_store() {
     let (fake, server) = start().await;
@@ -69,6 +70,8 @@ async fn a_repeated_call_is_answered_from_the_store() {
     assert_eq!(fake.seen().len(), 2);
 }
 
+/// With `resource` scope, one user's cached answer is never served to another, and runs
+/// without a resource are not cached.
 #[tokio::test]
 async fn users_never_share_entries() {
     let (fake, server) = start().await;
@@ -80,6 +83,7 @@ async fn users_never_share_entries() {
     assert_eq!(fake.seen().len(), 4, "runs without a resource are not cached");
 }
 
+/// Entries expire after their TTL and are deleted with their resource.
 #[tokio::test]
 async fn entries_expire_and_go_with_their_resource() {
     let (fake, server) = start().await;

@@ -96,6 +96,7 @@ fn deltas(chunks: &[agentwire::server::pb::Chunk]) -> Vec<String> {
         .collect()
 }
 
+/// pii-detector redacts personal data in the input and reports what it found.
 #[tokio::test]
 async fn input_is_redacted_and_reported() {
     let server = TestServer::start(CONFIG).await;
@@ -104,6 +105,7 @@ async fn input_is_redacted_and_reported() {
     assert_eq!(common::report(&result, "data-pii")["found"], serde_json::json!(["email", "ipv4"]));
 }
 
+/// A match split across stream chunks never reaches the client unredacted.
 #[tokio::test]
 async fn matches_split_across_chunks_never_reach_the_client() {
     let server = TestServer::start(CONFIG).await;
@@ -120,6 +122,7 @@ async fn matches_split_across_chunks_never_reach_the_client() {
     assert_eq!(result.text, "Write to [EMAIL] or call [PHONE] today. Room 555");
 }
 
+/// `block` trips, and the tripwire does not repeat the data it found.
 #[tokio::test]
 async fn block_trips_without_repeating_the_data() {
     let server = TestServer::start(CONFIG).await;
@@ -134,6 +137,7 @@ async fn block_trips_without_repeating_the_data() {
     );
 }
 
+/// `warn` lets the text through unchanged and reports the finding.
 #[tokio::test]
 async fn warn_passes_text_and_reports() {
     let server = TestServer::start(CONFIG).await;
@@ -142,6 +146,7 @@ async fn warn_passes_text_and_reports() {
     assert!(result.data.iter().any(|chunk| chunk.r#type == "data-pii"));
 }
 
+/// Hashed redaction gives the same value the same placeholder every time.
 #[tokio::test]
 async fn hashed_redaction_is_stable() {
     let server = TestServer::start(CONFIG).await;
@@ -151,6 +156,7 @@ async fn hashed_redaction_is_stable() {
     assert_eq!(tags[0], tags[1]);
 }
 
+/// regex-filter finds the user's patterns across stream chunks.
 #[tokio::test]
 async fn user_patterns_are_found_across_chunks() {
     let server = TestServer::start(CONFIG).await;
@@ -159,6 +165,7 @@ async fn user_patterns_are_found_across_chunks() {
     assert!(deltas(&chunks).iter().all(|delta| !delta.contains("12")), "{:?}", deltas(&chunks));
 }
 
+/// system-prompt-scrubber redacts the system prompt when the answer repeats it.
 #[tokio::test]
 async fn leaked_system_prompts_are_redacted_on_the_stream() {
     let server = TestServer::start(CONFIG).await;

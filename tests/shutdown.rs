@@ -53,6 +53,7 @@ async fn stored(server: TestServer, thread: &str) -> usize {
     store.list_messages(thread, Direction::Forward, "", 100).await.map_or(0, |page| page.messages.len())
 }
 
+/// On shutdown, runs in flight finish and new runs get UNAVAILABLE.
 #[tokio::test]
 async fn runs_in_flight_finish_and_new_runs_are_refused() {
     let dir = tempfile::tempdir().unwrap();
@@ -71,6 +72,7 @@ async fn runs_in_flight_finish_and_new_runs_are_refused() {
     assert_eq!(stored(server, "t").await, 2, "the finished run was saved");
 }
 
+/// Runs still going after the grace period stop with an error chunk and save nothing.
 #[tokio::test]
 async fn runs_past_the_grace_period_stop_and_save_nothing() {
     let dir = tempfile::tempdir().unwrap();

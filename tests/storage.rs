@@ -265,6 +265,7 @@ async fn opening_waits_for_a_store_closing_elsewhere() {
     assert_eq!(second.join().unwrap(), Ok(()), "opened once the first store closed");
 }
 
+/// Cached values are kept per scope, expire, and go with their thread or resource.
 #[tokio::test]
 async fn cached_values_expire_and_are_scoped() {
     let (_dir, store) = open();

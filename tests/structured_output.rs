@@ -65,6 +65,7 @@ fn objects(result: &pb::GenerateResponse) -> Vec<serde_json::Value> {
         .collect()
 }
 
+/// An answer that does not follow the schema is retried with the validation errors as feedback.
 #[tokio::test]
 async fn an_answer_off_the_schema_is_retried_with_feedback() {
     let server = TestServer::start(CONFIG).await;
@@ -81,6 +82,7 @@ async fn an_answer_off_the_schema_is_retried_with_feedback() {
     assert_eq!(stored.len(), 2, "the rejected step is not kept: {stored:?}");
 }
 
+/// When retries run out, the run trips (`block`) or answers with the fallback (`fallback`).
 #[tokio::test]
 async fn retries_run_out_into_a_tripwire_or_a_fallback() {
     let server = TestServer::start(CONFIG).await;
@@ -100,6 +102,7 @@ async fn retries_run_out_into_a_tripwire_or_a_fallback() {
     );
 }
 
+/// The output schema is sent to the model with every step.
 #[tokio::test]
 async fn the_schema_goes_to_the_model() {
     let server = TestServer::start(CONFIG).await;

@@ -62,6 +62,7 @@ async fn over_tls(
     answer.map(|response| response.into_inner()).map_err(|status| status.to_string())
 }
 
+/// With [tls], the server answers over TLS and refuses plaintext.
 #[tokio::test]
 async fn the_server_speaks_tls() {
     let dir = tempfile::tempdir().unwrap();
@@ -76,6 +77,7 @@ async fn the_server_speaks_tls() {
     assert!(refused, "plaintext gets nowhere");
 }
 
+/// With client_ca, a client without a certificate signed by it is refused.
 #[tokio::test]
 async fn mutual_tls_demands_a_client_certificate() {
     let dir = tempfile::tempdir().unwrap();
@@ -85,6 +87,7 @@ async fn mutual_tls_demands_a_client_certificate() {
     assert_eq!(over_tls(&server, dir.path(), true).await.unwrap().text, "echo: over tls");
 }
 
+/// Missing or malformed certificates stop start-up, naming `tls` or the missing file.
 #[test]
 fn bad_certificates_stop_start_up() {
     let dir = tempfile::tempdir().unwrap();

@@ -65,6 +65,7 @@ fn report(result: &pb::GenerateResponse) -> serde_json::Value {
     common::report(result, "data-token-limit")
 }
 
+/// The oldest remembered messages are dropped until the prompt fits input_limit.
 #[tokio::test]
 async fn oldest_history_is_trimmed_to_the_budget() {
     let server = TestServer::start(CONFIG).await;
@@ -84,6 +85,7 @@ async fn oldest_history_is_trimmed_to_the_budget() {
     assert!(report["removed_messages"].as_u64().unwrap() >= 2, "{report}");
 }
 
+/// The run's own input is never trimmed: when it alone exceeds the budget, the run trips.
 #[tokio::test]
 async fn the_runs_own_input_is_never_trimmed() {
     let server = TestServer::start(CONFIG).await;
@@ -94,6 +96,7 @@ async fn the_runs_own_input_is_never_trimmed() {
     assert!(server.stored_texts("t").await.is_empty(), "a tripped run saves nothing");
 }
 
+/// A long answer is truncated at output_limit, streamed and stored so.
 #[tokio::test]
 async fn long_answers_are_truncated_at_a_token_and_stored_so() {
     let server = TestServer::start(CONFIG).await;
@@ -110,6 +113,7 @@ async fn long_answers_are_truncated_at_a_token_and_stored_so() {
     );
 }
 
+/// With `abort`, the answer trips when it reaches output_limit.
 #[tokio::test]
 async fn abort_trips_at_the_limit() {
     let server = TestServer::start(CONFIG).await;
@@ -120,6 +124,7 @@ async fn abort_trips_at_the_limit() {
     assert!(server.generate(request("terse-or-stop", "hi")).await.finish_reason == "stop");
 }
 
+/// With `count = part`, each text part gets its own output budget.
 #[tokio::test]
 async fn part_counting_gives_each_text_part_its_own_budget() {
     let server = TestServer::start(CONFIG).await;

@@ -73,12 +73,14 @@ pub(super) fn reset_peak() {
 mod tests {
     use super::*;
 
+    /// A /proc stat line is read correctly when the thread name holds spaces.
     #[test]
     fn stat_lines_are_read_past_names_with_spaces() {
         let stat = "42 (aw bench) S 1 42 42 0 -1 4194304 100 0 0 0 250 30 0 0 20 0 3 0 1 2 3";
         assert_eq!(ticks_of(stat), Some(("aw bench", 280)));
     }
 
+    /// This process's CPU time and resident memory (now and peak) can be read.
     #[test]
     fn this_process_can_be_read() {
         assert!(Cpu::now("nobody").is_some());

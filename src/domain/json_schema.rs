@@ -97,6 +97,8 @@ mod tests {
 
     use super::*;
 
+    /// An answer's JSON is read from a code fence or bare, checked against the schema, and a bad one
+    /// says why.
     #[test]
     fn objects_are_parsed_unfenced_and_checked() {
         let schema = JsonSchema::new(json!({

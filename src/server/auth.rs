@@ -231,6 +231,7 @@ impl Access {
 mod tests {
     use super::*;
 
+    /// Key grants match ids exactly, by `prefix*`, or all with `*`.
     #[test]
     fn patterns_match_exactly_by_prefix_or_all() {
         let patterns = Patterns(vec!["alice".into(), "tenant-a/*".into()]);
@@ -241,6 +242,7 @@ mod tests {
         assert!(Patterns(vec!["*".into()]).allows("anyone"));
     }
 
+    /// `key_sha256` digests parse from hex, and malformed ones are refused.
     #[test]
     fn digests_parse_from_hex() {
         let hex: String = digest_of("k").iter().map(|byte| format!("{byte:02x}")).collect();

@@ -101,6 +101,7 @@ impl RunSlots {
 mod tests {
     use super::*;
 
+    /// A token bucket lets its burst through, then only its rate.
     #[test]
     fn a_bucket_allows_its_burst_then_its_rate() {
         let rate = Rate::new(1000.0, Some(3)).unwrap();

@@ -194,6 +194,7 @@ impl Metrics {
 mod tests {
     use super::*;
 
+    /// Counters and histograms render in the Prometheus text format, with cumulative buckets.
     #[test]
     fn counters_and_histograms_render_in_the_text_format() {
         let metrics = Metrics::default();

@@ -77,6 +77,7 @@ fn parse_block(block: &str) -> Option<SseEvent> {
 mod tests {
     use super::*;
 
+    /// SSE events split across network chunks and any line ending come out whole and in order.
     #[test]
     fn events_split_across_chunks_and_line_endings() {
         let mut parser = SseParser::default();

@@ -251,6 +251,7 @@ mod tests {
         scanner().findings(text).into_iter().map(|finding| finding.kind).collect()
     }
 
+    /// Each PII detector finds its own kind and rejects look-alikes that fail its checksum.
     #[test]
     fn each_detector_finds_its_kind_and_checks_it() {
         assert_eq!(found("mail ada@example.com now"), ["email"]);
@@ -268,6 +269,7 @@ mod tests {
         assert!(found("in 2024 we had 300 users").is_empty());
     }
 
+    /// Only the tail of a text that could still grow into a match is held back.
     #[test]
     fn the_open_tail_is_what_could_still_match() {
         let scanner = scanner();

@@ -213,6 +213,7 @@ mod tests {
         PromptScanner::new(PROMPT, 6).expect("long enough")
     }
 
+    /// A leak of the system prompt is found whatever its case, punctuation or spacing.
     #[test]
     fn leaks_are_found_across_case_punctuation_and_spacing() {
         let text = "Sure! My instructions say: never MENTION the  discount-code pineapple 42 to anyone. Bye";
@@ -225,6 +226,7 @@ mod tests {
         assert!(scanner().findings("Never mention the discount to anyone, please.").is_empty());
     }
 
+    /// The scrubber holds back only the last words that could begin a leak.
     #[test]
     fn only_words_that_could_begin_a_leak_are_held() {
         let scanner = scanner();

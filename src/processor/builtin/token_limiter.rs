@@ -310,6 +310,7 @@ mod tests {
         PromptMessage { role, parts: vec![part] }
     }
 
+    /// A tool call and its result are trimmed together, never one without the other.
     #[test]
     fn a_tool_call_and_its_result_are_one_group() {
         let call = ToolCall { tool_call_id: "c1".into(), tool_name: "calculator".into(), args: json!({}) };
@@ -329,6 +330,7 @@ mod tests {
         assert_eq!(history_groups(&prompt, &[1, 2, 3, 4]), vec![vec![1], vec![2, 3], vec![4]]);
     }
 
+    /// Truncation cuts at the exact token and never splits a character.
     #[test]
     fn truncation_cuts_at_a_token_and_keeps_whole_characters() {
         let limiter = TokenLimiter {
