@@ -2,8 +2,8 @@
 //! than one by one — a remote stream guard, a moderation judge — returns a [`StreamWindow`] from
 //! `Processor::stream_window`; the runtime then collects chunks until the window closes (at
 //! `max_chunks`, after `max_delay`, or when the model's stream of the step ends) and hands them
-//! over in one `process_output_window` call. Chunks after the
-//! processor wait for the window, so the client always receives them in order.
+//! over in one `process_output_window` call. Chunks after the processor wait for the window, so
+//! the client always receives them in order.
 
 use std::time::Duration;
 

@@ -404,7 +404,7 @@ impl Run {
         result
     }
 
-    // ---- the hooks, in run order -------------------------------------------------------------
+    // ---- the response's messages ----------------------------------------------------------
 
     /// Keeps the non-transient custom chunks of the last output hooks on the last assistant
     /// message of the response (a new one if the response has none).
