@@ -44,17 +44,17 @@ async fn hooks_run_at_their_points_in_a_two_step_run() {
     let result = server.generate(request("calc", "2 + 2?")).await;
     assert_eq!(result.text, "It is 4");
     let expected = [
-        "out:processOutputStream:start",
         "in:processInput",
+        "out:processOutputStream:start",
         "in:processInputStep:0",
         "in:processLLMRequest:0",
         "out:processOutputStream:step-start",
         "out:processOutputStream:tool-call",
         "in:processLLMResponse:0",
         "out:processOutputStep:0",
-        "out:processOutputStream:step-finish",
         "out:processToolResult:calculator",
         "out:processOutputStream:tool-result",
+        "out:processOutputStream:step-finish",
         "in:processInputStep:1",
         "in:processLLMRequest:1",
         "out:processOutputStream:step-start",

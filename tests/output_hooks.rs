@@ -55,6 +55,9 @@ in_place = true
 [processors.signature]
 kind = "signature"
 
+[processors.upper-step]
+kind = "upper-step"
+
 [processors.stateful]
 kind = "stateful"
 
@@ -104,6 +107,7 @@ fn server() -> TestServerBuilder {
             Arc::new(RedactToolResult { id: id.to_owned(), in_place })
         })
         .kind("signature", |id, _, _| Arc::new(Signature { id: id.to_owned() }))
+        .kind("upper-step", |id, _, _| Arc::new(UpperStep { id: id.to_owned() }))
         .kind("stateful", |id, _, log| Arc::new(Stateful { id: id.to_owned(), log }))
 }
 
@@ -254,6 +258,52 @@ async fn retry_without_budget_is_an_abort() {
     assert_eq!(result.finish_reason, "other");
     assert_eq!(result.steps.len(), 1);
     assert!(result.tripwire.unwrap().retry);
+}
+
+/// Every step a processor rejected carries its tripwire and the finish reason `other`, the last
+/// one too (retried or not), and keeps no text.
+#[tokio::test]
+async fn every_rejected_step_carries_its_tripwire() {
+    let server = server().start().await;
+    let bounded = server.generate(request("always-short", "tell me")).await;
+    let unbudgeted = server.generate(request("no-retry-budget", "tell me")).await;
+    for (result, rejected) in [(bounded, 3), (unbudgeted, 1)] {
+        assert_eq!(result.steps.len(), rejected);
+        for step in &result.steps {
+            let tripwire = step.tripwire.as_ref().expect("each step was rejected");
+            assert_eq!(tripwire.processor_id, "quality");
+            assert_eq!(step.finish_reason, "other");
+            assert_eq!(step.text, "");
+        }
+    }
+}
+
+/// `steps[].text` is the text processors kept: rewritten by `processOutputStep` or by
+/// `processOutputResult`, as the result and the stored answer show it.
+#[tokio::test]
+async fn steps_show_the_text_processors_kept() {
+    let server = server().start().await;
+    let stepped = server.generate(with_processors("echo", "hi", &[], &["upper-step"])).await;
+    assert_eq!(stepped.text, "ECHO: HI");
+    assert_eq!(stepped.steps[0].text, "ECHO: HI");
+    let signed = server.generate(with_processors("echo", "hi", &[], &["signature"])).await;
+    assert_eq!(signed.steps[0].text, "echo: hi -- signed");
+}
+
+/// A step's `tool-result` chunks come before its `step-finish`, and the next step starts after.
+#[tokio::test]
+async fn tool_results_come_before_their_step_finish() {
+    let server = server().start().await;
+    let kinds = types(&server.stream(request("calc", "six times seven")).await);
+    let framing: Vec<&str> = kinds
+        .iter()
+        .map(String::as_str)
+        .filter(|kind| ["step-start", "tool-call", "tool-result", "step-finish"].contains(kind))
+        .collect();
+    assert_eq!(
+        framing,
+        ["step-start", "tool-call", "tool-result", "step-finish", "step-start", "step-finish"]
+    );
 }
 
 /// A tool result rewritten by `processToolResult` is what the stream, the next step and the
@@ -484,6 +534,29 @@ impl Processor for Signature {
         let last = messages.iter_mut().rev().find(|message| message.role == Role::Assistant).unwrap();
         let signed = format!("{} -- signed", last.text());
         last.parts = vec![Part::text(signed)];
+        Ok(Some(messages))
+    }
+}
+
+/// Uppercases the step's answer in `processOutputStep`.
+struct UpperStep {
+    id: String,
+}
+
+#[async_trait::async_trait]
+impl Processor for UpperStep {
+    fn id(&self) -> &str {
+        &self.id
+    }
+
+    fn hooks(&self) -> HookSet {
+        HookSet::of(&[Hook::ProcessOutputStep])
+    }
+
+    async fn process_output_step(&self, args: OutputStepArgs<'_>) -> Result<Option<Vec<Message>>, HookError> {
+        let mut messages = args.messages;
+        let last = messages.iter_mut().rev().find(|message| message.role == Role::Assistant).unwrap();
+        last.parts = vec![Part::text(last.text().to_uppercase())];
         Ok(Some(messages))
     }
 }

@@ -352,11 +352,16 @@ async fn observers_are_never_waited_for() {
 #[tokio::test]
 async fn a_cancelled_run_cancels_its_call() {
     let server = TestServer::start(CONFIG).await;
-    let instance =
-        serve(server.channel().await, "word-guard", &[pb::Hook::ProcessInput], Arc::new(|_| None)).await;
-    let mut stream = server.client().await.stream(request("guarded", "hi")).await.unwrap().into_inner();
-    let first = stream.message().await.unwrap().expect("the start chunk");
-    assert_eq!(first.r#type, "start");
+    let called = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let seen = Arc::clone(&called);
+    let handler = Arc::new(move |_: &pb::HookCall| {
+        seen.store(true, std::sync::atomic::Ordering::SeqCst);
+        None
+    });
+    let instance = serve(server.channel().await, "word-guard", &[pb::Hook::ProcessInput], handler).await;
+    let stream = server.client().await.stream(request("guarded", "hi")).await.unwrap().into_inner();
+    common::eventually("word-guard to hold the call", || called.load(std::sync::atomic::Ordering::SeqCst))
+        .await;
     drop(stream); // the client goes away while word-guard holds the call
     common::eventually("a Cancel for the abandoned call", || !instance.cancelled().is_empty()).await;
 }

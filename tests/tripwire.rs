@@ -88,12 +88,17 @@ async fn an_abort_in_any_hook_ends_the_run_in_a_tripwire() {
     }
 }
 
-/// An input abort stops the run before the model is ever called.
+/// An input abort stops the run before anything is streamed: only its tripwire goes out (with
+/// the run's id), the model is never called, and output processors never see the run.
 #[tokio::test]
-async fn an_input_abort_never_calls_the_model() {
+async fn an_input_abort_streams_only_its_tripwire() {
     let server = TestServer::start(&config_with_traps()).await;
-    let chunks = server.stream(run_reaching(Hook::ProcessInput, "abort-in-processInput")).await;
-    assert_eq!(types(&chunks), ["start", "tripwire"]);
+    let mut run = run_reaching(Hook::ProcessInput, "abort-in-processInput");
+    run.output_processors = names(&["probe"]);
+    let chunks = server.stream(run).await;
+    assert_eq!(types(&chunks), ["tripwire"]);
+    assert!(!chunks[0].run_id.is_empty(), "the tripwire names the run");
+    assert!(server.log.with_prefix("probe:").is_empty(), "{:?}", server.log.entries());
 }
 
 /// A processor that breaks in any hook ends the run with an error chunk naming it and the hook.

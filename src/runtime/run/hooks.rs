@@ -41,8 +41,8 @@ impl Run {
                     self.list.reconcile(ReconcileScope::Input, messages, MessageSource::Input);
                 }
             }
-            self.flush_emitted(false, Closing::All).await?;
         }
+        // What the processors emitted goes out after `start` (see `drive`).
         Ok(())
     }
 
@@ -215,17 +215,21 @@ impl Run {
                 Err(HookError::Abort(abort)) if abort.retry && self.can_retry() => {
                     let tripwire = tripwire_of(processor.id(), Hook::ProcessOutputStep, abort);
                     self.list.remove_by_ids(&[message_id.to_owned()]);
-                    let rejected = self.steps.last_mut().expect("the step was recorded");
-                    rejected.text.clear();
-                    rejected.tool_calls.clear();
-                    rejected.tripwire = Some(tripwire.clone());
+                    self.reject_last_step(tripwire.clone());
                     self.processors.retry_count += 1;
                     return Ok(Some(tripwire));
                 }
-                Err(error) => return Err(stop(processor.as_ref(), Hook::ProcessOutputStep, error)),
+                Err(error) => {
+                    let stopped = stop(processor.as_ref(), Hook::ProcessOutputStep, error);
+                    if let RunStop::Tripwire(tripwire) = &stopped {
+                        self.reject_last_step(tripwire.clone());
+                    }
+                    return Err(stopped);
+                }
             }
             self.flush_emitted(true, Closing::All).await?;
         }
+        self.refresh_step_texts();
         Ok(None)
     }
 
@@ -258,6 +262,7 @@ impl Run {
             self.flush_emitted(true, Closing::All).await?;
         }
         self.attach_pending_data_parts();
+        self.refresh_step_texts();
         Ok(())
     }
 }

@@ -173,6 +173,8 @@ struct Run {
     processors: ProcessorStates,
     sink: ChunkSink,
     steps: Vec<StepResult>,
+    /// The assistant message each step wrote, by step (`steps[i]` wrote `step_messages[i]`).
+    step_messages: Vec<String>,
     usage: Usage,
     model_calls: u32,
     /// Custom chunks that reached the client.
@@ -225,6 +227,7 @@ impl PreparedRun {
             processors: ProcessorStates::default(),
             sink: ChunkSink::discard(),
             steps: Vec::new(),
+            step_messages: Vec::new(),
             usage: Usage::default(),
             model_calls: 0,
             data: Vec::new(),
@@ -290,13 +293,16 @@ impl PreparedRun {
 
 impl Run {
     async fn drive(&mut self) -> Result<Completed, RunStop> {
+        // processInput runs once before anything is streamed: a run an input processor stops
+        // streams only its tripwire, and output processors never see it.
+        self.process_input().await?;
         let start = Chunk::Start {
             agent_id: self.info.agent_id.clone(),
             thread_id: self.info.thread_id.clone(),
             resource_id: self.info.resource_id.clone(),
         };
         self.emit(start, false).await?;
-        self.process_input().await?;
+        self.flush_emitted(false, Closing::All).await?;
 
         let initial_system_messages = self.list.system_messages().to_vec();
         let mut feedback: Option<String> = None;
@@ -422,6 +428,26 @@ impl Run {
         match last_assistant.and_then(|id| self.list.get_mut(&id)) {
             Some(message) => message.parts.extend(parts),
             None => self.add_response(Message::new(Role::Assistant, parts)),
+        }
+    }
+
+    /// Marks the last step as rejected by `tripwire`: nothing of it is kept, and its finish reason
+    /// says a processor stopped it.
+    fn reject_last_step(&mut self, tripwire: Tripwire) {
+        let rejected = self.steps.last_mut().expect("the step was recorded");
+        rejected.text.clear();
+        rejected.tool_calls.clear();
+        rejected.finish_reason = FinishReason::Other;
+        rejected.tripwire = Some(tripwire);
+    }
+
+    /// Each accepted step's text as processors left its assistant message (empty when they
+    /// removed it): the steps show what was kept.
+    fn refresh_step_texts(&mut self) {
+        for (step, message_id) in self.steps.iter_mut().zip(&self.step_messages) {
+            if step.tripwire.is_none() {
+                step.text = self.list.get(message_id).map(Message::text).unwrap_or_default();
+            }
         }
     }
 

@@ -120,6 +120,7 @@ impl Run {
         });
 
         self.steps.push(answer.result.clone());
+        self.step_messages.push(message_id.clone());
         self.process_llm_response(step_number, &step.model, &raw_chunks, from_cache).await?;
         let mut parts = answer.parts;
         parts.append(&mut self.pending_data_parts);
@@ -142,12 +143,13 @@ impl Run {
             return Ok(StepOutcome::Retry(tripwire.reason));
         }
         self.processors.retry_count = 0;
+        // The step's tool results go out before the step closes, as streaming UIs expect.
+        for call in &step_result.tool_calls {
+            self.run_tool(step_number, call, &offered_tools).await?;
+        }
         self.emit(step_finish, true).await?;
         if step_result.tool_calls.is_empty() {
             return Ok(StepOutcome::Complete(step_result.finish_reason));
-        }
-        for call in &step_result.tool_calls {
-            self.run_tool(step_number, call, &offered_tools).await?;
         }
         Ok(StepOutcome::Continue)
     }
