@@ -75,13 +75,19 @@ async fn unrecovered_rejection_ends_the_run_with_an_error() {
     assert!(result.messages.is_empty());
 }
 
-/// Error-processor retries default to 3 and follow `max_processor_retries` when set.
+/// Error-processor retries default to 10 (the seed's default when error processors are
+/// configured) and follow `max_processor_retries` when set; a warning says when a processor asks
+/// for a retry with no budget set and when a budget runs out.
 #[tokio::test]
 async fn process_api_error_retries_are_bounded() {
+    let logs = common::logs::capture();
     let server = builder().start().await;
     let result = server.generate(request("broken", "hi")).await;
     assert_eq!(result.finish_reason, "error");
-    assert_eq!(server.log.with_prefix("recover:").len(), 4, "3 retries, then the error stands");
+    assert_eq!(server.log.with_prefix("recover:").len(), 11, "10 retries, then the error stands");
+    let warnings = logs.lines_with("WARN");
+    assert!(warnings.iter().any(|line| line.contains("max_processor_retries is not set")), "{warnings:?}");
+    assert!(warnings.iter().any(|line| line.contains("retry budget of 10 ran out")), "{warnings:?}");
 
     let bounded_server = builder().start().await;
     let mut run = request("broken", "hi");

@@ -250,14 +250,20 @@ async fn process_output_step_retries_are_bounded() {
     assert!(result.messages.is_empty());
 }
 
-/// Without `max_processor_retries`, a retry request is an abort.
+/// Without `max_processor_retries`, a retry request is an abort, and a warning says why; so is
+/// one past the budget.
 #[tokio::test]
 async fn retry_without_budget_is_an_abort() {
+    let logs = common::logs::capture();
     let server = server().start().await;
     let result = server.generate(request("no-retry-budget", "tell me")).await;
     assert_eq!(result.finish_reason, "other");
     assert_eq!(result.steps.len(), 1);
     assert!(result.tripwire.unwrap().retry);
+    server.generate(request("always-short", "tell me")).await;
+    let warnings = logs.lines_with("WARN");
+    assert!(warnings.iter().any(|line| line.contains("max_processor_retries is not set")), "{warnings:?}");
+    assert!(warnings.iter().any(|line| line.contains("retry budget of 2 ran out")), "{warnings:?}");
 }
 
 /// Every step a processor rejected carries its tripwire and the finish reason `other`, the last

@@ -4,6 +4,7 @@
 
 pub mod binary;
 pub mod fake_provider;
+pub mod logs;
 pub mod processors;
 pub mod remote;
 

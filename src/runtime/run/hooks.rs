@@ -151,11 +151,27 @@ impl Run {
                 break;
             }
         }
-        let budget = self.max_processor_retries.unwrap_or(DEFAULT_API_ERROR_RETRIES);
-        if retry && self.processors.retry_count < budget {
+        if !retry {
+            return Ok(false);
+        }
+        let budget = self.max_processor_retries.unwrap_or_else(|| {
+            if self.processors.retry_count == 0 {
+                tracing::warn!(
+                agent = %self.info.agent_id,
+                    "an error processor asked for a retry and max_processor_retries is not set: \
+                     retrying up to the default of {DEFAULT_API_ERROR_RETRIES}"
+                );
+            }
+            DEFAULT_API_ERROR_RETRIES
+        });
+        if self.processors.retry_count < budget {
             self.processors.retry_count += 1;
             return Ok(true);
         }
+        tracing::warn!(
+            agent = %self.info.agent_id,
+            "the retry budget of {budget} ran out: the model's rejection stands"
+        );
         Ok(false)
     }
 
@@ -220,6 +236,11 @@ impl Run {
                     return Ok(Some(tripwire));
                 }
                 Err(error) => {
+                    if let HookError::Abort(abort) = &error
+                        && abort.retry
+                    {
+                        self.warn_no_retry(processor.id());
+                    }
                     let stopped = stop(processor.as_ref(), Hook::ProcessOutputStep, error);
                     if let RunStop::Tripwire(tripwire) = &stopped {
                         self.reject_last_step(tripwire.clone());
@@ -235,6 +256,22 @@ impl Run {
 
     pub(super) fn can_retry(&self) -> bool {
         self.max_processor_retries.is_some_and(|max| self.processors.retry_count < max)
+    }
+
+    /// Says why a processor's request for a retry ends the run instead.
+    fn warn_no_retry(&self, processor_id: &str) {
+        match self.max_processor_retries {
+            None => tracing::warn!(
+                agent = %self.info.agent_id,
+                processor = processor_id,
+                "a processor asked for a retry and max_processor_retries is not set: the run ends in a tripwire"
+            ),
+            Some(budget) => tracing::warn!(
+                agent = %self.info.agent_id,
+                processor = processor_id,
+                "the retry budget of {budget} ran out: the run ends in a tripwire"
+            ),
+        }
     }
 
     pub(super) async fn process_output_result(&mut self, finish_reason: FinishReason) -> Result<(), RunStop> {

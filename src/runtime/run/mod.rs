@@ -46,9 +46,9 @@ struct Completed {
 /// The tag of the system message that carries a rejected step's reason to the retry.
 pub const RETRY_FEEDBACK_TAG: &str = "processor-retry-feedback";
 
-/// Error processors may ask for this many consecutive retries when the agent sets no
-/// `max_processor_retries` (Mastra's cap since PR #24503).
-const DEFAULT_API_ERROR_RETRIES: u32 = 3;
+/// Error processors may ask for this many consecutive retries when neither the agent nor the
+/// request sets `max_processor_retries` (the seed's default; Mastra's code has 3 since #24503).
+const DEFAULT_API_ERROR_RETRIES: u32 = 10;
 
 /// Custom chunks emitted while processing custom chunks are bounded, so that a processor that
 /// answers every data chunk with another cannot loop forever.
