@@ -27,6 +27,12 @@ hook = "processOutputResult"
 kind = "count-memory"
 
 [[agents]]
+id = "remote-history"
+model = "mock/echo"
+memory = { last_messages = 10 }
+output_processors = [{ remote = "message-history", timeout_ms = 2000 }]
+
+[[agents]]
 id = "echo"
 model = "mock/echo"
 memory = { last_messages = 10 }
@@ -170,6 +176,29 @@ async fn a_listed_memory_processor_replaces_the_automatic_one() {
     server.generate(in_thread("placed", "now", "t")).await;
     server.generate(in_thread("automatic", "now", "t")).await;
     assert_eq!(server.log.with_prefix("counter:"), ["counter:0 remembered", "counter:4 remembered"]);
+}
+
+/// A remote processor listed with a memory processor's id replaces the automatic one on that
+/// side: it gets the run's `processOutputResult`, and the automatic history saves nothing.
+#[tokio::test]
+async fn a_remote_processor_with_a_memory_id_replaces_the_automatic_one() {
+    let server = builder().start().await;
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let log = Arc::clone(&seen);
+    let _instance = common::remote::serve(
+        server.channel().await,
+        "message-history",
+        &[pb::Hook::ProcessOutputResult],
+        Arc::new(move |call| {
+            log.lock().unwrap().push(call.hook);
+            common::remote::cont()
+        }),
+    )
+    .await;
+    let result = server.generate(in_thread("remote-history", "keep this yourself", "rt")).await;
+    assert_eq!(result.text, "echo: keep this yourself");
+    assert_eq!(seen.lock().unwrap().as_slice(), [pb::Hook::ProcessOutputResult as i32]);
+    assert!(server.stored_texts("rt").await.is_empty(), "only the listed message-history ran");
 }
 
 /// A thread belongs to one resource: another resource naming it is refused.

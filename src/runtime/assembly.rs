@@ -96,17 +96,19 @@ impl Runtime {
 
 /// A run's chain: the listed processors, with memory slots filled by the run's memory
 /// processors (or dropped when the run has no memory), and the memory processors the list does
-/// not name added before (input) or after (output) it.
+/// not name (by kind or by id) added before (input) or after (output) it.
 pub(super) fn chain(
     listed: &[NamedProcessor],
     memory: Option<&MemoryProcessors>,
     placement: Placement,
 ) -> Vec<Arc<dyn Processor>> {
+    // A listed processor whose id is a memory kind's (the kind itself, a definition, a remote
+    // processor) replaces the automatic one on this side.
     let listed_memory: Vec<MemoryKind> = listed
         .iter()
-        .filter_map(|named| match named.processor {
-            ProcessorRef::Memory(kind) => Some(kind),
-            ProcessorRef::Fixed(_) => None,
+        .filter_map(|named| match &named.processor {
+            ProcessorRef::Memory(kind) => Some(*kind),
+            ProcessorRef::Fixed(processor) => MemoryKind::from_name(processor.id()),
         })
         .collect();
     let automatic = |kinds: Vec<MemoryKind>| -> Vec<Arc<dyn Processor>> {
