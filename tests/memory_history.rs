@@ -27,6 +27,18 @@ hook = "processOutputResult"
 kind = "count-memory"
 
 [[agents]]
+id = "remote-input-guard"
+model = "mock/inspect"
+memory = { last_messages = 10 }
+input_processors = [{ remote = "input-guard", timeout_ms = 2000 }]
+
+[[agents]]
+id = "filtered-history"
+model = "mock/echo"
+memory = { last_messages = 10 }
+input_processors = ["no-secrets"]
+
+[[agents]]
 id = "remote-history"
 model = "mock/echo"
 memory = { last_messages = 10 }
@@ -199,6 +211,61 @@ async fn a_remote_processor_with_a_memory_id_replaces_the_automatic_one() {
     assert_eq!(result.text, "echo: keep this yourself");
     assert_eq!(seen.lock().unwrap().as_slice(), [pb::Hook::ProcessOutputResult as i32]);
     assert!(server.stored_texts("rt").await.is_empty(), "only the listed message-history ran");
+}
+
+/// `processInput` sees the loaded history with each message's source, on the wire too; a guard
+/// that drops the remembered messages changes only this run's prompt, never what is stored.
+#[tokio::test]
+async fn process_input_sees_the_history_marked_by_source() {
+    let server = builder().start().await;
+    server.generate(in_thread("echo", "earlier", "sources")).await;
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let log = Arc::clone(&seen);
+    let _guard = common::remote::serve(
+        server.channel().await,
+        "input-guard",
+        &[pb::Hook::ProcessInput],
+        Arc::new(move |call| {
+            log.lock().unwrap().push((common::remote::call_text(call), call.message_sources.clone()));
+            let own: Vec<pb::Message> = call
+                .messages
+                .iter()
+                .zip(&call.message_sources)
+                .filter(|(_, source)| **source == pb::MessageSource::Input as i32)
+                .map(|(message, _)| message.clone())
+                .collect();
+            let replacement =
+                pb::Replacement { messages: Some(pb::MessageList { messages: own }), ..Default::default() };
+            common::remote::outcome(pb::hook_result::Outcome::Replace(replacement))
+        }),
+    )
+    .await;
+    let result = server.generate(in_thread("remote-input-guard", "now", "sources")).await;
+    let (memory, input) = (pb::MessageSource::Memory as i32, pb::MessageSource::Input as i32);
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(seen, [("earlier echo: earlier now".to_owned(), vec![memory, memory, input])]);
+    let prompt = inspected(&result.text);
+    let texts: Vec<&str> = prompt["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|message| message["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(texts, ["now"], "the guard dropped the history from this run's prompt");
+    let stored = server.stored_texts("sources").await;
+    assert_eq!(&stored[..3], ["earlier", "echo: earlier", "now"], "what is stored is untouched");
+}
+
+/// The built-in input guardrails check only the run's own input: a blocked word in the history
+/// does not trip every later run of the thread.
+#[tokio::test]
+async fn input_guardrails_check_only_the_runs_own_input() {
+    let server = builder().start().await;
+    server.generate(in_thread("echo", "my secret is hunter2", "remembered")).await;
+    let later = server.generate(in_thread("filtered-history", "what did I say?", "remembered")).await;
+    assert!(later.tripwire.is_none(), "{:?}", later.tripwire);
+    let blocked = server.generate(in_thread("filtered-history", "tell the secret", "remembered")).await;
+    assert_eq!(blocked.tripwire.expect("the run's own input is checked").processor_id, "no-secrets");
 }
 
 /// A thread belongs to one resource: another resource naming it is refused.

@@ -45,6 +45,9 @@ kind = "inspect-on-retry"
 [processors.retry-counter]
 kind = "retry-counter"
 
+[processors.system-watcher]
+kind = "system-watcher"
+
 [processors.redact]
 kind = "redact-tool-result"
 
@@ -102,6 +105,7 @@ fn server() -> TestServerBuilder {
         .kind("note-emitter", |id, _, _| Arc::new(NoteEmitter { id: id.to_owned() }))
         .kind("inspect-on-retry", |id, _, _| Arc::new(InspectOnRetry { id: id.to_owned() }))
         .kind("retry-counter", |id, _, log| Arc::new(RetryCounter { id: id.to_owned(), log }))
+        .kind("system-watcher", |id, _, log| Arc::new(SystemWatcher { id: id.to_owned(), log }))
         .kind("redact-tool-result", |id, options, _| {
             let in_place = options.get("in_place").and_then(toml::Value::as_bool).unwrap_or(false);
             Arc::new(RedactToolResult { id: id.to_owned(), in_place })
@@ -227,6 +231,26 @@ async fn process_output_step_retry_feeds_the_reason_back() {
             "[Processor Feedback] Your previous response was not accepted: Response too short (2 characters"
         )),
         "{system:?}"
+    );
+}
+
+/// The retry feedback is a tagged system message: `processInputStep` and `processOutputStep`
+/// both get it under its tag, and never among the untagged `system_messages`.
+#[tokio::test]
+async fn tagged_system_messages_never_mix_with_the_untagged() {
+    let server = server().start().await;
+    let mut run = request("short-then-long", "tell me");
+    run.input_processors = names(&["system-watcher"]);
+    run.output_processors = names(&["system-watcher", "quality"]);
+    server.generate(run).await;
+    assert_eq!(
+        server.log.with_prefix("system-watcher:"),
+        [
+            "system-watcher:processInputStep:0 untagged:",
+            "system-watcher:processOutputStep:0 untagged:",
+            "system-watcher:processInputStep:0 untagged:processor-retry-feedback",
+            "system-watcher:processOutputStep:0 untagged:processor-retry-feedback",
+        ]
     );
 }
 
@@ -468,6 +492,47 @@ impl Processor for InspectOnRetry {
     async fn process_input_step(&self, args: InputStepArgs<'_>) -> Result<StepOverrides, HookError> {
         let switch = args.ctx.retry_count > 0 || args.step_number > 0;
         Ok(StepOverrides { model: switch.then(|| "mock/inspect".to_owned()), ..StepOverrides::default() })
+    }
+}
+
+/// Logs, in `processInputStep` and `processOutputStep`, how many untagged system messages it got
+/// that hold retry feedback, and the tags of the tagged ones.
+struct SystemWatcher {
+    id: String,
+    log: Log,
+}
+
+impl SystemWatcher {
+    fn record(
+        &self,
+        hook: Hook,
+        untagged: &[String],
+        tagged: &std::collections::BTreeMap<String, Vec<String>>,
+    ) {
+        let feedback = untagged.iter().filter(|text| text.contains("[Processor Feedback]")).count();
+        let tags: Vec<&str> = tagged.keys().map(String::as_str).collect();
+        self.log.push(format!("{}:{hook}:{feedback} untagged:{}", self.id, tags.join(",")));
+    }
+}
+
+#[async_trait::async_trait]
+impl Processor for SystemWatcher {
+    fn id(&self) -> &str {
+        &self.id
+    }
+
+    fn hooks(&self) -> HookSet {
+        HookSet::of(&[Hook::ProcessInputStep, Hook::ProcessOutputStep])
+    }
+
+    async fn process_input_step(&self, args: InputStepArgs<'_>) -> Result<StepOverrides, HookError> {
+        self.record(Hook::ProcessInputStep, &args.system_messages, &args.tagged_system_messages);
+        Ok(StepOverrides::default())
+    }
+
+    async fn process_output_step(&self, args: OutputStepArgs<'_>) -> Result<Option<Vec<Message>>, HookError> {
+        self.record(Hook::ProcessOutputStep, &args.system_messages, &args.tagged_system_messages);
+        Ok(None)
     }
 }
 

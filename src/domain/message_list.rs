@@ -27,7 +27,8 @@ pub enum MessageSource {
 /// Which messages a reconcile may delete: the hook's view of the list.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ReconcileScope {
-    /// Only this run's input (`processInput`).
+    /// The remembered messages and this run's input (`processInput`). Deleting a remembered
+    /// message drops it from this run's prompt only: memory never saves what it loaded.
     Input,
     /// Only this run's response (`processOutputResult`).
     Response,
@@ -97,6 +98,21 @@ impl MessageList {
             .filter(|entry| in_scope(entry.source, scope))
             .map(|entry| entry.message.clone())
             .collect()
+    }
+
+    /// Where the message with this id came from.
+    pub fn source_of(&self, id: &str) -> Option<MessageSource> {
+        self.entries.iter().find(|entry| entry.message.id == id).map(|entry| entry.source)
+    }
+
+    /// True when the message with this id was loaded by memory (not this run's own).
+    pub fn is_remembered(&self, id: &str) -> bool {
+        self.source_of(id) == Some(MessageSource::Memory)
+    }
+
+    /// The tagged system messages (memory context, retry feedback), by tag.
+    pub fn tagged_system_messages(&self) -> &BTreeMap<String, Vec<String>> {
+        &self.tagged_system
     }
 
     /// The message with this id.
@@ -211,7 +227,7 @@ impl MessageList {
 fn in_scope(source: MessageSource, scope: ReconcileScope) -> bool {
     match scope {
         ReconcileScope::All => true,
-        ReconcileScope::Input => source == MessageSource::Input,
+        ReconcileScope::Input => matches!(source, MessageSource::Input | MessageSource::Memory),
         ReconcileScope::Response => source == MessageSource::Response,
     }
 }
@@ -226,20 +242,28 @@ mod tests {
         message
     }
 
-    /// Returning an array deletes what is missing in scope only, and moves system messages.
+    /// Returning an array deletes what is missing in scope only (processInput's scope: the
+    /// remembered messages and the input), keeps each known message's source, and moves system
+    /// messages.
     #[test]
     fn reconcile_deletes_missing_in_scope_and_moves_system_messages() {
         let mut list = MessageList::new();
         let remembered = user("old", 1);
+        let dropped = user("older", 0);
         let first = user("a", 2);
         let second = user("b", 3);
+        let answer = user("response", 4);
+        list.add(dropped, MessageSource::Memory);
         list.add(remembered.clone(), MessageSource::Memory);
         list.add(first.clone(), MessageSource::Input);
         list.add(second, MessageSource::Input);
+        list.add(answer.clone(), MessageSource::Response);
         let system = Message::new(Role::System, vec![Part::text("be brief")]);
-        list.reconcile(ReconcileScope::Input, vec![first.clone(), system], MessageSource::Input);
+        let returned = vec![remembered.clone(), first.clone(), system];
+        list.reconcile(ReconcileScope::Input, returned, MessageSource::Input);
         let ids: Vec<&str> = list.all().map(|message| message.id.as_str()).collect();
-        assert_eq!(ids, vec![remembered.id.as_str(), first.id.as_str()]);
+        assert_eq!(ids, vec![remembered.id.as_str(), first.id.as_str(), answer.id.as_str()]);
+        assert!(list.is_remembered(&remembered.id), "a known message keeps its source");
         assert_eq!(list.system_messages(), ["be brief".to_owned()]);
     }
 

@@ -2,6 +2,8 @@
 //! them. "Unchanged" is always the default, so a hook that returns `Default::default()` (or
 //! mutates the message list in place) changes nothing else.
 
+use std::collections::BTreeMap;
+
 use serde_json::Value;
 
 use super::context::HookContext;
@@ -16,10 +18,14 @@ use crate::model::ModelError;
 pub struct InputArgs<'a> {
     /// Hook context.
     pub ctx: HookContext<'a>,
-    /// The run's input messages (remembered messages are not among them).
+    /// The remembered messages (loaded by the memory processors before this one) and the run's
+    /// input, in order; `message_list.source_of(id)` says which is which. Rewriting or dropping a
+    /// remembered message changes only this run's prompt, never what is stored.
     pub messages: Vec<Message>,
     /// The untagged system messages: the agent's instructions and what processors added.
     pub system_messages: Vec<String>,
+    /// The tagged system messages (memory context, ...), by tag; never among `system_messages`.
+    pub tagged_system_messages: BTreeMap<String, Vec<String>>,
     /// The live list, to mutate in place.
     pub message_list: &'a mut MessageList,
 }
@@ -51,6 +57,9 @@ pub struct InputStepArgs<'a> {
     pub messages: Vec<Message>,
     /// The untagged system messages of this step.
     pub system_messages: Vec<String>,
+    /// The tagged system messages (retry feedback, memory context, ...), by tag; never among
+    /// `system_messages`.
+    pub tagged_system_messages: BTreeMap<String, Vec<String>>,
     /// The live list, to mutate in place.
     pub message_list: &'a mut MessageList,
     /// The step number, from 0.
@@ -252,8 +261,11 @@ pub struct OutputStepArgs<'a> {
     pub text: &'a str,
     /// The step's usage.
     pub usage: Usage,
-    /// The system messages of this step.
+    /// The untagged system messages of this step.
     pub system_messages: Vec<String>,
+    /// The tagged system messages (retry feedback, memory context, ...), by tag; never among
+    /// `system_messages`.
+    pub tagged_system_messages: BTreeMap<String, Vec<String>>,
     /// All steps so far, the current one included.
     pub steps: &'a [StepResult],
 }
@@ -275,8 +287,11 @@ pub struct ToolResultArgs<'a> {
     pub messages: Vec<Message>,
     /// The live list; [`MessageList::update_tool_result`] rewrites the result too.
     pub message_list: &'a mut MessageList,
-    /// All system messages, tagged ones included.
+    /// The untagged system messages.
     pub system_messages: Vec<String>,
+    /// The tagged system messages (retry feedback, memory context, ...), by tag; never among
+    /// `system_messages`.
+    pub tagged_system_messages: BTreeMap<String, Vec<String>>,
     /// The step number.
     pub step_number: u32,
     /// All steps so far.

@@ -64,6 +64,7 @@ fn implements(processor: &dyn Processor, hook: Hook) -> bool {
                     ctx,
                     messages: Vec::new(),
                     system_messages: Vec::new(),
+                    tagged_system_messages: Default::default(),
                     message_list: &mut list,
                 };
                 processor.process_input(args).now_or_never().is_some()
@@ -73,6 +74,7 @@ fn implements(processor: &dyn Processor, hook: Hook) -> bool {
                     ctx,
                     messages: Vec::new(),
                     system_messages: Vec::new(),
+                    tagged_system_messages: Default::default(),
                     message_list: &mut list,
                     step_number: 0,
                     steps: &[],
@@ -139,6 +141,7 @@ fn implements(processor: &dyn Processor, hook: Hook) -> bool {
                     text: "",
                     usage: Usage::default(),
                     system_messages: Vec::new(),
+                    tagged_system_messages: Default::default(),
                     steps: &[],
                 };
                 processor.process_output_step(args).now_or_never().is_some()
@@ -153,6 +156,7 @@ fn implements(processor: &dyn Processor, hook: Hook) -> bool {
                     messages: Vec::new(),
                     message_list: &mut list,
                     system_messages: Vec::new(),
+                    tagged_system_messages: Default::default(),
                     step_number: 0,
                     steps: &[],
                 };

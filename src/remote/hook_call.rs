@@ -5,8 +5,8 @@
 use serde_json::{Map, Value};
 
 use crate::domain::{
-    Chunk, DataChunk, FinishReason, Hook, Message, PromptMessage, RunInfo, ToolCall, ToolChoice, ToolResult,
-    TraceContext, Usage,
+    Chunk, DataChunk, FinishReason, Hook, Message, MessageSource, PromptMessage, RunInfo, ToolCall,
+    ToolChoice, ToolResult, TraceContext, Usage,
 };
 use crate::processor::Abort;
 
@@ -38,8 +38,12 @@ pub struct HookCall {
 pub struct HookArgs {
     /// The messages the hook sees.
     pub messages: Vec<Message>,
+    /// Where each of `messages` came from, in the same order.
+    pub message_sources: Vec<MessageSource>,
     /// The untagged system messages.
     pub system_messages: Vec<String>,
+    /// The tagged system messages, as (tag, text), by tag.
+    pub tagged_system_messages: Vec<(String, String)>,
     /// processOutputStream's chunk.
     pub part: Option<Chunk>,
     /// The step's model.

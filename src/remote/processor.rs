@@ -4,7 +4,7 @@
 //! failure policy when no instance answers: `closed` (a tripwire saying why) or `open` (skipped,
 //! and a transient `data-processor-skipped` chunk saying so).
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
@@ -15,7 +15,8 @@ use super::hook_call::{HookArgs, HookCall, HookResult, Outcome, Replacement};
 use super::pool::RemotePool;
 use super::session::{CallFailure, Session};
 use crate::domain::{
-    Chunk, DataChunk, Hook, HookSet, Message, ReconcileScope, RunInfo, StreamWindow, now_millis,
+    Chunk, DataChunk, Hook, HookSet, Message, MessageList, MessageSource, ReconcileScope, RunInfo,
+    StreamWindow, now_millis,
 };
 use crate::model::ModelError;
 use crate::processor::{
@@ -340,6 +341,8 @@ impl Processor for RemoteProcessor {
 
     async fn process_input(&self, mut args: InputArgs<'_>) -> Result<InputOutcome, HookError> {
         let remote = HookArgs {
+            message_sources: sources(&args.messages, args.message_list),
+            tagged_system_messages: tagged(args.tagged_system_messages),
             messages: args.messages,
             system_messages: args.system_messages,
             ..HookArgs::default()
@@ -360,6 +363,8 @@ impl Processor for RemoteProcessor {
 
     async fn process_input_step(&self, mut args: InputStepArgs<'_>) -> Result<StepOverrides, HookError> {
         let remote = HookArgs {
+            message_sources: sources(&args.messages, args.message_list),
+            tagged_system_messages: tagged(args.tagged_system_messages),
             messages: args.messages,
             system_messages: args.system_messages,
             model: args.step.model.clone(),
@@ -403,7 +408,12 @@ impl Processor for RemoteProcessor {
             ModelError::Rejected { status, message, .. } => (i32::from(*status), message.clone()),
             other => (0, other.to_string()),
         };
-        let remote = HookArgs { messages: args.messages, error: Some(error), ..HookArgs::default() };
+        let remote = HookArgs {
+            message_sources: sources(&args.messages, args.message_list),
+            messages: args.messages,
+            error: Some(error),
+            ..HookArgs::default()
+        };
         let outcome = self.invoke(&mut args.ctx, Hook::ProcessApiError, args.step_number, remote).await?;
         Ok(ApiErrorOutcome { retry: matches!(outcome, Some(Outcome::RetryApiCall)) })
     }
@@ -445,6 +455,8 @@ impl Processor for RemoteProcessor {
         mut args: OutputStepArgs<'_>,
     ) -> Result<Option<Vec<Message>>, HookError> {
         let remote = HookArgs {
+            message_sources: sources(&args.messages, args.message_list),
+            tagged_system_messages: tagged(args.tagged_system_messages),
             messages: args.messages,
             system_messages: args.system_messages,
             text: args.text.to_owned(),
@@ -473,6 +485,8 @@ impl Processor for RemoteProcessor {
             is_error: false,
         };
         let remote = HookArgs {
+            message_sources: sources(&args.messages, args.message_list),
+            tagged_system_messages: tagged(args.tagged_system_messages),
             messages: args.messages,
             system_messages: args.system_messages,
             tool_call: Some(call),
@@ -489,6 +503,7 @@ impl Processor for RemoteProcessor {
         mut args: OutputResultArgs<'_>,
     ) -> Result<Option<Vec<Message>>, HookError> {
         let remote = HookArgs {
+            message_sources: sources(&args.messages, args.message_list),
             messages: args.messages,
             text: args.result.text.clone(),
             finish_reason: Some(args.result.finish_reason),
@@ -498,4 +513,17 @@ impl Processor for RemoteProcessor {
         let outcome = self.invoke(&mut args.ctx, Hook::ProcessOutputResult, 0, remote).await?;
         Ok(RemoteProcessor::replacement(outcome).and_then(|replacement| replacement.messages))
     }
+}
+
+/// Where each message came from, as the list knows it (a message it does not hold is the run's).
+fn sources(messages: &[Message], list: &MessageList) -> Vec<MessageSource> {
+    messages.iter().map(|message| list.source_of(&message.id).unwrap_or(MessageSource::Input)).collect()
+}
+
+/// The tagged system messages as (tag, text) pairs, by tag.
+fn tagged(by_tag: BTreeMap<String, Vec<String>>) -> Vec<(String, String)> {
+    by_tag
+        .into_iter()
+        .flat_map(|(tag, texts)| texts.into_iter().map(move |text| (tag.clone(), text)))
+        .collect()
 }

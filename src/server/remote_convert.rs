@@ -5,7 +5,8 @@ use super::convert::{chunk_to_pb, message_from_pb};
 use super::pb;
 use super::value::{from_proto, from_struct, to_proto, to_struct};
 use crate::domain::{
-    Chunk, DATA_PREFIX, DataChunk, Hook, Message, PromptMessage, ToolCall, ToolChoice, ToolResult,
+    Chunk, DATA_PREFIX, DataChunk, Hook, Message, MessageSource, PromptMessage, ToolCall, ToolChoice,
+    ToolResult,
 };
 use crate::processor::Abort;
 use crate::remote::{HookCall, HookResult, Outcome, Replacement, ToolInvocation, ToolOutput};
@@ -73,6 +74,26 @@ impl From<HookCall> for pb::HookCall {
             prompt: args.prompt.iter().map(prompt_to_pb).collect(),
             chunks: args.chunks.into_iter().map(|chunk| chunk_to_pb(&run_id, chunk)).collect(),
             tools: args.tools,
+            message_sources: args
+                .message_sources
+                .into_iter()
+                .map(|source| pb::MessageSource::from(source).into())
+                .collect(),
+            tagged_system_messages: args
+                .tagged_system_messages
+                .into_iter()
+                .map(|(tag, text)| pb::TaggedSystemMessage { tag, text })
+                .collect(),
+        }
+    }
+}
+
+impl From<MessageSource> for pb::MessageSource {
+    fn from(source: MessageSource) -> pb::MessageSource {
+        match source {
+            MessageSource::Memory => pb::MessageSource::Memory,
+            MessageSource::Input => pb::MessageSource::Input,
+            MessageSource::Response => pb::MessageSource::Response,
         }
     }
 }

@@ -151,6 +151,62 @@ func (HookMode) EnumDescriptor() ([]byte, []int) {
 	return file_agentwire_v1_processor_proto_rawDescGZIP(), []int{1}
 }
 
+// Where a message of a run came from.
+type MessageSource int32
+
+const (
+	MessageSource_MESSAGE_SOURCE_UNSPECIFIED MessageSource = 0
+	// Loaded by a memory processor (history, recall).
+	MessageSource_MESSAGE_SOURCE_MEMORY MessageSource = 1
+	// Sent by the client in this run.
+	MessageSource_MESSAGE_SOURCE_INPUT MessageSource = 2
+	// Produced in this run by the model or its tools.
+	MessageSource_MESSAGE_SOURCE_RESPONSE MessageSource = 3
+)
+
+// Enum value maps for MessageSource.
+var (
+	MessageSource_name = map[int32]string{
+		0: "MESSAGE_SOURCE_UNSPECIFIED",
+		1: "MESSAGE_SOURCE_MEMORY",
+		2: "MESSAGE_SOURCE_INPUT",
+		3: "MESSAGE_SOURCE_RESPONSE",
+	}
+	MessageSource_value = map[string]int32{
+		"MESSAGE_SOURCE_UNSPECIFIED": 0,
+		"MESSAGE_SOURCE_MEMORY":      1,
+		"MESSAGE_SOURCE_INPUT":       2,
+		"MESSAGE_SOURCE_RESPONSE":    3,
+	}
+)
+
+func (x MessageSource) Enum() *MessageSource {
+	p := new(MessageSource)
+	*p = x
+	return p
+}
+
+func (x MessageSource) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (MessageSource) Descriptor() protoreflect.EnumDescriptor {
+	return file_agentwire_v1_processor_proto_enumTypes[2].Descriptor()
+}
+
+func (MessageSource) Type() protoreflect.EnumType {
+	return &file_agentwire_v1_processor_proto_enumTypes[2]
+}
+
+func (x MessageSource) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use MessageSource.Descriptor instead.
+func (MessageSource) EnumDescriptor() ([]byte, []int) {
+	return file_agentwire_v1_processor_proto_rawDescGZIP(), []int{2}
+}
+
 type ListProcessorsRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -1156,8 +1212,8 @@ type HookCall struct {
 	// processor's own span from it (OpenTelemetry's propagators take the map as a carrier). Empty
 	// when the run is not traced.
 	TraceContext map[string]string `protobuf:"bytes,12,rep,name=trace_context,json=traceContext,proto3" json:"trace_context,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
-	// processInput: the input; processInputStep, processOutputStep, processToolResult,
-	// processAPIError: all messages; processOutputResult: the response.
+	// processInput: the remembered messages and the input; processInputStep, processOutputStep,
+	// processToolResult, processAPIError: all messages; processOutputResult: the response.
 	Messages []*Message `protobuf:"bytes,20,rep,name=messages,proto3" json:"messages,omitempty"`
 	// The (untagged) system messages.
 	SystemMessages []string `protobuf:"bytes,21,rep,name=system_messages,json=systemMessages,proto3" json:"system_messages,omitempty"`
@@ -1182,9 +1238,15 @@ type HookCall struct {
 	Prompt []*Message `protobuf:"bytes,32,rep,name=prompt,proto3" json:"prompt,omitempty"`
 	Chunks []*Chunk   `protobuf:"bytes,33,rep,name=chunks,proto3" json:"chunks,omitempty"`
 	// processInputStep: the tools on offer.
-	Tools         []string `protobuf:"bytes,34,rep,name=tools,proto3" json:"tools,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Tools []string `protobuf:"bytes,34,rep,name=tools,proto3" json:"tools,omitempty"`
+	// Where each of `messages` came from, in the same order: a guard can check only what the
+	// client just sent. Dropping or rewriting a remembered message changes only this run's prompt.
+	MessageSources []MessageSource `protobuf:"varint,35,rep,packed,name=message_sources,json=messageSources,proto3,enum=agentwire.v1.MessageSource" json:"message_sources,omitempty"`
+	// The tagged system messages (memory context, retry feedback), each with its tag; never among
+	// `system_messages`. processInput, processInputStep, processOutputStep, processToolResult.
+	TaggedSystemMessages []*TaggedSystemMessage `protobuf:"bytes,36,rep,name=tagged_system_messages,json=taggedSystemMessages,proto3" json:"tagged_system_messages,omitempty"`
+	unknownFields        protoimpl.UnknownFields
+	sizeCache            protoimpl.SizeCache
 }
 
 func (x *HookCall) Reset() {
@@ -1406,6 +1468,73 @@ func (x *HookCall) GetTools() []string {
 	return nil
 }
 
+func (x *HookCall) GetMessageSources() []MessageSource {
+	if x != nil {
+		return x.MessageSources
+	}
+	return nil
+}
+
+func (x *HookCall) GetTaggedSystemMessages() []*TaggedSystemMessage {
+	if x != nil {
+		return x.TaggedSystemMessages
+	}
+	return nil
+}
+
+// A system message kept under a tag.
+type TaggedSystemMessage struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Tag           string                 `protobuf:"bytes,1,opt,name=tag,proto3" json:"tag,omitempty"`
+	Text          string                 `protobuf:"bytes,2,opt,name=text,proto3" json:"text,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TaggedSystemMessage) Reset() {
+	*x = TaggedSystemMessage{}
+	mi := &file_agentwire_v1_processor_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TaggedSystemMessage) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TaggedSystemMessage) ProtoMessage() {}
+
+func (x *TaggedSystemMessage) ProtoReflect() protoreflect.Message {
+	mi := &file_agentwire_v1_processor_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TaggedSystemMessage.ProtoReflect.Descriptor instead.
+func (*TaggedSystemMessage) Descriptor() ([]byte, []int) {
+	return file_agentwire_v1_processor_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *TaggedSystemMessage) GetTag() string {
+	if x != nil {
+		return x.Tag
+	}
+	return ""
+}
+
+func (x *TaggedSystemMessage) GetText() string {
+	if x != nil {
+		return x.Text
+	}
+	return ""
+}
+
 // The answer to one call.
 type HookResult struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
@@ -1429,7 +1558,7 @@ type HookResult struct {
 
 func (x *HookResult) Reset() {
 	*x = HookResult{}
-	mi := &file_agentwire_v1_processor_proto_msgTypes[13]
+	mi := &file_agentwire_v1_processor_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1441,7 +1570,7 @@ func (x *HookResult) String() string {
 func (*HookResult) ProtoMessage() {}
 
 func (x *HookResult) ProtoReflect() protoreflect.Message {
-	mi := &file_agentwire_v1_processor_proto_msgTypes[13]
+	mi := &file_agentwire_v1_processor_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1454,7 +1583,7 @@ func (x *HookResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HookResult.ProtoReflect.Descriptor instead.
 func (*HookResult) Descriptor() ([]byte, []int) {
-	return file_agentwire_v1_processor_proto_rawDescGZIP(), []int{13}
+	return file_agentwire_v1_processor_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *HookResult) GetCallId() uint64 {
@@ -1593,7 +1722,7 @@ type Continue struct {
 
 func (x *Continue) Reset() {
 	*x = Continue{}
-	mi := &file_agentwire_v1_processor_proto_msgTypes[14]
+	mi := &file_agentwire_v1_processor_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1605,7 +1734,7 @@ func (x *Continue) String() string {
 func (*Continue) ProtoMessage() {}
 
 func (x *Continue) ProtoReflect() protoreflect.Message {
-	mi := &file_agentwire_v1_processor_proto_msgTypes[14]
+	mi := &file_agentwire_v1_processor_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1618,7 +1747,7 @@ func (x *Continue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Continue.ProtoReflect.Descriptor instead.
 func (*Continue) Descriptor() ([]byte, []int) {
-	return file_agentwire_v1_processor_proto_rawDescGZIP(), []int{14}
+	return file_agentwire_v1_processor_proto_rawDescGZIP(), []int{15}
 }
 
 type Drop struct {
@@ -1629,7 +1758,7 @@ type Drop struct {
 
 func (x *Drop) Reset() {
 	*x = Drop{}
-	mi := &file_agentwire_v1_processor_proto_msgTypes[15]
+	mi := &file_agentwire_v1_processor_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1641,7 +1770,7 @@ func (x *Drop) String() string {
 func (*Drop) ProtoMessage() {}
 
 func (x *Drop) ProtoReflect() protoreflect.Message {
-	mi := &file_agentwire_v1_processor_proto_msgTypes[15]
+	mi := &file_agentwire_v1_processor_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1654,7 +1783,7 @@ func (x *Drop) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Drop.ProtoReflect.Descriptor instead.
 func (*Drop) Descriptor() ([]byte, []int) {
-	return file_agentwire_v1_processor_proto_rawDescGZIP(), []int{15}
+	return file_agentwire_v1_processor_proto_rawDescGZIP(), []int{16}
 }
 
 type RetryApiCall struct {
@@ -1665,7 +1794,7 @@ type RetryApiCall struct {
 
 func (x *RetryApiCall) Reset() {
 	*x = RetryApiCall{}
-	mi := &file_agentwire_v1_processor_proto_msgTypes[16]
+	mi := &file_agentwire_v1_processor_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1677,7 +1806,7 @@ func (x *RetryApiCall) String() string {
 func (*RetryApiCall) ProtoMessage() {}
 
 func (x *RetryApiCall) ProtoReflect() protoreflect.Message {
-	mi := &file_agentwire_v1_processor_proto_msgTypes[16]
+	mi := &file_agentwire_v1_processor_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1690,7 +1819,7 @@ func (x *RetryApiCall) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RetryApiCall.ProtoReflect.Descriptor instead.
 func (*RetryApiCall) Descriptor() ([]byte, []int) {
-	return file_agentwire_v1_processor_proto_rawDescGZIP(), []int{16}
+	return file_agentwire_v1_processor_proto_rawDescGZIP(), []int{17}
 }
 
 type Abort struct {
@@ -1704,7 +1833,7 @@ type Abort struct {
 
 func (x *Abort) Reset() {
 	*x = Abort{}
-	mi := &file_agentwire_v1_processor_proto_msgTypes[17]
+	mi := &file_agentwire_v1_processor_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1716,7 +1845,7 @@ func (x *Abort) String() string {
 func (*Abort) ProtoMessage() {}
 
 func (x *Abort) ProtoReflect() protoreflect.Message {
-	mi := &file_agentwire_v1_processor_proto_msgTypes[17]
+	mi := &file_agentwire_v1_processor_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1729,7 +1858,7 @@ func (x *Abort) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Abort.ProtoReflect.Descriptor instead.
 func (*Abort) Descriptor() ([]byte, []int) {
-	return file_agentwire_v1_processor_proto_rawDescGZIP(), []int{17}
+	return file_agentwire_v1_processor_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *Abort) GetReason() string {
@@ -1762,7 +1891,7 @@ type Failure struct {
 
 func (x *Failure) Reset() {
 	*x = Failure{}
-	mi := &file_agentwire_v1_processor_proto_msgTypes[18]
+	mi := &file_agentwire_v1_processor_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1774,7 +1903,7 @@ func (x *Failure) String() string {
 func (*Failure) ProtoMessage() {}
 
 func (x *Failure) ProtoReflect() protoreflect.Message {
-	mi := &file_agentwire_v1_processor_proto_msgTypes[18]
+	mi := &file_agentwire_v1_processor_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1787,7 +1916,7 @@ func (x *Failure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Failure.ProtoReflect.Descriptor instead.
 func (*Failure) Descriptor() ([]byte, []int) {
-	return file_agentwire_v1_processor_proto_rawDescGZIP(), []int{18}
+	return file_agentwire_v1_processor_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *Failure) GetMessage() string {
@@ -1822,7 +1951,7 @@ type Replacement struct {
 
 func (x *Replacement) Reset() {
 	*x = Replacement{}
-	mi := &file_agentwire_v1_processor_proto_msgTypes[19]
+	mi := &file_agentwire_v1_processor_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1834,7 +1963,7 @@ func (x *Replacement) String() string {
 func (*Replacement) ProtoMessage() {}
 
 func (x *Replacement) ProtoReflect() protoreflect.Message {
-	mi := &file_agentwire_v1_processor_proto_msgTypes[19]
+	mi := &file_agentwire_v1_processor_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1847,7 +1976,7 @@ func (x *Replacement) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Replacement.ProtoReflect.Descriptor instead.
 func (*Replacement) Descriptor() ([]byte, []int) {
-	return file_agentwire_v1_processor_proto_rawDescGZIP(), []int{19}
+	return file_agentwire_v1_processor_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *Replacement) GetMessages() *MessageList {
@@ -1922,7 +2051,7 @@ type ChunkList struct {
 
 func (x *ChunkList) Reset() {
 	*x = ChunkList{}
-	mi := &file_agentwire_v1_processor_proto_msgTypes[20]
+	mi := &file_agentwire_v1_processor_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1934,7 +2063,7 @@ func (x *ChunkList) String() string {
 func (*ChunkList) ProtoMessage() {}
 
 func (x *ChunkList) ProtoReflect() protoreflect.Message {
-	mi := &file_agentwire_v1_processor_proto_msgTypes[20]
+	mi := &file_agentwire_v1_processor_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1947,7 +2076,7 @@ func (x *ChunkList) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChunkList.ProtoReflect.Descriptor instead.
 func (*ChunkList) Descriptor() ([]byte, []int) {
-	return file_agentwire_v1_processor_proto_rawDescGZIP(), []int{20}
+	return file_agentwire_v1_processor_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ChunkList) GetChunks() []*Chunk {
@@ -1966,7 +2095,7 @@ type MessageList struct {
 
 func (x *MessageList) Reset() {
 	*x = MessageList{}
-	mi := &file_agentwire_v1_processor_proto_msgTypes[21]
+	mi := &file_agentwire_v1_processor_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1978,7 +2107,7 @@ func (x *MessageList) String() string {
 func (*MessageList) ProtoMessage() {}
 
 func (x *MessageList) ProtoReflect() protoreflect.Message {
-	mi := &file_agentwire_v1_processor_proto_msgTypes[21]
+	mi := &file_agentwire_v1_processor_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1991,7 +2120,7 @@ func (x *MessageList) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MessageList.ProtoReflect.Descriptor instead.
 func (*MessageList) Descriptor() ([]byte, []int) {
-	return file_agentwire_v1_processor_proto_rawDescGZIP(), []int{21}
+	return file_agentwire_v1_processor_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *MessageList) GetMessages() []*Message {
@@ -2010,7 +2139,7 @@ type StringList struct {
 
 func (x *StringList) Reset() {
 	*x = StringList{}
-	mi := &file_agentwire_v1_processor_proto_msgTypes[22]
+	mi := &file_agentwire_v1_processor_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2022,7 +2151,7 @@ func (x *StringList) String() string {
 func (*StringList) ProtoMessage() {}
 
 func (x *StringList) ProtoReflect() protoreflect.Message {
-	mi := &file_agentwire_v1_processor_proto_msgTypes[22]
+	mi := &file_agentwire_v1_processor_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2035,7 +2164,7 @@ func (x *StringList) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StringList.ProtoReflect.Descriptor instead.
 func (*StringList) Descriptor() ([]byte, []int) {
-	return file_agentwire_v1_processor_proto_rawDescGZIP(), []int{22}
+	return file_agentwire_v1_processor_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *StringList) GetValues() []string {
@@ -2054,7 +2183,7 @@ type Ping struct {
 
 func (x *Ping) Reset() {
 	*x = Ping{}
-	mi := &file_agentwire_v1_processor_proto_msgTypes[23]
+	mi := &file_agentwire_v1_processor_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2066,7 +2195,7 @@ func (x *Ping) String() string {
 func (*Ping) ProtoMessage() {}
 
 func (x *Ping) ProtoReflect() protoreflect.Message {
-	mi := &file_agentwire_v1_processor_proto_msgTypes[23]
+	mi := &file_agentwire_v1_processor_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2079,7 +2208,7 @@ func (x *Ping) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Ping.ProtoReflect.Descriptor instead.
 func (*Ping) Descriptor() ([]byte, []int) {
-	return file_agentwire_v1_processor_proto_rawDescGZIP(), []int{23}
+	return file_agentwire_v1_processor_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *Ping) GetNonce() uint64 {
@@ -2098,7 +2227,7 @@ type Pong struct {
 
 func (x *Pong) Reset() {
 	*x = Pong{}
-	mi := &file_agentwire_v1_processor_proto_msgTypes[24]
+	mi := &file_agentwire_v1_processor_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2110,7 +2239,7 @@ func (x *Pong) String() string {
 func (*Pong) ProtoMessage() {}
 
 func (x *Pong) ProtoReflect() protoreflect.Message {
-	mi := &file_agentwire_v1_processor_proto_msgTypes[24]
+	mi := &file_agentwire_v1_processor_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2123,7 +2252,7 @@ func (x *Pong) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Pong.ProtoReflect.Descriptor instead.
 func (*Pong) Descriptor() ([]byte, []int) {
-	return file_agentwire_v1_processor_proto_rawDescGZIP(), []int{24}
+	return file_agentwire_v1_processor_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *Pong) GetNonce() uint64 {
@@ -2143,7 +2272,7 @@ type Cancel struct {
 
 func (x *Cancel) Reset() {
 	*x = Cancel{}
-	mi := &file_agentwire_v1_processor_proto_msgTypes[25]
+	mi := &file_agentwire_v1_processor_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2155,7 +2284,7 @@ func (x *Cancel) String() string {
 func (*Cancel) ProtoMessage() {}
 
 func (x *Cancel) ProtoReflect() protoreflect.Message {
-	mi := &file_agentwire_v1_processor_proto_msgTypes[25]
+	mi := &file_agentwire_v1_processor_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2168,7 +2297,7 @@ func (x *Cancel) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Cancel.ProtoReflect.Descriptor instead.
 func (*Cancel) Descriptor() ([]byte, []int) {
-	return file_agentwire_v1_processor_proto_rawDescGZIP(), []int{25}
+	return file_agentwire_v1_processor_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *Cancel) GetCallId() uint64 {
@@ -2190,7 +2319,7 @@ type Drain struct {
 
 func (x *Drain) Reset() {
 	*x = Drain{}
-	mi := &file_agentwire_v1_processor_proto_msgTypes[26]
+	mi := &file_agentwire_v1_processor_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2202,7 +2331,7 @@ func (x *Drain) String() string {
 func (*Drain) ProtoMessage() {}
 
 func (x *Drain) ProtoReflect() protoreflect.Message {
-	mi := &file_agentwire_v1_processor_proto_msgTypes[26]
+	mi := &file_agentwire_v1_processor_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2215,7 +2344,7 @@ func (x *Drain) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Drain.ProtoReflect.Descriptor instead.
 func (*Drain) Descriptor() ([]byte, []int) {
-	return file_agentwire_v1_processor_proto_rawDescGZIP(), []int{26}
+	return file_agentwire_v1_processor_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *Drain) GetDeadlineUnixMs() int64 {
@@ -2306,7 +2435,8 @@ const file_agentwire_v1_processor_proto_rawDesc = "" +
 	"\x10protocol_version\x18\x01 \x01(\rR\x0fprotocolVersion\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x02 \x01(\tR\tsessionId\x12&\n" +
-	"\x0fmax_frame_bytes\x18\x03 \x01(\rR\rmaxFrameBytes\"\xdd\t\n" +
+	"\x0fmax_frame_bytes\x18\x03 \x01(\rR\rmaxFrameBytes\"\xfc\n" +
+	"\n" +
 	"\bHookCall\x12\x17\n" +
 	"\acall_id\x18\x01 \x01(\x04R\x06callId\x12\x15\n" +
 	"\x06run_id\x18\x02 \x01(\tR\x05runId\x12\x19\n" +
@@ -2339,13 +2469,18 @@ const file_agentwire_v1_processor_proto_rawDesc = "" +
 	"\rerror_message\x18\x1f \x01(\tR\ferrorMessage\x12-\n" +
 	"\x06prompt\x18  \x03(\v2\x15.agentwire.v1.MessageR\x06prompt\x12+\n" +
 	"\x06chunks\x18! \x03(\v2\x13.agentwire.v1.ChunkR\x06chunks\x12\x14\n" +
-	"\x05tools\x18\" \x03(\tR\x05tools\x1aA\n" +
+	"\x05tools\x18\" \x03(\tR\x05tools\x12D\n" +
+	"\x0fmessage_sources\x18# \x03(\x0e2\x1b.agentwire.v1.MessageSourceR\x0emessageSources\x12W\n" +
+	"\x16tagged_system_messages\x18$ \x03(\v2!.agentwire.v1.TaggedSystemMessageR\x14taggedSystemMessages\x1aA\n" +
 	"\x13RequestContextEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a?\n" +
 	"\x11TraceContextEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xc3\x03\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\";\n" +
+	"\x13TaggedSystemMessage\x12\x10\n" +
+	"\x03tag\x18\x01 \x01(\tR\x03tag\x12\x12\n" +
+	"\x04text\x18\x02 \x01(\tR\x04text\"\xc3\x03\n" +
 	"\n" +
 	"HookResult\x12\x17\n" +
 	"\acall_id\x18\x01 \x01(\x04R\x06callId\x12-\n" +
@@ -2412,7 +2547,12 @@ const file_agentwire_v1_processor_proto_rawDesc = "" +
 	"\bHookMode\x12\x19\n" +
 	"\x15HOOK_MODE_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12HOOK_MODE_BLOCKING\x10\x01\x12\x15\n" +
-	"\x11HOOK_MODE_OBSERVE\x10\x022\xbb\x01\n" +
+	"\x11HOOK_MODE_OBSERVE\x10\x02*\x81\x01\n" +
+	"\rMessageSource\x12\x1e\n" +
+	"\x1aMESSAGE_SOURCE_UNSPECIFIED\x10\x00\x12\x19\n" +
+	"\x15MESSAGE_SOURCE_MEMORY\x10\x01\x12\x18\n" +
+	"\x14MESSAGE_SOURCE_INPUT\x10\x02\x12\x1b\n" +
+	"\x17MESSAGE_SOURCE_RESPONSE\x10\x032\xbb\x01\n" +
 	"\x10ProcessorService\x12J\n" +
 	"\aConnect\x12\x1e.agentwire.v1.ProcessorMessage\x1a\x1b.agentwire.v1.ServerMessage(\x010\x01\x12[\n" +
 	"\x0eListProcessors\x12#.agentwire.v1.ListProcessorsRequest\x1a$.agentwire.v1.ListProcessorsResponseb\x06proto3"
@@ -2429,111 +2569,115 @@ func file_agentwire_v1_processor_proto_rawDescGZIP() []byte {
 	return file_agentwire_v1_processor_proto_rawDescData
 }
 
-var file_agentwire_v1_processor_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_agentwire_v1_processor_proto_msgTypes = make([]protoimpl.MessageInfo, 30)
+var file_agentwire_v1_processor_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
+var file_agentwire_v1_processor_proto_msgTypes = make([]protoimpl.MessageInfo, 31)
 var file_agentwire_v1_processor_proto_goTypes = []any{
 	(Hook)(0),                      // 0: agentwire.v1.Hook
 	(HookMode)(0),                  // 1: agentwire.v1.HookMode
-	(*ListProcessorsRequest)(nil),  // 2: agentwire.v1.ListProcessorsRequest
-	(*ProcessorInstance)(nil),      // 3: agentwire.v1.ProcessorInstance
-	(*ListProcessorsResponse)(nil), // 4: agentwire.v1.ListProcessorsResponse
-	(*ProcessorMessage)(nil),       // 5: agentwire.v1.ProcessorMessage
-	(*ServerMessage)(nil),          // 6: agentwire.v1.ServerMessage
-	(*Hello)(nil),                  // 7: agentwire.v1.Hello
-	(*ToolSpec)(nil),               // 8: agentwire.v1.ToolSpec
-	(*ToolInvocation)(nil),         // 9: agentwire.v1.ToolInvocation
-	(*ToolOutput)(nil),             // 10: agentwire.v1.ToolOutput
-	(*HookOptions)(nil),            // 11: agentwire.v1.HookOptions
-	(*StreamWindow)(nil),           // 12: agentwire.v1.StreamWindow
-	(*Welcome)(nil),                // 13: agentwire.v1.Welcome
-	(*HookCall)(nil),               // 14: agentwire.v1.HookCall
-	(*HookResult)(nil),             // 15: agentwire.v1.HookResult
-	(*Continue)(nil),               // 16: agentwire.v1.Continue
-	(*Drop)(nil),                   // 17: agentwire.v1.Drop
-	(*RetryApiCall)(nil),           // 18: agentwire.v1.RetryApiCall
-	(*Abort)(nil),                  // 19: agentwire.v1.Abort
-	(*Failure)(nil),                // 20: agentwire.v1.Failure
-	(*Replacement)(nil),            // 21: agentwire.v1.Replacement
-	(*ChunkList)(nil),              // 22: agentwire.v1.ChunkList
-	(*MessageList)(nil),            // 23: agentwire.v1.MessageList
-	(*StringList)(nil),             // 24: agentwire.v1.StringList
-	(*Ping)(nil),                   // 25: agentwire.v1.Ping
-	(*Pong)(nil),                   // 26: agentwire.v1.Pong
-	(*Cancel)(nil),                 // 27: agentwire.v1.Cancel
-	(*Drain)(nil),                  // 28: agentwire.v1.Drain
-	nil,                            // 29: agentwire.v1.ToolInvocation.TraceContextEntry
-	nil,                            // 30: agentwire.v1.HookCall.RequestContextEntry
-	nil,                            // 31: agentwire.v1.HookCall.TraceContextEntry
-	(*structpb.Struct)(nil),        // 32: google.protobuf.Struct
-	(*structpb.Value)(nil),         // 33: google.protobuf.Value
-	(*Message)(nil),                // 34: agentwire.v1.Message
-	(*Chunk)(nil),                  // 35: agentwire.v1.Chunk
-	(*Usage)(nil),                  // 36: agentwire.v1.Usage
-	(*ToolCallPart)(nil),           // 37: agentwire.v1.ToolCallPart
-	(*ToolResultPart)(nil),         // 38: agentwire.v1.ToolResultPart
+	(MessageSource)(0),             // 2: agentwire.v1.MessageSource
+	(*ListProcessorsRequest)(nil),  // 3: agentwire.v1.ListProcessorsRequest
+	(*ProcessorInstance)(nil),      // 4: agentwire.v1.ProcessorInstance
+	(*ListProcessorsResponse)(nil), // 5: agentwire.v1.ListProcessorsResponse
+	(*ProcessorMessage)(nil),       // 6: agentwire.v1.ProcessorMessage
+	(*ServerMessage)(nil),          // 7: agentwire.v1.ServerMessage
+	(*Hello)(nil),                  // 8: agentwire.v1.Hello
+	(*ToolSpec)(nil),               // 9: agentwire.v1.ToolSpec
+	(*ToolInvocation)(nil),         // 10: agentwire.v1.ToolInvocation
+	(*ToolOutput)(nil),             // 11: agentwire.v1.ToolOutput
+	(*HookOptions)(nil),            // 12: agentwire.v1.HookOptions
+	(*StreamWindow)(nil),           // 13: agentwire.v1.StreamWindow
+	(*Welcome)(nil),                // 14: agentwire.v1.Welcome
+	(*HookCall)(nil),               // 15: agentwire.v1.HookCall
+	(*TaggedSystemMessage)(nil),    // 16: agentwire.v1.TaggedSystemMessage
+	(*HookResult)(nil),             // 17: agentwire.v1.HookResult
+	(*Continue)(nil),               // 18: agentwire.v1.Continue
+	(*Drop)(nil),                   // 19: agentwire.v1.Drop
+	(*RetryApiCall)(nil),           // 20: agentwire.v1.RetryApiCall
+	(*Abort)(nil),                  // 21: agentwire.v1.Abort
+	(*Failure)(nil),                // 22: agentwire.v1.Failure
+	(*Replacement)(nil),            // 23: agentwire.v1.Replacement
+	(*ChunkList)(nil),              // 24: agentwire.v1.ChunkList
+	(*MessageList)(nil),            // 25: agentwire.v1.MessageList
+	(*StringList)(nil),             // 26: agentwire.v1.StringList
+	(*Ping)(nil),                   // 27: agentwire.v1.Ping
+	(*Pong)(nil),                   // 28: agentwire.v1.Pong
+	(*Cancel)(nil),                 // 29: agentwire.v1.Cancel
+	(*Drain)(nil),                  // 30: agentwire.v1.Drain
+	nil,                            // 31: agentwire.v1.ToolInvocation.TraceContextEntry
+	nil,                            // 32: agentwire.v1.HookCall.RequestContextEntry
+	nil,                            // 33: agentwire.v1.HookCall.TraceContextEntry
+	(*structpb.Struct)(nil),        // 34: google.protobuf.Struct
+	(*structpb.Value)(nil),         // 35: google.protobuf.Value
+	(*Message)(nil),                // 36: agentwire.v1.Message
+	(*Chunk)(nil),                  // 37: agentwire.v1.Chunk
+	(*Usage)(nil),                  // 38: agentwire.v1.Usage
+	(*ToolCallPart)(nil),           // 39: agentwire.v1.ToolCallPart
+	(*ToolResultPart)(nil),         // 40: agentwire.v1.ToolResultPart
 }
 var file_agentwire_v1_processor_proto_depIdxs = []int32{
 	0,  // 0: agentwire.v1.ProcessorInstance.hooks:type_name -> agentwire.v1.Hook
-	3,  // 1: agentwire.v1.ListProcessorsResponse.instances:type_name -> agentwire.v1.ProcessorInstance
-	7,  // 2: agentwire.v1.ProcessorMessage.hello:type_name -> agentwire.v1.Hello
-	15, // 3: agentwire.v1.ProcessorMessage.result:type_name -> agentwire.v1.HookResult
-	26, // 4: agentwire.v1.ProcessorMessage.pong:type_name -> agentwire.v1.Pong
-	10, // 5: agentwire.v1.ProcessorMessage.tool_result:type_name -> agentwire.v1.ToolOutput
-	13, // 6: agentwire.v1.ServerMessage.welcome:type_name -> agentwire.v1.Welcome
-	14, // 7: agentwire.v1.ServerMessage.call:type_name -> agentwire.v1.HookCall
-	27, // 8: agentwire.v1.ServerMessage.cancel:type_name -> agentwire.v1.Cancel
-	25, // 9: agentwire.v1.ServerMessage.ping:type_name -> agentwire.v1.Ping
-	28, // 10: agentwire.v1.ServerMessage.drain:type_name -> agentwire.v1.Drain
-	9,  // 11: agentwire.v1.ServerMessage.tool_call:type_name -> agentwire.v1.ToolInvocation
+	4,  // 1: agentwire.v1.ListProcessorsResponse.instances:type_name -> agentwire.v1.ProcessorInstance
+	8,  // 2: agentwire.v1.ProcessorMessage.hello:type_name -> agentwire.v1.Hello
+	17, // 3: agentwire.v1.ProcessorMessage.result:type_name -> agentwire.v1.HookResult
+	28, // 4: agentwire.v1.ProcessorMessage.pong:type_name -> agentwire.v1.Pong
+	11, // 5: agentwire.v1.ProcessorMessage.tool_result:type_name -> agentwire.v1.ToolOutput
+	14, // 6: agentwire.v1.ServerMessage.welcome:type_name -> agentwire.v1.Welcome
+	15, // 7: agentwire.v1.ServerMessage.call:type_name -> agentwire.v1.HookCall
+	29, // 8: agentwire.v1.ServerMessage.cancel:type_name -> agentwire.v1.Cancel
+	27, // 9: agentwire.v1.ServerMessage.ping:type_name -> agentwire.v1.Ping
+	30, // 10: agentwire.v1.ServerMessage.drain:type_name -> agentwire.v1.Drain
+	10, // 11: agentwire.v1.ServerMessage.tool_call:type_name -> agentwire.v1.ToolInvocation
 	0,  // 12: agentwire.v1.Hello.hooks:type_name -> agentwire.v1.Hook
-	11, // 13: agentwire.v1.Hello.hook_options:type_name -> agentwire.v1.HookOptions
-	8,  // 14: agentwire.v1.Hello.tools:type_name -> agentwire.v1.ToolSpec
-	32, // 15: agentwire.v1.ToolSpec.parameters:type_name -> google.protobuf.Struct
-	33, // 16: agentwire.v1.ToolInvocation.args:type_name -> google.protobuf.Value
-	29, // 17: agentwire.v1.ToolInvocation.trace_context:type_name -> agentwire.v1.ToolInvocation.TraceContextEntry
-	33, // 18: agentwire.v1.ToolOutput.result:type_name -> google.protobuf.Value
+	12, // 13: agentwire.v1.Hello.hook_options:type_name -> agentwire.v1.HookOptions
+	9,  // 14: agentwire.v1.Hello.tools:type_name -> agentwire.v1.ToolSpec
+	34, // 15: agentwire.v1.ToolSpec.parameters:type_name -> google.protobuf.Struct
+	35, // 16: agentwire.v1.ToolInvocation.args:type_name -> google.protobuf.Value
+	31, // 17: agentwire.v1.ToolInvocation.trace_context:type_name -> agentwire.v1.ToolInvocation.TraceContextEntry
+	35, // 18: agentwire.v1.ToolOutput.result:type_name -> google.protobuf.Value
 	0,  // 19: agentwire.v1.HookOptions.hook:type_name -> agentwire.v1.Hook
 	1,  // 20: agentwire.v1.HookOptions.mode:type_name -> agentwire.v1.HookMode
-	12, // 21: agentwire.v1.HookOptions.window:type_name -> agentwire.v1.StreamWindow
+	13, // 21: agentwire.v1.HookOptions.window:type_name -> agentwire.v1.StreamWindow
 	0,  // 22: agentwire.v1.HookCall.hook:type_name -> agentwire.v1.Hook
-	32, // 23: agentwire.v1.HookCall.state:type_name -> google.protobuf.Struct
-	30, // 24: agentwire.v1.HookCall.request_context:type_name -> agentwire.v1.HookCall.RequestContextEntry
-	31, // 25: agentwire.v1.HookCall.trace_context:type_name -> agentwire.v1.HookCall.TraceContextEntry
-	34, // 26: agentwire.v1.HookCall.messages:type_name -> agentwire.v1.Message
-	35, // 27: agentwire.v1.HookCall.part:type_name -> agentwire.v1.Chunk
-	36, // 28: agentwire.v1.HookCall.usage:type_name -> agentwire.v1.Usage
-	37, // 29: agentwire.v1.HookCall.tool_calls:type_name -> agentwire.v1.ToolCallPart
-	37, // 30: agentwire.v1.HookCall.tool_call:type_name -> agentwire.v1.ToolCallPart
-	38, // 31: agentwire.v1.HookCall.tool_result:type_name -> agentwire.v1.ToolResultPart
-	34, // 32: agentwire.v1.HookCall.prompt:type_name -> agentwire.v1.Message
-	35, // 33: agentwire.v1.HookCall.chunks:type_name -> agentwire.v1.Chunk
-	32, // 34: agentwire.v1.HookResult.state:type_name -> google.protobuf.Struct
-	16, // 35: agentwire.v1.HookResult.continue:type_name -> agentwire.v1.Continue
-	19, // 36: agentwire.v1.HookResult.abort:type_name -> agentwire.v1.Abort
-	21, // 37: agentwire.v1.HookResult.replace:type_name -> agentwire.v1.Replacement
-	17, // 38: agentwire.v1.HookResult.drop:type_name -> agentwire.v1.Drop
-	18, // 39: agentwire.v1.HookResult.retry_api_call:type_name -> agentwire.v1.RetryApiCall
-	20, // 40: agentwire.v1.HookResult.failure:type_name -> agentwire.v1.Failure
-	35, // 41: agentwire.v1.HookResult.emit:type_name -> agentwire.v1.Chunk
-	33, // 42: agentwire.v1.Abort.metadata:type_name -> google.protobuf.Value
-	23, // 43: agentwire.v1.Replacement.messages:type_name -> agentwire.v1.MessageList
-	24, // 44: agentwire.v1.Replacement.system_messages:type_name -> agentwire.v1.StringList
-	35, // 45: agentwire.v1.Replacement.part:type_name -> agentwire.v1.Chunk
-	33, // 46: agentwire.v1.Replacement.tool_result:type_name -> google.protobuf.Value
-	24, // 47: agentwire.v1.Replacement.active_tools:type_name -> agentwire.v1.StringList
-	23, // 48: agentwire.v1.Replacement.prompt:type_name -> agentwire.v1.MessageList
-	22, // 49: agentwire.v1.Replacement.parts:type_name -> agentwire.v1.ChunkList
-	35, // 50: agentwire.v1.ChunkList.chunks:type_name -> agentwire.v1.Chunk
-	34, // 51: agentwire.v1.MessageList.messages:type_name -> agentwire.v1.Message
-	5,  // 52: agentwire.v1.ProcessorService.Connect:input_type -> agentwire.v1.ProcessorMessage
-	2,  // 53: agentwire.v1.ProcessorService.ListProcessors:input_type -> agentwire.v1.ListProcessorsRequest
-	6,  // 54: agentwire.v1.ProcessorService.Connect:output_type -> agentwire.v1.ServerMessage
-	4,  // 55: agentwire.v1.ProcessorService.ListProcessors:output_type -> agentwire.v1.ListProcessorsResponse
-	54, // [54:56] is the sub-list for method output_type
-	52, // [52:54] is the sub-list for method input_type
-	52, // [52:52] is the sub-list for extension type_name
-	52, // [52:52] is the sub-list for extension extendee
-	0,  // [0:52] is the sub-list for field type_name
+	34, // 23: agentwire.v1.HookCall.state:type_name -> google.protobuf.Struct
+	32, // 24: agentwire.v1.HookCall.request_context:type_name -> agentwire.v1.HookCall.RequestContextEntry
+	33, // 25: agentwire.v1.HookCall.trace_context:type_name -> agentwire.v1.HookCall.TraceContextEntry
+	36, // 26: agentwire.v1.HookCall.messages:type_name -> agentwire.v1.Message
+	37, // 27: agentwire.v1.HookCall.part:type_name -> agentwire.v1.Chunk
+	38, // 28: agentwire.v1.HookCall.usage:type_name -> agentwire.v1.Usage
+	39, // 29: agentwire.v1.HookCall.tool_calls:type_name -> agentwire.v1.ToolCallPart
+	39, // 30: agentwire.v1.HookCall.tool_call:type_name -> agentwire.v1.ToolCallPart
+	40, // 31: agentwire.v1.HookCall.tool_result:type_name -> agentwire.v1.ToolResultPart
+	36, // 32: agentwire.v1.HookCall.prompt:type_name -> agentwire.v1.Message
+	37, // 33: agentwire.v1.HookCall.chunks:type_name -> agentwire.v1.Chunk
+	2,  // 34: agentwire.v1.HookCall.message_sources:type_name -> agentwire.v1.MessageSource
+	16, // 35: agentwire.v1.HookCall.tagged_system_messages:type_name -> agentwire.v1.TaggedSystemMessage
+	34, // 36: agentwire.v1.HookResult.state:type_name -> google.protobuf.Struct
+	18, // 37: agentwire.v1.HookResult.continue:type_name -> agentwire.v1.Continue
+	21, // 38: agentwire.v1.HookResult.abort:type_name -> agentwire.v1.Abort
+	23, // 39: agentwire.v1.HookResult.replace:type_name -> agentwire.v1.Replacement
+	19, // 40: agentwire.v1.HookResult.drop:type_name -> agentwire.v1.Drop
+	20, // 41: agentwire.v1.HookResult.retry_api_call:type_name -> agentwire.v1.RetryApiCall
+	22, // 42: agentwire.v1.HookResult.failure:type_name -> agentwire.v1.Failure
+	37, // 43: agentwire.v1.HookResult.emit:type_name -> agentwire.v1.Chunk
+	35, // 44: agentwire.v1.Abort.metadata:type_name -> google.protobuf.Value
+	25, // 45: agentwire.v1.Replacement.messages:type_name -> agentwire.v1.MessageList
+	26, // 46: agentwire.v1.Replacement.system_messages:type_name -> agentwire.v1.StringList
+	37, // 47: agentwire.v1.Replacement.part:type_name -> agentwire.v1.Chunk
+	35, // 48: agentwire.v1.Replacement.tool_result:type_name -> google.protobuf.Value
+	26, // 49: agentwire.v1.Replacement.active_tools:type_name -> agentwire.v1.StringList
+	25, // 50: agentwire.v1.Replacement.prompt:type_name -> agentwire.v1.MessageList
+	24, // 51: agentwire.v1.Replacement.parts:type_name -> agentwire.v1.ChunkList
+	37, // 52: agentwire.v1.ChunkList.chunks:type_name -> agentwire.v1.Chunk
+	36, // 53: agentwire.v1.MessageList.messages:type_name -> agentwire.v1.Message
+	6,  // 54: agentwire.v1.ProcessorService.Connect:input_type -> agentwire.v1.ProcessorMessage
+	3,  // 55: agentwire.v1.ProcessorService.ListProcessors:input_type -> agentwire.v1.ListProcessorsRequest
+	7,  // 56: agentwire.v1.ProcessorService.Connect:output_type -> agentwire.v1.ServerMessage
+	5,  // 57: agentwire.v1.ProcessorService.ListProcessors:output_type -> agentwire.v1.ListProcessorsResponse
+	56, // [56:58] is the sub-list for method output_type
+	54, // [54:56] is the sub-list for method input_type
+	54, // [54:54] is the sub-list for extension type_name
+	54, // [54:54] is the sub-list for extension extendee
+	0,  // [0:54] is the sub-list for field type_name
 }
 
 func init() { file_agentwire_v1_processor_proto_init() }
@@ -2556,7 +2700,7 @@ func file_agentwire_v1_processor_proto_init() {
 		(*ServerMessage_Drain)(nil),
 		(*ServerMessage_ToolCall)(nil),
 	}
-	file_agentwire_v1_processor_proto_msgTypes[13].OneofWrappers = []any{
+	file_agentwire_v1_processor_proto_msgTypes[14].OneofWrappers = []any{
 		(*HookResult_Continue)(nil),
 		(*HookResult_Abort)(nil),
 		(*HookResult_Replace)(nil),
@@ -2564,14 +2708,14 @@ func file_agentwire_v1_processor_proto_init() {
 		(*HookResult_RetryApiCall)(nil),
 		(*HookResult_Failure)(nil),
 	}
-	file_agentwire_v1_processor_proto_msgTypes[19].OneofWrappers = []any{}
+	file_agentwire_v1_processor_proto_msgTypes[20].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_agentwire_v1_processor_proto_rawDesc), len(file_agentwire_v1_processor_proto_rawDesc)),
-			NumEnums:      2,
-			NumMessages:   30,
+			NumEnums:      3,
+			NumMessages:   31,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -66,7 +66,7 @@ impl Processor for ContentFilter {
     }
 
     async fn process_input(&self, args: InputArgs<'_>) -> Result<InputOutcome, HookError> {
-        for message in &args.messages {
+        for message in super::own_input(&args.messages, args.message_list) {
             if let Some(word) = self.blocked_word_in(&message.text()) {
                 let metadata = serde_json::json!({ "word": word, "message_id": message.id });
                 return Err(Abort::new("Blocked content detected in input").metadata(metadata).into());

@@ -76,7 +76,10 @@ impl Processor for LanguageDetector {
     }
 
     async fn process_input(&self, mut args: InputArgs<'_>) -> Result<InputOutcome, HookError> {
-        let text: String = args.messages.iter().map(|message| message.text()).collect::<Vec<_>>().join("\n");
+        let text: String = super::own_input(&args.messages, args.message_list)
+            .map(|message| message.text())
+            .collect::<Vec<_>>()
+            .join("\n");
         let Some(info) = whatlang::detect(&text) else { return Ok(InputOutcome::Unchanged) };
         if info.confidence() < self.min_confidence || self.allowed.contains(&info.lang()) {
             return Ok(InputOutcome::Unchanged);

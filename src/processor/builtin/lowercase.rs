@@ -44,7 +44,7 @@ impl Processor for Lowercase {
 
     async fn process_input(&self, args: InputArgs<'_>) -> Result<InputOutcome, HookError> {
         let mut messages = args.messages;
-        super::rewrite_texts(&mut messages, str::to_lowercase);
+        super::rewrite_texts(super::own_input_mut(&mut messages, args.message_list), str::to_lowercase);
         Ok(InputOutcome::Messages(messages))
     }
 }

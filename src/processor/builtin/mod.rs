@@ -46,7 +46,7 @@ pub use self::lowercase::Lowercase;
 pub use self::quality_guardrail::QualityGuardrail;
 pub use self::word_counter::WordCounter;
 use super::ProcessorRegistry;
-use crate::domain::{Message, Part};
+use crate::domain::{Message, MessageList, Part};
 
 /// What a detector that cannot rewrite does with a finding.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize)]
@@ -59,10 +59,28 @@ enum BlockOrWarn {
     Warn,
 }
 
+/// The run's own input among `processInput`'s messages (not the remembered ones): the built-in
+/// input processors check and rewrite only what the client just sent, so a thread's history
+/// never trips or slows every later run.
+fn own_input<'a>(messages: &'a [Message], list: &'a MessageList) -> impl Iterator<Item = &'a Message> {
+    messages.iter().filter(move |message| !list.is_remembered(&message.id))
+}
+
+/// [`own_input`], to rewrite.
+fn own_input_mut<'a>(
+    messages: &'a mut [Message],
+    list: &'a MessageList,
+) -> impl Iterator<Item = &'a mut Message> {
+    messages.iter_mut().filter(move |message| !list.is_remembered(&message.id))
+}
+
 /// Rewrites every text part of `messages` with `rewrite`; true when any changed.
-fn rewrite_texts(messages: &mut [Message], rewrite: impl Fn(&str) -> String) -> bool {
+fn rewrite_texts<'a>(
+    messages: impl Iterator<Item = &'a mut Message>,
+    rewrite: impl Fn(&str) -> String,
+) -> bool {
     let mut changed = false;
-    for part in messages.iter_mut().flat_map(|message| &mut message.parts) {
+    for part in messages.flat_map(|message| &mut message.parts) {
         if let Part::Text { text } = part {
             let rewritten = rewrite(text);
             if rewritten != *text {

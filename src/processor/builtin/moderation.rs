@@ -161,7 +161,8 @@ impl Processor for Moderation {
     }
 
     async fn process_input(&self, mut args: InputArgs<'_>) -> Result<InputOutcome, HookError> {
-        let text: Vec<String> = args.messages.iter().map(|message| message.text()).collect();
+        let text: Vec<String> =
+            super::own_input(&args.messages, args.message_list).map(|message| message.text()).collect();
         self.moderate(&mut args.ctx, Hook::ProcessInput, &text.join("\n")).await?;
         Ok(InputOutcome::Unchanged)
     }

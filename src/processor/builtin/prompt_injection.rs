@@ -297,7 +297,7 @@ impl Processor for PromptInjectionDetector {
 
     async fn process_input(&self, mut args: InputArgs<'_>) -> Result<InputOutcome, HookError> {
         let mut changed = false;
-        for message in &mut args.messages {
+        for message in super::own_input_mut(&mut args.messages, args.message_list) {
             for part in &mut message.parts {
                 let Part::Text { text } = part else { continue };
                 let Some(detection) = self.detect(&mut args.ctx, Hook::ProcessInput, text).await? else {

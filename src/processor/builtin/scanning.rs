@@ -94,8 +94,9 @@ impl<S: ScannerFor + 'static> Processor for Scanning<S> {
         }
         let mut found = Vec::new();
         let mut changed = false;
-        self.scanner.with_scanner(args.message_list, |scanner| {
-            for message in &mut args.messages {
+        let list = &*args.message_list;
+        self.scanner.with_scanner(list, |scanner| {
+            for message in super::own_input_mut(&mut args.messages, list) {
                 for part in &mut message.parts {
                     if let Part::Text { text } = part {
                         let findings = scanner.findings(text);

@@ -91,7 +91,8 @@ impl Processor for UnicodeNormalizer {
 
     async fn process_input(&self, args: InputArgs<'_>) -> Result<InputOutcome, HookError> {
         let mut messages = args.messages;
-        let changed = super::rewrite_texts(&mut messages, |text| normalise(text, self.options));
+        let own = super::own_input_mut(&mut messages, args.message_list);
+        let changed = super::rewrite_texts(own, |text| normalise(text, self.options));
         Ok(if changed { InputOutcome::Messages(messages) } else { InputOutcome::Unchanged })
     }
 }

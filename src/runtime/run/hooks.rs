@@ -26,6 +26,7 @@ impl Run {
                 ctx: self.processors.context(&self.info, processor.id()),
                 messages: self.list.snapshot(ReconcileScope::Input),
                 system_messages: self.list.system_messages().to_vec(),
+                tagged_system_messages: self.list.tagged_system_messages().clone(),
                 message_list: &mut self.list,
             };
             let outcome = guarded(processor.id(), Hook::ProcessInput, processor.process_input(args))
@@ -68,6 +69,7 @@ impl Run {
                 ctx: self.processors.context(&self.info, processor.id()),
                 messages: self.list.snapshot(ReconcileScope::All),
                 system_messages: self.list.system_messages().to_vec(),
+                tagged_system_messages: self.list.tagged_system_messages().clone(),
                 message_list: &mut self.list,
                 step_number,
                 steps: &self.steps,
@@ -213,7 +215,8 @@ impl Run {
             let args = OutputStepArgs {
                 ctx: self.processors.context(&self.info, processor.id()),
                 messages: self.list.snapshot(ReconcileScope::All),
-                system_messages: self.list.all_system_messages(),
+                system_messages: self.list.system_messages().to_vec(),
+                tagged_system_messages: self.list.tagged_system_messages().clone(),
                 message_list: &mut self.list,
                 step_number,
                 finish_reason: current.finish_reason,

@@ -27,6 +27,13 @@ class HookMode(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     HOOK_MODE_UNSPECIFIED: _ClassVar[HookMode]
     HOOK_MODE_BLOCKING: _ClassVar[HookMode]
     HOOK_MODE_OBSERVE: _ClassVar[HookMode]
+
+class MessageSource(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    MESSAGE_SOURCE_UNSPECIFIED: _ClassVar[MessageSource]
+    MESSAGE_SOURCE_MEMORY: _ClassVar[MessageSource]
+    MESSAGE_SOURCE_INPUT: _ClassVar[MessageSource]
+    MESSAGE_SOURCE_RESPONSE: _ClassVar[MessageSource]
 HOOK_UNSPECIFIED: Hook
 HOOK_PROCESS_INPUT: Hook
 HOOK_PROCESS_INPUT_STEP: Hook
@@ -40,6 +47,10 @@ HOOK_PROCESS_OUTPUT_RESULT: Hook
 HOOK_MODE_UNSPECIFIED: HookMode
 HOOK_MODE_BLOCKING: HookMode
 HOOK_MODE_OBSERVE: HookMode
+MESSAGE_SOURCE_UNSPECIFIED: MessageSource
+MESSAGE_SOURCE_MEMORY: MessageSource
+MESSAGE_SOURCE_INPUT: MessageSource
+MESSAGE_SOURCE_RESPONSE: MessageSource
 
 class ListProcessorsRequest(_message.Message):
     __slots__ = ()
@@ -197,7 +208,7 @@ class Welcome(_message.Message):
     def __init__(self, protocol_version: _Optional[int] = ..., session_id: _Optional[str] = ..., max_frame_bytes: _Optional[int] = ...) -> None: ...
 
 class HookCall(_message.Message):
-    __slots__ = ("call_id", "run_id", "agent_id", "thread_id", "resource_id", "hook", "step", "deadline_unix_ms", "retry_count", "state", "request_context", "trace_context", "messages", "system_messages", "part", "model", "text", "finish_reason", "usage", "tool_calls", "tool_call", "tool_result", "error_status", "error_message", "prompt", "chunks", "tools")
+    __slots__ = ("call_id", "run_id", "agent_id", "thread_id", "resource_id", "hook", "step", "deadline_unix_ms", "retry_count", "state", "request_context", "trace_context", "messages", "system_messages", "part", "model", "text", "finish_reason", "usage", "tool_calls", "tool_call", "tool_result", "error_status", "error_message", "prompt", "chunks", "tools", "message_sources", "tagged_system_messages")
     class RequestContextEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -239,6 +250,8 @@ class HookCall(_message.Message):
     PROMPT_FIELD_NUMBER: _ClassVar[int]
     CHUNKS_FIELD_NUMBER: _ClassVar[int]
     TOOLS_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_SOURCES_FIELD_NUMBER: _ClassVar[int]
+    TAGGED_SYSTEM_MESSAGES_FIELD_NUMBER: _ClassVar[int]
     call_id: int
     run_id: str
     agent_id: str
@@ -266,7 +279,17 @@ class HookCall(_message.Message):
     prompt: _containers.RepeatedCompositeFieldContainer[_agent_pb2.Message]
     chunks: _containers.RepeatedCompositeFieldContainer[_agent_pb2.Chunk]
     tools: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, call_id: _Optional[int] = ..., run_id: _Optional[str] = ..., agent_id: _Optional[str] = ..., thread_id: _Optional[str] = ..., resource_id: _Optional[str] = ..., hook: _Optional[_Union[Hook, str]] = ..., step: _Optional[int] = ..., deadline_unix_ms: _Optional[int] = ..., retry_count: _Optional[int] = ..., state: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., request_context: _Optional[_Mapping[str, str]] = ..., trace_context: _Optional[_Mapping[str, str]] = ..., messages: _Optional[_Iterable[_Union[_agent_pb2.Message, _Mapping]]] = ..., system_messages: _Optional[_Iterable[str]] = ..., part: _Optional[_Union[_agent_pb2.Chunk, _Mapping]] = ..., model: _Optional[str] = ..., text: _Optional[str] = ..., finish_reason: _Optional[str] = ..., usage: _Optional[_Union[_agent_pb2.Usage, _Mapping]] = ..., tool_calls: _Optional[_Iterable[_Union[_agent_pb2.ToolCallPart, _Mapping]]] = ..., tool_call: _Optional[_Union[_agent_pb2.ToolCallPart, _Mapping]] = ..., tool_result: _Optional[_Union[_agent_pb2.ToolResultPart, _Mapping]] = ..., error_status: _Optional[int] = ..., error_message: _Optional[str] = ..., prompt: _Optional[_Iterable[_Union[_agent_pb2.Message, _Mapping]]] = ..., chunks: _Optional[_Iterable[_Union[_agent_pb2.Chunk, _Mapping]]] = ..., tools: _Optional[_Iterable[str]] = ...) -> None: ...
+    message_sources: _containers.RepeatedScalarFieldContainer[MessageSource]
+    tagged_system_messages: _containers.RepeatedCompositeFieldContainer[TaggedSystemMessage]
+    def __init__(self, call_id: _Optional[int] = ..., run_id: _Optional[str] = ..., agent_id: _Optional[str] = ..., thread_id: _Optional[str] = ..., resource_id: _Optional[str] = ..., hook: _Optional[_Union[Hook, str]] = ..., step: _Optional[int] = ..., deadline_unix_ms: _Optional[int] = ..., retry_count: _Optional[int] = ..., state: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., request_context: _Optional[_Mapping[str, str]] = ..., trace_context: _Optional[_Mapping[str, str]] = ..., messages: _Optional[_Iterable[_Union[_agent_pb2.Message, _Mapping]]] = ..., system_messages: _Optional[_Iterable[str]] = ..., part: _Optional[_Union[_agent_pb2.Chunk, _Mapping]] = ..., model: _Optional[str] = ..., text: _Optional[str] = ..., finish_reason: _Optional[str] = ..., usage: _Optional[_Union[_agent_pb2.Usage, _Mapping]] = ..., tool_calls: _Optional[_Iterable[_Union[_agent_pb2.ToolCallPart, _Mapping]]] = ..., tool_call: _Optional[_Union[_agent_pb2.ToolCallPart, _Mapping]] = ..., tool_result: _Optional[_Union[_agent_pb2.ToolResultPart, _Mapping]] = ..., error_status: _Optional[int] = ..., error_message: _Optional[str] = ..., prompt: _Optional[_Iterable[_Union[_agent_pb2.Message, _Mapping]]] = ..., chunks: _Optional[_Iterable[_Union[_agent_pb2.Chunk, _Mapping]]] = ..., tools: _Optional[_Iterable[str]] = ..., message_sources: _Optional[_Iterable[_Union[MessageSource, str]]] = ..., tagged_system_messages: _Optional[_Iterable[_Union[TaggedSystemMessage, _Mapping]]] = ...) -> None: ...
+
+class TaggedSystemMessage(_message.Message):
+    __slots__ = ("tag", "text")
+    TAG_FIELD_NUMBER: _ClassVar[int]
+    TEXT_FIELD_NUMBER: _ClassVar[int]
+    tag: str
+    text: str
+    def __init__(self, tag: _Optional[str] = ..., text: _Optional[str] = ...) -> None: ...
 
 class HookResult(_message.Message):
     __slots__ = ("call_id", "state", "abort", "replace", "drop", "retry_api_call", "failure", "emit")

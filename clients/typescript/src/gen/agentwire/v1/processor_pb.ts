@@ -20,7 +20,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file agentwire/v1/processor.proto.
  */
 export const file_agentwire_v1_processor: GenFile = /*@__PURE__*/
-  fileDesc("ChxhZ2VudHdpcmUvdjEvcHJvY2Vzc29yLnByb3RvEgxhZ2VudHdpcmUudjEiFwoVTGlzdFByb2Nlc3NvcnNSZXF1ZXN0ItMBChFQcm9jZXNzb3JJbnN0YW5jZRIUCgxwcm9jZXNzb3JfaWQYASABKAkSEwoLaW5zdGFuY2VfaWQYAiABKAkSIQoFaG9va3MYAyADKA4yEi5hZ2VudHdpcmUudjEuSG9vaxIRCglpbl9mbGlnaHQYBCABKA0SDQoFY2FsbHMYBSABKAQSDgoGZXJyb3JzGAYgASgEEhcKD21lYW5fbGF0ZW5jeV9tcxgHIAEoARIUCgxjb25uZWN0ZWRfYXQYCCABKAMSDwoHZHJvcHBlZBgJIAEoBCJMChZMaXN0UHJvY2Vzc29yc1Jlc3BvbnNlEjIKCWluc3RhbmNlcxgBIAMoCzIfLmFnZW50d2lyZS52MS5Qcm9jZXNzb3JJbnN0YW5jZSLEAQoQUHJvY2Vzc29yTWVzc2FnZRIkCgVoZWxsbxgBIAEoCzITLmFnZW50d2lyZS52MS5IZWxsb0gAEioKBnJlc3VsdBgCIAEoCzIYLmFnZW50d2lyZS52MS5Ib29rUmVzdWx0SAASIgoEcG9uZxgDIAEoCzISLmFnZW50d2lyZS52MS5Qb25nSAASLwoLdG9vbF9yZXN1bHQYBCABKAsyGC5hZ2VudHdpcmUudjEuVG9vbE91dHB1dEgAQgkKB21lc3NhZ2UikQIKDVNlcnZlck1lc3NhZ2USKAoHd2VsY29tZRgBIAEoCzIVLmFnZW50d2lyZS52MS5XZWxjb21lSAASJgoEY2FsbBgCIAEoCzIWLmFnZW50d2lyZS52MS5Ib29rQ2FsbEgAEiYKBmNhbmNlbBgDIAEoCzIULmFnZW50d2lyZS52MS5DYW5jZWxIABIiCgRwaW5nGAQgASgLMhIuYWdlbnR3aXJlLnYxLlBpbmdIABIkCgVkcmFpbhgFIAEoCzITLmFnZW50d2lyZS52MS5EcmFpbkgAEjEKCXRvb2xfY2FsbBgGIAEoCzIcLmFnZW50d2lyZS52MS5Ub29sSW52b2NhdGlvbkgAQgkKB21lc3NhZ2UiggIKBUhlbGxvEhQKDHByb2Nlc3Nvcl9pZBgBIAEoCRITCgtpbnN0YW5jZV9pZBgCIAEoCRIcChRtaW5fcHJvdG9jb2xfdmVyc2lvbhgDIAEoDRIcChRtYXhfcHJvdG9jb2xfdmVyc2lvbhgEIAEoDRIhCgVob29rcxgFIAMoDjISLmFnZW50d2lyZS52MS5Ib29rEhcKD21heF9jb25jdXJyZW5jeRgGIAEoDRIvCgxob29rX29wdGlvbnMYByADKAsyGS5hZ2VudHdpcmUudjEuSG9va09wdGlvbnMSJQoFdG9vbHMYCCADKAsyFi5hZ2VudHdpcmUudjEuVG9vbFNwZWMiWgoIVG9vbFNwZWMSDAoEbmFtZRgBIAEoCRITCgtkZXNjcmlwdGlvbhgCIAEoCRIrCgpwYXJhbWV0ZXJzGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCKoAgoOVG9vbEludm9jYXRpb24SDwoHY2FsbF9pZBgBIAEoBBIOCgZydW5faWQYAiABKAkSEAoIYWdlbnRfaWQYAyABKAkSFAoMdG9vbF9jYWxsX2lkGAQgASgJEhEKCXRvb2xfbmFtZRgFIAEoCRIkCgRhcmdzGAYgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlEhgKEGRlYWRsaW5lX3VuaXhfbXMYByABKAMSRQoNdHJhY2VfY29udGV4dBgIIAMoCzIuLmFnZW50d2lyZS52MS5Ub29sSW52b2NhdGlvbi5UcmFjZUNvbnRleHRFbnRyeRozChFUcmFjZUNvbnRleHRFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIlQKClRvb2xPdXRwdXQSDwoHY2FsbF9pZBgBIAEoBBImCgZyZXN1bHQYAiABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWUSDQoFZXJyb3IYAyABKAkigQEKC0hvb2tPcHRpb25zEiAKBGhvb2sYASABKA4yEi5hZ2VudHdpcmUudjEuSG9vaxIkCgRtb2RlGAIgASgOMhYuYWdlbnR3aXJlLnYxLkhvb2tNb2RlEioKBndpbmRvdxgDIAEoCzIaLmFnZW50d2lyZS52MS5TdHJlYW1XaW5kb3ciOAoMU3RyZWFtV2luZG93EhIKCm1heF9jaHVua3MYASABKA0SFAoMbWF4X2RlbGF5X21zGAIgASgNIlAKB1dlbGNvbWUSGAoQcHJvdG9jb2xfdmVyc2lvbhgBIAEoDRISCgpzZXNzaW9uX2lkGAIgASgJEhcKD21heF9mcmFtZV9ieXRlcxgDIAEoDSK1BwoISG9va0NhbGwSDwoHY2FsbF9pZBgBIAEoBBIOCgZydW5faWQYAiABKAkSEAoIYWdlbnRfaWQYAyABKAkSEQoJdGhyZWFkX2lkGAQgASgJEhMKC3Jlc291cmNlX2lkGAUgASgJEiAKBGhvb2sYBiABKA4yEi5hZ2VudHdpcmUudjEuSG9vaxIMCgRzdGVwGAcgASgNEhgKEGRlYWRsaW5lX3VuaXhfbXMYCCABKAMSEwoLcmV0cnlfY291bnQYCSABKA0SJgoFc3RhdGUYCiABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EkMKD3JlcXVlc3RfY29udGV4dBgLIAMoCzIqLmFnZW50d2lyZS52MS5Ib29rQ2FsbC5SZXF1ZXN0Q29udGV4dEVudHJ5Ej8KDXRyYWNlX2NvbnRleHQYDCADKAsyKC5hZ2VudHdpcmUudjEuSG9va0NhbGwuVHJhY2VDb250ZXh0RW50cnkSJwoIbWVzc2FnZXMYFCADKAsyFS5hZ2VudHdpcmUudjEuTWVzc2FnZRIXCg9zeXN0ZW1fbWVzc2FnZXMYFSADKAkSIQoEcGFydBgWIAEoCzITLmFnZW50d2lyZS52MS5DaHVuaxINCgVtb2RlbBgXIAEoCRIMCgR0ZXh0GBggASgJEhUKDWZpbmlzaF9yZWFzb24YGSABKAkSIgoFdXNhZ2UYGiABKAsyEy5hZ2VudHdpcmUudjEuVXNhZ2USLgoKdG9vbF9jYWxscxgbIAMoCzIaLmFnZW50d2lyZS52MS5Ub29sQ2FsbFBhcnQSLQoJdG9vbF9jYWxsGBwgASgLMhouYWdlbnR3aXJlLnYxLlRvb2xDYWxsUGFydBIxCgt0b29sX3Jlc3VsdBgdIAEoCzIcLmFnZW50d2lyZS52MS5Ub29sUmVzdWx0UGFydBIUCgxlcnJvcl9zdGF0dXMYHiABKAUSFQoNZXJyb3JfbWVzc2FnZRgfIAEoCRIlCgZwcm9tcHQYICADKAsyFS5hZ2VudHdpcmUudjEuTWVzc2FnZRIjCgZjaHVua3MYISADKAsyEy5hZ2VudHdpcmUudjEuQ2h1bmsSDQoFdG9vbHMYIiADKAkaNQoTUmVxdWVzdENvbnRleHRFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBGjMKEVRyYWNlQ29udGV4dEVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEi9wIKCkhvb2tSZXN1bHQSDwoHY2FsbF9pZBgBIAEoBBImCgVzdGF0ZRgCIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSKgoIY29udGludWUYCiABKAsyFi5hZ2VudHdpcmUudjEuQ29udGludWVIABIkCgVhYm9ydBgLIAEoCzITLmFnZW50d2lyZS52MS5BYm9ydEgAEiwKB3JlcGxhY2UYDCABKAsyGS5hZ2VudHdpcmUudjEuUmVwbGFjZW1lbnRIABIiCgRkcm9wGA0gASgLMhIuYWdlbnR3aXJlLnYxLkRyb3BIABI0Cg5yZXRyeV9hcGlfY2FsbBgOIAEoCzIaLmFnZW50d2lyZS52MS5SZXRyeUFwaUNhbGxIABIoCgdmYWlsdXJlGA8gASgLMhUuYWdlbnR3aXJlLnYxLkZhaWx1cmVIABIhCgRlbWl0GBQgAygLMhMuYWdlbnR3aXJlLnYxLkNodW5rQgkKB291dGNvbWUiCgoIQ29udGludWUiBgoERHJvcCIOCgxSZXRyeUFwaUNhbGwiUAoFQWJvcnQSDgoGcmVhc29uGAEgASgJEg0KBXJldHJ5GAIgASgIEigKCG1ldGFkYXRhGAMgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlIhoKB0ZhaWx1cmUSDwoHbWVzc2FnZRgBIAEoCSKIAwoLUmVwbGFjZW1lbnQSKwoIbWVzc2FnZXMYASABKAsyGS5hZ2VudHdpcmUudjEuTWVzc2FnZUxpc3QSMQoPc3lzdGVtX21lc3NhZ2VzGAIgASgLMhguYWdlbnR3aXJlLnYxLlN0cmluZ0xpc3QSIQoEcGFydBgDIAEoCzITLmFnZW50d2lyZS52MS5DaHVuaxIrCgt0b29sX3Jlc3VsdBgEIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZRISCgVtb2RlbBgFIAEoCUgAiAEBEhgKC3Rvb2xfY2hvaWNlGAYgASgJSAGIAQESLgoMYWN0aXZlX3Rvb2xzGAcgASgLMhguYWdlbnR3aXJlLnYxLlN0cmluZ0xpc3QSKQoGcHJvbXB0GAggASgLMhkuYWdlbnR3aXJlLnYxLk1lc3NhZ2VMaXN0EiYKBXBhcnRzGAkgASgLMhcuYWdlbnR3aXJlLnYxLkNodW5rTGlzdEIICgZfbW9kZWxCDgoMX3Rvb2xfY2hvaWNlIjAKCUNodW5rTGlzdBIjCgZjaHVua3MYASADKAsyEy5hZ2VudHdpcmUudjEuQ2h1bmsiNgoLTWVzc2FnZUxpc3QSJwoIbWVzc2FnZXMYASADKAsyFS5hZ2VudHdpcmUudjEuTWVzc2FnZSIcCgpTdHJpbmdMaXN0Eg4KBnZhbHVlcxgBIAMoCSIVCgRQaW5nEg0KBW5vbmNlGAEgASgEIhUKBFBvbmcSDQoFbm9uY2UYASABKAQiGQoGQ2FuY2VsEg8KB2NhbGxfaWQYASABKAQiIQoFRHJhaW4SGAoQZGVhZGxpbmVfdW5peF9tcxgBIAEoAyqmAgoESG9vaxIUChBIT09LX1VOU1BFQ0lGSUVEEAASFgoSSE9PS19QUk9DRVNTX0lOUFVUEAESGwoXSE9PS19QUk9DRVNTX0lOUFVUX1NURVAQAhIcChhIT09LX1BST0NFU1NfTExNX1JFUVVFU1QQAxIaChZIT09LX1BST0NFU1NfQVBJX0VSUk9SEAQSHgoaSE9PS19QUk9DRVNTX09VVFBVVF9TVFJFQU0QBRIdChlIT09LX1BST0NFU1NfTExNX1JFU1BPTlNFEAYSHAoYSE9PS19QUk9DRVNTX09VVFBVVF9TVEVQEAcSHAoYSE9PS19QUk9DRVNTX1RPT0xfUkVTVUxUEAgSHgoaSE9PS19QUk9DRVNTX09VVFBVVF9SRVNVTFQQCSpUCghIb29rTW9kZRIZChVIT09LX01PREVfVU5TUEVDSUZJRUQQABIWChJIT09LX01PREVfQkxPQ0tJTkcQARIVChFIT09LX01PREVfT0JTRVJWRRACMrsBChBQcm9jZXNzb3JTZXJ2aWNlEkoKB0Nvbm5lY3QSHi5hZ2VudHdpcmUudjEuUHJvY2Vzc29yTWVzc2FnZRobLmFnZW50d2lyZS52MS5TZXJ2ZXJNZXNzYWdlKAEwARJbCg5MaXN0UHJvY2Vzc29ycxIjLmFnZW50d2lyZS52MS5MaXN0UHJvY2Vzc29yc1JlcXVlc3QaJC5hZ2VudHdpcmUudjEuTGlzdFByb2Nlc3NvcnNSZXNwb25zZWIGcHJvdG8z", [file_agentwire_v1_agent, file_google_protobuf_struct]);
+  fileDesc("ChxhZ2VudHdpcmUvdjEvcHJvY2Vzc29yLnByb3RvEgxhZ2VudHdpcmUudjEiFwoVTGlzdFByb2Nlc3NvcnNSZXF1ZXN0ItMBChFQcm9jZXNzb3JJbnN0YW5jZRIUCgxwcm9jZXNzb3JfaWQYASABKAkSEwoLaW5zdGFuY2VfaWQYAiABKAkSIQoFaG9va3MYAyADKA4yEi5hZ2VudHdpcmUudjEuSG9vaxIRCglpbl9mbGlnaHQYBCABKA0SDQoFY2FsbHMYBSABKAQSDgoGZXJyb3JzGAYgASgEEhcKD21lYW5fbGF0ZW5jeV9tcxgHIAEoARIUCgxjb25uZWN0ZWRfYXQYCCABKAMSDwoHZHJvcHBlZBgJIAEoBCJMChZMaXN0UHJvY2Vzc29yc1Jlc3BvbnNlEjIKCWluc3RhbmNlcxgBIAMoCzIfLmFnZW50d2lyZS52MS5Qcm9jZXNzb3JJbnN0YW5jZSLEAQoQUHJvY2Vzc29yTWVzc2FnZRIkCgVoZWxsbxgBIAEoCzITLmFnZW50d2lyZS52MS5IZWxsb0gAEioKBnJlc3VsdBgCIAEoCzIYLmFnZW50d2lyZS52MS5Ib29rUmVzdWx0SAASIgoEcG9uZxgDIAEoCzISLmFnZW50d2lyZS52MS5Qb25nSAASLwoLdG9vbF9yZXN1bHQYBCABKAsyGC5hZ2VudHdpcmUudjEuVG9vbE91dHB1dEgAQgkKB21lc3NhZ2UikQIKDVNlcnZlck1lc3NhZ2USKAoHd2VsY29tZRgBIAEoCzIVLmFnZW50d2lyZS52MS5XZWxjb21lSAASJgoEY2FsbBgCIAEoCzIWLmFnZW50d2lyZS52MS5Ib29rQ2FsbEgAEiYKBmNhbmNlbBgDIAEoCzIULmFnZW50d2lyZS52MS5DYW5jZWxIABIiCgRwaW5nGAQgASgLMhIuYWdlbnR3aXJlLnYxLlBpbmdIABIkCgVkcmFpbhgFIAEoCzITLmFnZW50d2lyZS52MS5EcmFpbkgAEjEKCXRvb2xfY2FsbBgGIAEoCzIcLmFnZW50d2lyZS52MS5Ub29sSW52b2NhdGlvbkgAQgkKB21lc3NhZ2UiggIKBUhlbGxvEhQKDHByb2Nlc3Nvcl9pZBgBIAEoCRITCgtpbnN0YW5jZV9pZBgCIAEoCRIcChRtaW5fcHJvdG9jb2xfdmVyc2lvbhgDIAEoDRIcChRtYXhfcHJvdG9jb2xfdmVyc2lvbhgEIAEoDRIhCgVob29rcxgFIAMoDjISLmFnZW50d2lyZS52MS5Ib29rEhcKD21heF9jb25jdXJyZW5jeRgGIAEoDRIvCgxob29rX29wdGlvbnMYByADKAsyGS5hZ2VudHdpcmUudjEuSG9va09wdGlvbnMSJQoFdG9vbHMYCCADKAsyFi5hZ2VudHdpcmUudjEuVG9vbFNwZWMiWgoIVG9vbFNwZWMSDAoEbmFtZRgBIAEoCRITCgtkZXNjcmlwdGlvbhgCIAEoCRIrCgpwYXJhbWV0ZXJzGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCKoAgoOVG9vbEludm9jYXRpb24SDwoHY2FsbF9pZBgBIAEoBBIOCgZydW5faWQYAiABKAkSEAoIYWdlbnRfaWQYAyABKAkSFAoMdG9vbF9jYWxsX2lkGAQgASgJEhEKCXRvb2xfbmFtZRgFIAEoCRIkCgRhcmdzGAYgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlEhgKEGRlYWRsaW5lX3VuaXhfbXMYByABKAMSRQoNdHJhY2VfY29udGV4dBgIIAMoCzIuLmFnZW50d2lyZS52MS5Ub29sSW52b2NhdGlvbi5UcmFjZUNvbnRleHRFbnRyeRozChFUcmFjZUNvbnRleHRFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIlQKClRvb2xPdXRwdXQSDwoHY2FsbF9pZBgBIAEoBBImCgZyZXN1bHQYAiABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWUSDQoFZXJyb3IYAyABKAkigQEKC0hvb2tPcHRpb25zEiAKBGhvb2sYASABKA4yEi5hZ2VudHdpcmUudjEuSG9vaxIkCgRtb2RlGAIgASgOMhYuYWdlbnR3aXJlLnYxLkhvb2tNb2RlEioKBndpbmRvdxgDIAEoCzIaLmFnZW50d2lyZS52MS5TdHJlYW1XaW5kb3ciOAoMU3RyZWFtV2luZG93EhIKCm1heF9jaHVua3MYASABKA0SFAoMbWF4X2RlbGF5X21zGAIgASgNIlAKB1dlbGNvbWUSGAoQcHJvdG9jb2xfdmVyc2lvbhgBIAEoDRISCgpzZXNzaW9uX2lkGAIgASgJEhcKD21heF9mcmFtZV9ieXRlcxgDIAEoDSKuCAoISG9va0NhbGwSDwoHY2FsbF9pZBgBIAEoBBIOCgZydW5faWQYAiABKAkSEAoIYWdlbnRfaWQYAyABKAkSEQoJdGhyZWFkX2lkGAQgASgJEhMKC3Jlc291cmNlX2lkGAUgASgJEiAKBGhvb2sYBiABKA4yEi5hZ2VudHdpcmUudjEuSG9vaxIMCgRzdGVwGAcgASgNEhgKEGRlYWRsaW5lX3VuaXhfbXMYCCABKAMSEwoLcmV0cnlfY291bnQYCSABKA0SJgoFc3RhdGUYCiABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EkMKD3JlcXVlc3RfY29udGV4dBgLIAMoCzIqLmFnZW50d2lyZS52MS5Ib29rQ2FsbC5SZXF1ZXN0Q29udGV4dEVudHJ5Ej8KDXRyYWNlX2NvbnRleHQYDCADKAsyKC5hZ2VudHdpcmUudjEuSG9va0NhbGwuVHJhY2VDb250ZXh0RW50cnkSJwoIbWVzc2FnZXMYFCADKAsyFS5hZ2VudHdpcmUudjEuTWVzc2FnZRIXCg9zeXN0ZW1fbWVzc2FnZXMYFSADKAkSIQoEcGFydBgWIAEoCzITLmFnZW50d2lyZS52MS5DaHVuaxINCgVtb2RlbBgXIAEoCRIMCgR0ZXh0GBggASgJEhUKDWZpbmlzaF9yZWFzb24YGSABKAkSIgoFdXNhZ2UYGiABKAsyEy5hZ2VudHdpcmUudjEuVXNhZ2USLgoKdG9vbF9jYWxscxgbIAMoCzIaLmFnZW50d2lyZS52MS5Ub29sQ2FsbFBhcnQSLQoJdG9vbF9jYWxsGBwgASgLMhouYWdlbnR3aXJlLnYxLlRvb2xDYWxsUGFydBIxCgt0b29sX3Jlc3VsdBgdIAEoCzIcLmFnZW50d2lyZS52MS5Ub29sUmVzdWx0UGFydBIUCgxlcnJvcl9zdGF0dXMYHiABKAUSFQoNZXJyb3JfbWVzc2FnZRgfIAEoCRIlCgZwcm9tcHQYICADKAsyFS5hZ2VudHdpcmUudjEuTWVzc2FnZRIjCgZjaHVua3MYISADKAsyEy5hZ2VudHdpcmUudjEuQ2h1bmsSDQoFdG9vbHMYIiADKAkSNAoPbWVzc2FnZV9zb3VyY2VzGCMgAygOMhsuYWdlbnR3aXJlLnYxLk1lc3NhZ2VTb3VyY2USQQoWdGFnZ2VkX3N5c3RlbV9tZXNzYWdlcxgkIAMoCzIhLmFnZW50d2lyZS52MS5UYWdnZWRTeXN0ZW1NZXNzYWdlGjUKE1JlcXVlc3RDb250ZXh0RW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ARozChFUcmFjZUNvbnRleHRFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIjAKE1RhZ2dlZFN5c3RlbU1lc3NhZ2USCwoDdGFnGAEgASgJEgwKBHRleHQYAiABKAki9wIKCkhvb2tSZXN1bHQSDwoHY2FsbF9pZBgBIAEoBBImCgVzdGF0ZRgCIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSKgoIY29udGludWUYCiABKAsyFi5hZ2VudHdpcmUudjEuQ29udGludWVIABIkCgVhYm9ydBgLIAEoCzITLmFnZW50d2lyZS52MS5BYm9ydEgAEiwKB3JlcGxhY2UYDCABKAsyGS5hZ2VudHdpcmUudjEuUmVwbGFjZW1lbnRIABIiCgRkcm9wGA0gASgLMhIuYWdlbnR3aXJlLnYxLkRyb3BIABI0Cg5yZXRyeV9hcGlfY2FsbBgOIAEoCzIaLmFnZW50d2lyZS52MS5SZXRyeUFwaUNhbGxIABIoCgdmYWlsdXJlGA8gASgLMhUuYWdlbnR3aXJlLnYxLkZhaWx1cmVIABIhCgRlbWl0GBQgAygLMhMuYWdlbnR3aXJlLnYxLkNodW5rQgkKB291dGNvbWUiCgoIQ29udGludWUiBgoERHJvcCIOCgxSZXRyeUFwaUNhbGwiUAoFQWJvcnQSDgoGcmVhc29uGAEgASgJEg0KBXJldHJ5GAIgASgIEigKCG1ldGFkYXRhGAMgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlIhoKB0ZhaWx1cmUSDwoHbWVzc2FnZRgBIAEoCSKIAwoLUmVwbGFjZW1lbnQSKwoIbWVzc2FnZXMYASABKAsyGS5hZ2VudHdpcmUudjEuTWVzc2FnZUxpc3QSMQoPc3lzdGVtX21lc3NhZ2VzGAIgASgLMhguYWdlbnR3aXJlLnYxLlN0cmluZ0xpc3QSIQoEcGFydBgDIAEoCzITLmFnZW50d2lyZS52MS5DaHVuaxIrCgt0b29sX3Jlc3VsdBgEIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZRISCgVtb2RlbBgFIAEoCUgAiAEBEhgKC3Rvb2xfY2hvaWNlGAYgASgJSAGIAQESLgoMYWN0aXZlX3Rvb2xzGAcgASgLMhguYWdlbnR3aXJlLnYxLlN0cmluZ0xpc3QSKQoGcHJvbXB0GAggASgLMhkuYWdlbnR3aXJlLnYxLk1lc3NhZ2VMaXN0EiYKBXBhcnRzGAkgASgLMhcuYWdlbnR3aXJlLnYxLkNodW5rTGlzdEIICgZfbW9kZWxCDgoMX3Rvb2xfY2hvaWNlIjAKCUNodW5rTGlzdBIjCgZjaHVua3MYASADKAsyEy5hZ2VudHdpcmUudjEuQ2h1bmsiNgoLTWVzc2FnZUxpc3QSJwoIbWVzc2FnZXMYASADKAsyFS5hZ2VudHdpcmUudjEuTWVzc2FnZSIcCgpTdHJpbmdMaXN0Eg4KBnZhbHVlcxgBIAMoCSIVCgRQaW5nEg0KBW5vbmNlGAEgASgEIhUKBFBvbmcSDQoFbm9uY2UYASABKAQiGQoGQ2FuY2VsEg8KB2NhbGxfaWQYASABKAQiIQoFRHJhaW4SGAoQZGVhZGxpbmVfdW5peF9tcxgBIAEoAyqmAgoESG9vaxIUChBIT09LX1VOU1BFQ0lGSUVEEAASFgoSSE9PS19QUk9DRVNTX0lOUFVUEAESGwoXSE9PS19QUk9DRVNTX0lOUFVUX1NURVAQAhIcChhIT09LX1BST0NFU1NfTExNX1JFUVVFU1QQAxIaChZIT09LX1BST0NFU1NfQVBJX0VSUk9SEAQSHgoaSE9PS19QUk9DRVNTX09VVFBVVF9TVFJFQU0QBRIdChlIT09LX1BST0NFU1NfTExNX1JFU1BPTlNFEAYSHAoYSE9PS19QUk9DRVNTX09VVFBVVF9TVEVQEAcSHAoYSE9PS19QUk9DRVNTX1RPT0xfUkVTVUxUEAgSHgoaSE9PS19QUk9DRVNTX09VVFBVVF9SRVNVTFQQCSpUCghIb29rTW9kZRIZChVIT09LX01PREVfVU5TUEVDSUZJRUQQABIWChJIT09LX01PREVfQkxPQ0tJTkcQARIVChFIT09LX01PREVfT0JTRVJWRRACKoEBCg1NZXNzYWdlU291cmNlEh4KGk1FU1NBR0VfU09VUkNFX1VOU1BFQ0lGSUVEEAASGQoVTUVTU0FHRV9TT1VSQ0VfTUVNT1JZEAESGAoUTUVTU0FHRV9TT1VSQ0VfSU5QVVQQAhIbChdNRVNTQUdFX1NPVVJDRV9SRVNQT05TRRADMrsBChBQcm9jZXNzb3JTZXJ2aWNlEkoKB0Nvbm5lY3QSHi5hZ2VudHdpcmUudjEuUHJvY2Vzc29yTWVzc2FnZRobLmFnZW50d2lyZS52MS5TZXJ2ZXJNZXNzYWdlKAEwARJbCg5MaXN0UHJvY2Vzc29ycxIjLmFnZW50d2lyZS52MS5MaXN0UHJvY2Vzc29yc1JlcXVlc3QaJC5hZ2VudHdpcmUudjEuTGlzdFByb2Nlc3NvcnNSZXNwb25zZWIGcHJvdG8z", [file_agentwire_v1_agent, file_google_protobuf_struct]);
 
 /**
  * @generated from message agentwire.v1.ListProcessorsRequest
@@ -593,8 +593,8 @@ export type HookCall = Message<"agentwire.v1.HookCall"> & {
   traceContext: { [key: string]: string };
 
   /**
-   * processInput: the input; processInputStep, processOutputStep, processToolResult,
-   * processAPIError: all messages; processOutputResult: the response.
+   * processInput: the remembered messages and the input; processInputStep, processOutputStep,
+   * processToolResult, processAPIError: all messages; processOutputResult: the response.
    *
    * @generated from field: repeated agentwire.v1.Message messages = 20;
    */
@@ -688,6 +688,22 @@ export type HookCall = Message<"agentwire.v1.HookCall"> & {
    * @generated from field: repeated string tools = 34;
    */
   tools: string[];
+
+  /**
+   * Where each of `messages` came from, in the same order: a guard can check only what the
+   * client just sent. Dropping or rewriting a remembered message changes only this run's prompt.
+   *
+   * @generated from field: repeated agentwire.v1.MessageSource message_sources = 35;
+   */
+  messageSources: MessageSource[];
+
+  /**
+   * The tagged system messages (memory context, retry feedback), each with its tag; never among
+   * `system_messages`. processInput, processInputStep, processOutputStep, processToolResult.
+   *
+   * @generated from field: repeated agentwire.v1.TaggedSystemMessage tagged_system_messages = 36;
+   */
+  taggedSystemMessages: TaggedSystemMessage[];
 };
 
 /**
@@ -696,6 +712,30 @@ export type HookCall = Message<"agentwire.v1.HookCall"> & {
  */
 export const HookCallSchema: GenMessage<HookCall> = /*@__PURE__*/
   messageDesc(file_agentwire_v1_processor, 12);
+
+/**
+ * A system message kept under a tag.
+ *
+ * @generated from message agentwire.v1.TaggedSystemMessage
+ */
+export type TaggedSystemMessage = Message<"agentwire.v1.TaggedSystemMessage"> & {
+  /**
+   * @generated from field: string tag = 1;
+   */
+  tag: string;
+
+  /**
+   * @generated from field: string text = 2;
+   */
+  text: string;
+};
+
+/**
+ * Describes the message agentwire.v1.TaggedSystemMessage.
+ * Use `create(TaggedSystemMessageSchema)` to create a new message.
+ */
+export const TaggedSystemMessageSchema: GenMessage<TaggedSystemMessage> = /*@__PURE__*/
+  messageDesc(file_agentwire_v1_processor, 13);
 
 /**
  * The answer to one call.
@@ -781,7 +821,7 @@ export type HookResult = Message<"agentwire.v1.HookResult"> & {
  * Use `create(HookResultSchema)` to create a new message.
  */
 export const HookResultSchema: GenMessage<HookResult> = /*@__PURE__*/
-  messageDesc(file_agentwire_v1_processor, 13);
+  messageDesc(file_agentwire_v1_processor, 14);
 
 /**
  * @generated from message agentwire.v1.Continue
@@ -794,7 +834,7 @@ export type Continue = Message<"agentwire.v1.Continue"> & {
  * Use `create(ContinueSchema)` to create a new message.
  */
 export const ContinueSchema: GenMessage<Continue> = /*@__PURE__*/
-  messageDesc(file_agentwire_v1_processor, 14);
+  messageDesc(file_agentwire_v1_processor, 15);
 
 /**
  * @generated from message agentwire.v1.Drop
@@ -807,7 +847,7 @@ export type Drop = Message<"agentwire.v1.Drop"> & {
  * Use `create(DropSchema)` to create a new message.
  */
 export const DropSchema: GenMessage<Drop> = /*@__PURE__*/
-  messageDesc(file_agentwire_v1_processor, 15);
+  messageDesc(file_agentwire_v1_processor, 16);
 
 /**
  * @generated from message agentwire.v1.RetryApiCall
@@ -820,7 +860,7 @@ export type RetryApiCall = Message<"agentwire.v1.RetryApiCall"> & {
  * Use `create(RetryApiCallSchema)` to create a new message.
  */
 export const RetryApiCallSchema: GenMessage<RetryApiCall> = /*@__PURE__*/
-  messageDesc(file_agentwire_v1_processor, 16);
+  messageDesc(file_agentwire_v1_processor, 17);
 
 /**
  * @generated from message agentwire.v1.Abort
@@ -847,7 +887,7 @@ export type Abort = Message<"agentwire.v1.Abort"> & {
  * Use `create(AbortSchema)` to create a new message.
  */
 export const AbortSchema: GenMessage<Abort> = /*@__PURE__*/
-  messageDesc(file_agentwire_v1_processor, 17);
+  messageDesc(file_agentwire_v1_processor, 18);
 
 /**
  * @generated from message agentwire.v1.Failure
@@ -864,7 +904,7 @@ export type Failure = Message<"agentwire.v1.Failure"> & {
  * Use `create(FailureSchema)` to create a new message.
  */
 export const FailureSchema: GenMessage<Failure> = /*@__PURE__*/
-  messageDesc(file_agentwire_v1_processor, 18);
+  messageDesc(file_agentwire_v1_processor, 19);
 
 /**
  * What a hook may replace; each field only where the hook allows it.
@@ -937,7 +977,7 @@ export type Replacement = Message<"agentwire.v1.Replacement"> & {
  * Use `create(ReplacementSchema)` to create a new message.
  */
 export const ReplacementSchema: GenMessage<Replacement> = /*@__PURE__*/
-  messageDesc(file_agentwire_v1_processor, 19);
+  messageDesc(file_agentwire_v1_processor, 20);
 
 /**
  * @generated from message agentwire.v1.ChunkList
@@ -954,7 +994,7 @@ export type ChunkList = Message<"agentwire.v1.ChunkList"> & {
  * Use `create(ChunkListSchema)` to create a new message.
  */
 export const ChunkListSchema: GenMessage<ChunkList> = /*@__PURE__*/
-  messageDesc(file_agentwire_v1_processor, 20);
+  messageDesc(file_agentwire_v1_processor, 21);
 
 /**
  * @generated from message agentwire.v1.MessageList
@@ -971,7 +1011,7 @@ export type MessageList = Message<"agentwire.v1.MessageList"> & {
  * Use `create(MessageListSchema)` to create a new message.
  */
 export const MessageListSchema: GenMessage<MessageList> = /*@__PURE__*/
-  messageDesc(file_agentwire_v1_processor, 21);
+  messageDesc(file_agentwire_v1_processor, 22);
 
 /**
  * @generated from message agentwire.v1.StringList
@@ -988,7 +1028,7 @@ export type StringList = Message<"agentwire.v1.StringList"> & {
  * Use `create(StringListSchema)` to create a new message.
  */
 export const StringListSchema: GenMessage<StringList> = /*@__PURE__*/
-  messageDesc(file_agentwire_v1_processor, 22);
+  messageDesc(file_agentwire_v1_processor, 23);
 
 /**
  * @generated from message agentwire.v1.Ping
@@ -1005,7 +1045,7 @@ export type Ping = Message<"agentwire.v1.Ping"> & {
  * Use `create(PingSchema)` to create a new message.
  */
 export const PingSchema: GenMessage<Ping> = /*@__PURE__*/
-  messageDesc(file_agentwire_v1_processor, 23);
+  messageDesc(file_agentwire_v1_processor, 24);
 
 /**
  * @generated from message agentwire.v1.Pong
@@ -1022,7 +1062,7 @@ export type Pong = Message<"agentwire.v1.Pong"> & {
  * Use `create(PongSchema)` to create a new message.
  */
 export const PongSchema: GenMessage<Pong> = /*@__PURE__*/
-  messageDesc(file_agentwire_v1_processor, 24);
+  messageDesc(file_agentwire_v1_processor, 25);
 
 /**
  * The run of a call went away; the result is no longer wanted.
@@ -1041,7 +1081,7 @@ export type Cancel = Message<"agentwire.v1.Cancel"> & {
  * Use `create(CancelSchema)` to create a new message.
  */
 export const CancelSchema: GenMessage<Cancel> = /*@__PURE__*/
-  messageDesc(file_agentwire_v1_processor, 25);
+  messageDesc(file_agentwire_v1_processor, 26);
 
 /**
  * The server is shutting down: it sends no new calls on this session, waits for the answers to
@@ -1062,7 +1102,7 @@ export type Drain = Message<"agentwire.v1.Drain"> & {
  * Use `create(DrainSchema)` to create a new message.
  */
 export const DrainSchema: GenMessage<Drain> = /*@__PURE__*/
-  messageDesc(file_agentwire_v1_processor, 26);
+  messageDesc(file_agentwire_v1_processor, 27);
 
 /**
  * The nine processor hooks.
@@ -1158,6 +1198,45 @@ export enum HookMode {
  */
 export const HookModeSchema: GenEnum<HookMode> = /*@__PURE__*/
   enumDesc(file_agentwire_v1_processor, 1);
+
+/**
+ * Where a message of a run came from.
+ *
+ * @generated from enum agentwire.v1.MessageSource
+ */
+export enum MessageSource {
+  /**
+   * @generated from enum value: MESSAGE_SOURCE_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * Loaded by a memory processor (history, recall).
+   *
+   * @generated from enum value: MESSAGE_SOURCE_MEMORY = 1;
+   */
+  MEMORY = 1,
+
+  /**
+   * Sent by the client in this run.
+   *
+   * @generated from enum value: MESSAGE_SOURCE_INPUT = 2;
+   */
+  INPUT = 2,
+
+  /**
+   * Produced in this run by the model or its tools.
+   *
+   * @generated from enum value: MESSAGE_SOURCE_RESPONSE = 3;
+   */
+  RESPONSE = 3,
+}
+
+/**
+ * Describes the enum agentwire.v1.MessageSource.
+ */
+export const MessageSourceSchema: GenEnum<MessageSource> = /*@__PURE__*/
+  enumDesc(file_agentwire_v1_processor, 2);
 
 /**
  * Hosts remote processors.
