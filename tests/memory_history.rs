@@ -5,8 +5,10 @@ mod common;
 
 use std::sync::Arc;
 
-use agentwire::domain::{Hook, HookSet, MessageSource};
-use agentwire::processor::{HookError, InputArgs, InputOutcome, Processor};
+use agentwire::domain::{DataChunk, Hook, HookSet, Message, MessageSource};
+use agentwire::processor::{
+    HookError, InputArgs, InputOutcome, InputStepArgs, OutputResultArgs, Processor, StepOverrides,
+};
 use agentwire::server::pb;
 use common::{Log, TestServer, TestServerBuilder, in_thread, inspected, names, request, tripwire};
 use tonic::Code;
@@ -25,6 +27,16 @@ hook = "processOutputResult"
 
 [processors.counter]
 kind = "count-memory"
+
+[processors.noter]
+kind = "noter"
+
+[[agents]]
+id = "noted"
+model = "mock/echo"
+memory = { last_messages = 10 }
+input_processors = ["noter"]
+output_processors = ["noter"]
 
 [[agents]]
 id = "remote-input-guard"
@@ -98,6 +110,7 @@ memory = {}
 fn builder() -> TestServerBuilder {
     TestServer::builder(CONFIG)
         .kind("count-memory", |id, _, log| Arc::new(CountMemory { id: id.to_owned(), log }))
+        .kind("noter", |id, _, _| Arc::new(Noter { id: id.to_owned() }))
 }
 
 /// The texts of the messages the inspector's model saw, in order.
@@ -268,6 +281,36 @@ async fn input_guardrails_check_only_the_runs_own_input() {
     assert_eq!(blocked.tripwire.expect("the run's own input is checked").processor_id, "no-secrets");
 }
 
+/// A non-transient `data-*` chunk from any hook — here `processInputStep` and
+/// `processOutputResult` — is stored with the answer; transient ones are only streamed.
+#[tokio::test]
+async fn data_chunks_of_any_hook_are_stored_with_the_answer() {
+    let server = builder().start().await;
+    let result = server.generate(in_thread("noted", "hi", "noted")).await;
+    let streamed: Vec<&str> = result.data.iter().map(|data| data.r#type.as_str()).collect();
+    assert_eq!(streamed, ["data-step-note", "data-step-passing", "data-result-note"]);
+    let mut memory =
+        agentwire::server::pb::memory_service_client::MemoryServiceClient::new(server.channel().await);
+    let list = pb::ListMessagesRequest {
+        thread_id: "noted".into(),
+        resource_id: "alice".into(),
+        direction: pb::Direction::Forward.into(),
+        page_size: 10,
+        page_token: String::new(),
+    };
+    let stored = memory.list_messages(list).await.unwrap().into_inner().messages;
+    let kept: Vec<&str> = stored
+        .iter()
+        .filter(|message| message.role == "assistant")
+        .flat_map(|message| &message.parts)
+        .filter_map(|part| match &part.part {
+            Some(pb::part::Part::Data(data)) => Some(data.r#type.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(kept, ["data-step-note", "data-result-note"]);
+}
+
 /// A thread belongs to one resource: another resource naming it is refused.
 #[tokio::test]
 async fn a_thread_of_another_resource_is_refused() {
@@ -352,4 +395,35 @@ async fn file_parts_are_stored_up_to_the_limit() {
     );
     let without_memory = server.generate(with_file("echo", "", 2000)).await;
     assert_eq!(without_memory.finish_reason, "stop", "nothing is stored without a thread");
+}
+
+/// Emits a kept and a transient chunk in `processInputStep`, and a kept one in
+/// `processOutputResult`.
+struct Noter {
+    id: String,
+}
+
+#[async_trait::async_trait]
+impl Processor for Noter {
+    fn id(&self) -> &str {
+        &self.id
+    }
+
+    fn hooks(&self) -> HookSet {
+        HookSet::of(&[Hook::ProcessInputStep, Hook::ProcessOutputResult])
+    }
+
+    async fn process_input_step(&self, mut args: InputStepArgs<'_>) -> Result<StepOverrides, HookError> {
+        args.ctx.emit(DataChunk::new("step-note", serde_json::json!({ "step": args.step_number })));
+        args.ctx.emit(DataChunk::new("step-passing", serde_json::json!(1)).transient());
+        Ok(StepOverrides::default())
+    }
+
+    async fn process_output_result(
+        &self,
+        mut args: OutputResultArgs<'_>,
+    ) -> Result<Option<Vec<Message>>, HookError> {
+        args.ctx.emit(DataChunk::new("result-note", serde_json::json!({ "text": args.result.text })));
+        Ok(None)
+    }
 }

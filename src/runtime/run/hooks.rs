@@ -86,7 +86,7 @@ impl Run {
             if let Some(messages) = messages {
                 self.list.reconcile(ReconcileScope::All, messages, MessageSource::Input);
             }
-            self.flush_emitted(false, Closing::All).await?;
+            self.flush_emitted(Closing::All).await?;
         }
         Ok(step)
     }
@@ -121,7 +121,7 @@ impl Run {
             if response.is_none() {
                 response = outcome.response;
             }
-            self.flush_emitted(false, Closing::All).await?;
+            self.flush_emitted(Closing::All).await?;
         }
         Ok((prompt, response))
     }
@@ -147,7 +147,7 @@ impl Run {
             let outcome = guarded(processor.id(), Hook::ProcessApiError, processor.process_api_error(args))
                 .await
                 .map_err(|error| stop(processor.as_ref(), Hook::ProcessApiError, error))?;
-            self.flush_emitted(false, Closing::All).await?;
+            self.flush_emitted(Closing::All).await?;
             if outcome.retry {
                 retry = true;
                 break;
@@ -197,7 +197,7 @@ impl Run {
             guarded(processor.id(), Hook::ProcessLlmResponse, processor.process_llm_response(args))
                 .await
                 .map_err(|error| stop(processor.as_ref(), Hook::ProcessLlmResponse, error))?;
-            self.flush_emitted(false, Closing::All).await?;
+            self.flush_emitted(Closing::All).await?;
         }
         Ok(())
     }
@@ -251,7 +251,7 @@ impl Run {
                     return Err(stopped);
                 }
             }
-            self.flush_emitted(true, Closing::All).await?;
+            self.flush_emitted(Closing::All).await?;
         }
         self.refresh_step_texts();
         Ok(None)
@@ -299,9 +299,10 @@ impl Run {
             if let Some(messages) = outcome {
                 self.list.reconcile(ReconcileScope::Response, messages, MessageSource::Response);
             }
-            self.flush_emitted(true, Closing::All).await?;
+            self.flush_emitted(Closing::All).await?;
+            // Before the next processor: memory, last, saves what this one emitted too.
+            self.attach_pending_data_parts();
         }
-        self.attach_pending_data_parts();
         self.refresh_step_texts();
         Ok(())
     }

@@ -301,8 +301,8 @@ impl Run {
             thread_id: self.info.thread_id.clone(),
             resource_id: self.info.resource_id.clone(),
         };
-        self.emit(start, false).await?;
-        self.flush_emitted(false, Closing::All).await?;
+        self.emit(start).await?;
+        self.flush_emitted(Closing::All).await?;
 
         let initial_system_messages = self.list.system_messages().to_vec();
         let mut feedback: Option<String> = None;
@@ -348,7 +348,7 @@ impl Run {
         };
         let finish =
             Chunk::Finish { finish_reason, usage: self.usage, text: text.clone(), object: object.clone() };
-        self.emit(finish, true).await?;
+        self.emit(finish).await?;
         Ok(Completed { finish_reason, text, object })
     }
 

@@ -139,7 +139,7 @@ impl Run {
             rejected: rejection.clone(),
         };
         if let Some(tripwire) = rejection {
-            self.emit(step_finish, true).await?;
+            self.emit(step_finish).await?;
             return Ok(StepOutcome::Retry(tripwire.reason));
         }
         self.processors.retry_count = 0;
@@ -147,7 +147,7 @@ impl Run {
         for call in &step_result.tool_calls {
             self.run_tool(step_number, call, &offered_tools).await?;
         }
-        self.emit(step_finish, true).await?;
+        self.emit(step_finish).await?;
         if step_result.tool_calls.is_empty() {
             return Ok(StepOutcome::Complete(step_result.finish_reason));
         }

@@ -61,19 +61,18 @@ impl Windows {
 
 impl Run {
     /// Sends a chunk through the stream processors to the client, closing every window, then
-    /// the custom chunks those processors emitted. `keep_data` keeps non-transient custom chunks
-    /// as message parts (true for output hooks).
-    pub(super) async fn emit(&mut self, chunk: Chunk, keep_data: bool) -> Result<(), RunStop> {
+    /// the custom chunks those processors emitted.
+    pub(super) async fn emit(&mut self, chunk: Chunk) -> Result<(), RunStop> {
         let out = self.stream_from(0, vec![chunk], Closing::All).await?;
-        self.deliver_all(out, keep_data).await?;
-        self.flush_emitted(keep_data, Closing::All).await
+        self.deliver_all(out).await?;
+        self.flush_emitted(Closing::All).await
     }
 
     /// Sends a step's opening chunk: it may wait in a window for the step's text.
     pub(super) async fn emit_step_start(&mut self, chunk: Chunk) -> Result<(), RunStop> {
         let out = self.stream_from(0, vec![chunk], Closing::WhenFull).await?;
-        self.deliver_all(out, true).await?;
-        self.flush_emitted(true, Closing::WhenFull).await
+        self.deliver_all(out).await?;
+        self.flush_emitted(Closing::WhenFull).await
     }
 
     /// Sends one chunk of the model's answer through the stream processors to the client, and
@@ -85,7 +84,7 @@ impl Run {
     ) -> Result<(), RunStop> {
         let out = self.stream_from(0, vec![chunk], Closing::WhenFull).await?;
         self.deliver_answer(out, answer).await?;
-        self.flush_emitted(true, Closing::WhenFull).await
+        self.flush_emitted(Closing::WhenFull).await
     }
 
     /// The model's stream of a step ended: each stream processor, in order, closes its window
@@ -98,7 +97,7 @@ impl Run {
             let out = self.stream_from(stage + 1, released, Closing::WhenFull).await?;
             self.deliver_answer(out, answer).await?;
         }
-        self.flush_emitted(true, Closing::All).await
+        self.flush_emitted(Closing::All).await
     }
 
     /// What one processor still holds at the end of a step's stream.
@@ -121,7 +120,7 @@ impl Run {
             let closed = self.close_window(stage, processor.as_ref()).await?;
             let out = self.stream_from(stage + 1, closed, Closing::WhenFull).await?;
             self.deliver_answer(out, answer).await?;
-            self.flush_emitted(true, Closing::WhenFull).await?;
+            self.flush_emitted(Closing::WhenFull).await?;
         }
         Ok(())
     }
@@ -134,20 +133,20 @@ impl Run {
     async fn deliver_answer(&mut self, out: Vec<Chunk>, answer: &mut StepAnswer) -> Result<(), RunStop> {
         for chunk in out {
             answer.absorb(&chunk);
-            self.deliver(chunk, true).await?;
+            self.deliver(chunk).await?;
         }
         Ok(())
     }
 
-    async fn deliver_all(&mut self, out: Vec<Chunk>, keep_data: bool) -> Result<(), RunStop> {
+    async fn deliver_all(&mut self, out: Vec<Chunk>) -> Result<(), RunStop> {
         for chunk in out {
-            self.deliver(chunk, keep_data).await?;
+            self.deliver(chunk).await?;
         }
         Ok(())
     }
 
     /// Streams the custom chunks the last hook emitted, through the stream processors.
-    pub(super) async fn flush_emitted(&mut self, keep_data: bool, closing: Closing) -> Result<(), RunStop> {
+    pub(super) async fn flush_emitted(&mut self, closing: Closing) -> Result<(), RunStop> {
         let mut queue: VecDeque<DataChunk> = std::mem::take(&mut self.processors.emitted).into();
         let mut budget = MAX_DATA_CHUNKS_PER_EMIT;
         while let Some(data) = queue.pop_front() {
@@ -162,17 +161,19 @@ impl Run {
             }
             budget -= 1;
             let out = self.stream_from(0, vec![Chunk::Data(data)], closing).await?;
-            self.deliver_all(out, keep_data).await?;
+            self.deliver_all(out).await?;
             queue.extend(std::mem::take(&mut self.processors.emitted));
         }
         Ok(())
     }
 
-    /// Hands a processed chunk to the client, keeping custom chunks for the result.
-    async fn deliver(&mut self, chunk: Chunk, keep_data: bool) -> Result<(), RunStop> {
+    /// Hands a processed chunk to the client, keeping custom chunks for the result and the
+    /// non-transient ones, from any hook, as parts of the answer (the step's assistant message,
+    /// or the response's last one after the loop).
+    async fn deliver(&mut self, chunk: Chunk) -> Result<(), RunStop> {
         if let Chunk::Data(data) = &chunk {
             self.data.push(data.clone());
-            if keep_data && !data.transient {
+            if !data.transient {
                 self.pending_data_parts.push(Part::Data {
                     name: data.name.clone(),
                     data: data.data.clone(),

@@ -80,7 +80,7 @@ impl Run {
             if let Some(result) = outcome.result {
                 self.list.update_tool_result(&call.tool_call_id, result);
             }
-            self.flush_emitted(true, Closing::All).await?;
+            self.flush_emitted(Closing::All).await?;
         }
 
         let processed = ToolResult {
@@ -90,7 +90,7 @@ impl Run {
             is_error,
         };
         self.steps.last_mut().expect("the step was recorded").tool_results.push(processed.clone());
-        self.emit(Chunk::ToolResult(processed), true).await
+        self.emit(Chunk::ToolResult(processed)).await
     }
 }
 
