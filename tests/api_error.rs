@@ -8,7 +8,7 @@ use std::sync::Arc;
 use agentwire::domain::{Hook, HookSet};
 use agentwire::model::ModelError;
 use agentwire::processor::{ApiErrorArgs, ApiErrorOutcome, HookError, Processor};
-use common::{Log, TestServer, TestServerBuilder, error, names, request};
+use common::{Log, TestServer, TestServerBuilder, error, names, request, types};
 
 const CONFIG: &str = r#"
 [processors.recover]
@@ -48,6 +48,49 @@ async fn process_api_error_retry_recovers_from_a_rejection() {
         server.log.with_prefix("recover:"),
         ["recover:status 400: context length exceeded (retry 0, 1 messages)"]
     );
+}
+
+/// A retried API call is framed like a retried step: the failed attempt streams its
+/// `step-start` and a `step-finish` saying who asked for the retry, `steps` holds a retry entry
+/// for it, and the attempt again runs `processInputStep` and `processLLMRequest` on the same step
+/// with `retry_count` + 1.
+#[tokio::test]
+async fn a_retried_api_call_is_framed_and_runs_the_step_hooks_again() {
+    let server = builder().start().await;
+    let mut run = request("flaky", "a very long question");
+    run.input_processors = names(&["watcher"]);
+    let chunks = server.stream(run.clone()).await;
+    let framing: Vec<String> =
+        types(&chunks).into_iter().filter(|kind| kind.starts_with("step-") || kind == "finish").collect();
+    assert_eq!(framing, ["step-start", "step-finish", "step-start", "step-finish", "finish"]);
+    let retried = chunks
+        .iter()
+        .find_map(|chunk| match &chunk.payload {
+            Some(agentwire::server::pb::chunk::Payload::StepFinish(finish)) => finish.rejected.clone(),
+            _ => None,
+        })
+        .expect("the first step-finish says the call was retried");
+    assert_eq!(retried.processor_id, "recover");
+    assert!(retried.retry && retried.reason.contains("context length exceeded"), "{retried:?}");
+
+    let result = server.generate(run).await;
+    assert_eq!(result.text, "recovered");
+    let steps: Vec<(u32, &str, bool)> = result
+        .steps
+        .iter()
+        .map(|step| (step.step, step.finish_reason.as_str(), step.tripwire.is_some()))
+        .collect();
+    assert_eq!(steps, [(0, "error", true), (0, "stop", false)]);
+    let step_hooks: Vec<String> = server
+        .log
+        .entries()
+        .into_iter()
+        .filter(|entry| {
+            entry.starts_with("watcher:processInputStep") || entry.starts_with("watcher:processLLMRequest")
+        })
+        .collect();
+    let once = ["watcher:processInputStep:0", "watcher:processLLMRequest:0"];
+    assert_eq!(step_hooks, [once, once, once, once].concat(), "each attempt of both runs");
 }
 
 /// Without an error processor the rejection ends the run with an error chunk that names the

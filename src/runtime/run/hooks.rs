@@ -127,13 +127,13 @@ impl Run {
     }
 
     /// `processAPIError` over the error processors. True when one asked for a retry and the
-    /// retry budget allows it.
+    /// retry budget allows it: `Some` names the processor that asked.
     pub(super) async fn process_api_error(
         &mut self,
         step_number: u32,
         error: &ModelError,
-    ) -> Result<bool, RunStop> {
-        let mut retry = false;
+    ) -> Result<Option<String>, RunStop> {
+        let mut retry = None;
         let chains = Arc::clone(&self.chains);
         for processor in chains.of(Hook::ProcessApiError) {
             let args = ApiErrorArgs {
@@ -149,13 +149,11 @@ impl Run {
                 .map_err(|error| stop(processor.as_ref(), Hook::ProcessApiError, error))?;
             self.flush_emitted(Closing::All).await?;
             if outcome.retry {
-                retry = true;
+                retry = Some(processor.id().to_owned());
                 break;
             }
         }
-        if !retry {
-            return Ok(false);
-        }
+        let Some(asked_by) = retry else { return Ok(None) };
         let budget = self.max_processor_retries.unwrap_or_else(|| {
             if self.processors.retry_count == 0 {
                 tracing::warn!(
@@ -168,13 +166,13 @@ impl Run {
         });
         if self.processors.retry_count < budget {
             self.processors.retry_count += 1;
-            return Ok(true);
+            return Ok(Some(asked_by));
         }
         tracing::warn!(
             agent = %self.info.agent_id,
             "the retry budget of {budget} ran out: the model's rejection stands"
         );
-        Ok(false)
+        Ok(None)
     }
 
     pub(super) async fn process_llm_response(

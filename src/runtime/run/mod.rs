@@ -71,6 +71,8 @@ enum StepOutcome {
     Continue,
     /// Retry with this feedback for the model (a `processOutputStep` abort with `retry`).
     Retry(String),
+    /// Run the same step again (an error processor asked to retry the rejected model call).
+    Again,
     /// The run is complete.
     Complete(FinishReason),
 }
@@ -331,6 +333,7 @@ impl Run {
                     finish_reason = reason;
                     break;
                 }
+                StepOutcome::Again => continue,
             }
             step_number += 1;
         }

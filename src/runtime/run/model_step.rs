@@ -8,7 +8,7 @@ use tracing::{Instrument as _, Span};
 use super::{Run, RunStop, StepOutcome, StepSource};
 use crate::domain::{
     Chunk, ErrorSource, FinishReason, Message, MessageList, Part, PromptMessage, Role, RunFailure, StepInput,
-    StepResult, Usage, new_id,
+    StepResult, Tripwire, Usage, new_id,
 };
 use crate::model::{ModelError, ModelRequest};
 use crate::telemetry::spans;
@@ -28,11 +28,11 @@ impl Run {
             .map_err(|error| RunStop::Failed(model_failure(&step.model, &error)))?;
         let offered_tools = step.offered_tools();
         let model_started = std::time::Instant::now();
-        let source = loop {
+        let source = 'call: {
             let prompt = build_prompt(&self.list);
             let (prompt, replay) = self.process_llm_request(step_number, step, prompt).await?;
             if let Some(chunks) = replay {
-                break StepSource::Replay(chunks);
+                break 'call StepSource::Replay(chunks);
             }
             let request = ModelRequest {
                 prompt,
@@ -46,13 +46,15 @@ impl Run {
             self.model_calls += 1;
             let call_span = spans::model_call(&step.model);
             match model.stream(request).instrument(call_span.clone()).await {
-                Ok(stream) => break StepSource::Model(stream, call_span),
+                Ok(stream) => StepSource::Model(stream, call_span),
                 Err(error) => {
                     spans::failed(&call_span, &error.to_string());
                     drop(call_span);
-                    if !self.process_api_error(step_number, &error).await? {
+                    let Some(asked_by) = self.process_api_error(step_number, &error).await? else {
                         return Err(RunStop::Failed(model_failure(&step.model, &error)));
-                    }
+                    };
+                    self.retried_call(step_number, &step.model, asked_by, &error).await?;
+                    return Ok(StepOutcome::Again);
                 }
             }
         };
@@ -152,6 +154,40 @@ impl Run {
             return Ok(StepOutcome::Complete(step_result.finish_reason));
         }
         Ok(StepOutcome::Continue)
+    }
+
+    /// Frames a rejected model call that an error processor retries, as a `processOutputStep`
+    /// retry is: its `step-start`, a `step-finish` whose `rejected` says who asked for the retry
+    /// and why, and a `retry` entry in `steps`. The step then runs again, `processInputStep` on.
+    async fn retried_call(
+        &mut self,
+        step_number: u32,
+        model: &str,
+        asked_by: String,
+        error: &ModelError,
+    ) -> Result<(), RunStop> {
+        let message_id = new_id();
+        let step_start =
+            Chunk::StepStart { step: step_number, message_id: message_id.clone(), model: model.to_owned() };
+        self.emit_step_start(step_start).await?;
+        let tripwire = Tripwire {
+            reason: format!("{error}; retried"),
+            retry: true,
+            metadata: serde_json::json!({ "error": error.to_string() }),
+            processor_id: asked_by,
+        };
+        let mut attempt = StepAnswer::new(step_number, model).result;
+        attempt.finish_reason = FinishReason::Error;
+        attempt.tripwire = Some(tripwire.clone());
+        self.steps.push(attempt);
+        self.step_messages.push(message_id);
+        let step_finish = Chunk::StepFinish {
+            step: step_number,
+            finish_reason: FinishReason::Error,
+            usage: Usage::default(),
+            rejected: Some(tripwire),
+        };
+        self.emit(step_finish).await
     }
 
     /// One chunk of a step's answer: recorded raw for processLLMResponse, then streamed.
