@@ -196,6 +196,19 @@ async fn rate_limits_are_retried_after_what_the_provider_says() {
     assert!(started.elapsed() >= Duration::from_millis(200), "waited for Retry-After");
 }
 
+/// `Retry-After` as an HTTP date counts too: one an hour away is past the 30 s cap, so the call
+/// fails at once instead of being retried.
+#[tokio::test]
+async fn a_retry_after_date_beyond_the_cap_fails_at_once() {
+    let later = httpdate::fmt_http_date(std::time::SystemTime::now() + Duration::from_secs(3600));
+    let limited = Reply::Status { status: 429, retry_after: Some(later), message: "slow down".into() };
+    let fake = FakeProvider::start([limited, Reply::events(openai_text("Done."))]).await;
+    let server = server(&fake).await;
+    let result = server.generate(request("chat", "hi")).await;
+    assert_eq!(result.finish_reason, "error");
+    assert_eq!(fake.seen().len(), 1, "not retried");
+}
+
 /// 5xx answers are retried max_retries times, then the run fails with a clear error.
 #[tokio::test]
 async fn server_errors_are_retried_then_fail_clearly() {

@@ -220,10 +220,14 @@ fn duration_ms(duration: Duration) -> u64 {
     u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
 }
 
-/// `Retry-After` in seconds (HTTP dates are not worth the parsing here: treated as absent).
+/// `Retry-After` as seconds or as an HTTP date (RFC 9110; a date already past means now).
 fn retry_after(response: &reqwest::Response) -> Option<Duration> {
-    let value = response.headers().get(reqwest::header::RETRY_AFTER)?.to_str().ok()?;
-    value.trim().parse::<f64>().ok().filter(|seconds| *seconds >= 0.0).map(Duration::from_secs_f64)
+    let value = response.headers().get(reqwest::header::RETRY_AFTER)?.to_str().ok()?.trim();
+    if let Ok(seconds) = value.parse::<f64>() {
+        return (seconds >= 0.0).then(|| Duration::from_secs_f64(seconds));
+    }
+    let at = httpdate::parse_http_date(value).ok()?;
+    Some(at.duration_since(std::time::SystemTime::now()).unwrap_or(Duration::ZERO))
 }
 
 /// The provider's error message from an error response (its JSON `error.message`, else the
