@@ -83,7 +83,7 @@ async fn every_rpc(
         query: "hello".into(),
         scope: Some(scope),
         top_k: 2,
-        threshold: None,
+        ..Default::default()
     };
     vec![
         ("Stream", code(agents.stream(keyed(run("echo", thread, resource), key)).await)),

@@ -8,6 +8,7 @@ use std::path::PathBuf;
 
 use agentwire::memory::embedder::{Embedder, LocalEmbedder, LocalOptions};
 use agentwire::server::pb;
+use agentwire::server::pb::memory_service_client::MemoryServiceClient;
 use agentwire::storage::dot;
 use common::{TestServer, inspected, request};
 
@@ -85,4 +86,26 @@ memory = {{ last_messages = 0, semantic_recall = {{ embedder = "minilm", top_k =
     let prompt = inspected(&result.text);
     let recalled = prompt["messages"][0]["text"].as_str().unwrap();
     assert!(recalled.contains("cat sits on the mat"), "{recalled}");
+
+    // MemoryService.SearchMessages embeds the query with the embedder the vectors were made with
+    // (or the one it names); another one is refused, naming both.
+    let mut memory = MemoryServiceClient::new(server.channel().await);
+    let search = |embedder: &str| pb::SearchMessagesRequest {
+        query: "A feline is resting on a rug".into(),
+        scope: Some(pb::search_messages_request::Scope::ResourceId("alice".into())),
+        top_k: 3,
+        threshold: None,
+        embedder: embedder.into(),
+    };
+    for embedder in ["", "minilm"] {
+        let hits = memory.search_messages(search(embedder)).await.unwrap().into_inner().hits;
+        let texts: Vec<String> =
+            hits.iter().map(|hit| common::message_text(hit.message.as_ref().unwrap())).collect();
+        assert!(texts.iter().any(|text| text.contains("cat sits on the mat")), "{embedder:?}: {texts:?}");
+    }
+    let refused = memory.search_messages(search("lexical")).await.unwrap_err();
+    assert_eq!(refused.code(), tonic::Code::FailedPrecondition, "{}", refused.message());
+    let unknown = memory.search_messages(search("nonesuch")).await.unwrap_err();
+    assert_eq!(unknown.code(), tonic::Code::InvalidArgument);
+    assert!(unknown.message().contains("embedder"), "{}", unknown.message());
 }

@@ -149,6 +149,7 @@ async fn search_rpc_finds_messages_within_scope() {
         scope: Some(scope),
         top_k: 2,
         threshold: None,
+        embedder: String::new(),
     };
     let hits = client
         .search_messages(search(pb::search_messages_request::Scope::ResourceId("alice".into())))

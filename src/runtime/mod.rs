@@ -82,6 +82,11 @@ impl Runtime {
         &self.remote
     }
 
+    /// The embedders agents may name (`lexical` and the config's), for searches outside a run.
+    pub fn embedders(&self) -> &Embedders {
+        &self.embedders
+    }
+
     /// The store, if memory is kept.
     pub fn store(&self) -> Option<&Arc<dyn Store>> {
         self.store.as_ref()

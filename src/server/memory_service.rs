@@ -7,11 +7,11 @@ use tonic::{Request, Response, Status};
 use super::auth::{Access, Auth};
 use super::pb;
 use super::value::{from_struct, to_struct};
-use crate::memory::embedder::{Embedder, Lexical};
+use crate::memory::embedder::{Embedders, LEXICAL};
 use crate::runtime::RunError;
 use crate::storage::{
-    DeleteReport, Direction, NewThread, RecallScope, Store, StoreError, Thread, ThreadUpdate, VectorQuery,
-    WorkingMemoryScope,
+    DeleteReport, Direction, Hit, NewThread, RecallScope, Store, StoreError, Thread, ThreadUpdate,
+    VectorQuery, WorkingMemoryScope,
 };
 
 /// Page size when a request gives none.
@@ -27,12 +27,62 @@ const MAX_TOP_K: u32 = 100;
 #[derive(Debug)]
 pub(super) struct MemoryServiceImpl {
     store: Arc<dyn Store>,
+    /// The embedders a search may embed its query with.
+    embedders: Embedders,
     auth: Arc<Auth>,
 }
 
 impl MemoryServiceImpl {
-    pub(super) fn new(store: Arc<dyn Store>, auth: Arc<Auth>) -> MemoryServiceImpl {
-        MemoryServiceImpl { store, auth }
+    pub(super) fn new(store: Arc<dyn Store>, embedders: Embedders, auth: Arc<Auth>) -> MemoryServiceImpl {
+        MemoryServiceImpl { store, embedders, auth }
+    }
+
+    /// The hits of `query` in `scope`, embedded with the named embedder, or else with the one the
+    /// stored vectors were made with (tried with `lexical` first, and switched once when the store
+    /// names another).
+    async fn search(
+        &self,
+        query: &str,
+        embedder: &str,
+        scope: RecallScope,
+        top_k: usize,
+        threshold: Option<f32>,
+    ) -> Result<Vec<Hit>, Status> {
+        let mut chosen = match embedder {
+            "" => Arc::clone(self.embedders.get(LEXICAL).expect("lexical is built in")),
+            name => Arc::clone(self.embedders.get(name).ok_or_else(|| {
+                let known: Vec<&str> = self.embedders.names().collect();
+                RunError::invalid(
+                    "embedder",
+                    format!("unknown embedder `{name}` (known: {})", known.join(", ")),
+                )
+            })?),
+        };
+        loop {
+            let vector = chosen.embed(&[query.to_owned()]).await?.pop().unwrap_or_default();
+            let search = VectorQuery {
+                scope: scope.clone(),
+                embedder: chosen.id().to_owned(),
+                vector,
+                top_k,
+                threshold,
+            };
+            match self.store.search(search).await {
+                Err(StoreError::EmbedderMismatch { stored, .. }) if embedder.is_empty() => {
+                    match self.embedders.by_id(&stored) {
+                        Some(made_with) if made_with.id() != chosen.id() => chosen = Arc::clone(made_with),
+                        _ => {
+                            return Err(StoreError::EmbedderMismatch {
+                                stored,
+                                requested: chosen.id().to_owned(),
+                            }
+                            .into());
+                        }
+                    }
+                }
+                found => return Ok(found?),
+            }
+        }
     }
 
     /// The thread, if the caller may use the resource that owns it, checked against the resource
@@ -292,17 +342,9 @@ impl pb::memory_service_server::MemoryService for MemoryServiceImpl {
             _ => return Err(RunError::invalid("scope", "needs a resource_id or a thread_id").into()),
         };
         let top_k = bounded("top_k", request.top_k, DEFAULT_TOP_K, MAX_TOP_K)?;
-        let embedder = Lexical::new();
-        let vector = Lexical::embed_one(&request.query);
-        let query = VectorQuery {
-            scope,
-            embedder: embedder.id().to_owned(),
-            vector,
-            top_k,
-            threshold: request.threshold,
-        };
+        let found = self.search(&request.query, &request.embedder, scope, top_k, request.threshold).await?;
         let mut hits = Vec::new();
-        for hit in self.store.search(query).await? {
+        for hit in found {
             let found = self.store.messages_around(&hit.thread_id, &[hit.seq], 0, 0).await?;
             if let Some(stored) = found.into_iter().next() {
                 hits.push(pb::SearchHit { message: Some(stored.message.into()), score: hit.score });

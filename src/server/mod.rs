@@ -150,6 +150,7 @@ pub async fn serve(
     let memory_service = runtime.store().map(|store| {
         pb::memory_service_server::MemoryServiceServer::new(MemoryServiceImpl::new(
             Arc::clone(store),
+            runtime.embedders().clone(),
             Arc::clone(&auth),
         ))
         .max_decoding_message_size(max_request)

@@ -5,6 +5,7 @@ use tonic::{Code, Status};
 
 use super::auth::AuthError;
 use super::limits::LimitError;
+use crate::memory::embedder::EmbedError;
 use crate::remote::TokenError;
 use crate::runtime::RunError;
 use crate::storage::StoreError;
@@ -50,6 +51,15 @@ impl From<TokenError> for Status {
         let code = match &error {
             TokenError::MissingToken | TokenError::InvalidToken => Code::Unauthenticated,
             TokenError::NotAllowed(_) => Code::PermissionDenied,
+        };
+        Status::new(code, error.to_string())
+    }
+}
+
+impl From<EmbedError> for Status {
+    fn from(error: EmbedError) -> Status {
+        let code = match &error {
+            EmbedError::Failed { .. } => Code::Unavailable,
         };
         Status::new(code, error.to_string())
     }

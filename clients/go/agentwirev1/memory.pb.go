@@ -931,7 +931,10 @@ type SearchMessagesRequest struct {
 	// At most this many hits (default 4, at most 100).
 	TopK uint32 `protobuf:"varint,4,opt,name=top_k,json=topK,proto3" json:"top_k,omitempty"`
 	// Hits scoring below this cosine similarity are dropped.
-	Threshold     *float32 `protobuf:"fixed32,5,opt,name=threshold,proto3,oneof" json:"threshold,omitempty"`
+	Threshold *float32 `protobuf:"fixed32,5,opt,name=threshold,proto3,oneof" json:"threshold,omitempty"`
+	// The embedder to embed the query with (`lexical` or an `[embedders.<name>]`); empty: the one
+	// the stored vectors were made with.
+	Embedder      string `protobuf:"bytes,6,opt,name=embedder,proto3" json:"embedder,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1010,6 +1013,13 @@ func (x *SearchMessagesRequest) GetThreshold() float32 {
 		return *x.Threshold
 	}
 	return 0
+}
+
+func (x *SearchMessagesRequest) GetEmbedder() string {
+	if x != nil {
+		return x.Embedder
+	}
+	return ""
 }
 
 type isSearchMessagesRequest_Scope interface {
@@ -1313,14 +1323,15 @@ const file_agentwire_v1_memory_proto_rawDesc = "" +
 	"\x05scope\x18\x01 \x01(\v2 .agentwire.v1.WorkingMemoryScopeR\x05scope\x12\x18\n" +
 	"\acontent\x18\x02 \x01(\tR\acontent\x12.\n" +
 	"\x10expected_version\x18\x03 \x01(\x04H\x00R\x0fexpectedVersion\x88\x01\x01B\x13\n" +
-	"\x11_expected_version\"\xbe\x01\n" +
+	"\x11_expected_version\"\xda\x01\n" +
 	"\x15SearchMessagesRequest\x12\x14\n" +
 	"\x05query\x18\x01 \x01(\tR\x05query\x12!\n" +
 	"\vresource_id\x18\x02 \x01(\tH\x00R\n" +
 	"resourceId\x12\x1d\n" +
 	"\tthread_id\x18\x03 \x01(\tH\x00R\bthreadId\x12\x13\n" +
 	"\x05top_k\x18\x04 \x01(\rR\x04topK\x12!\n" +
-	"\tthreshold\x18\x05 \x01(\x02H\x01R\tthreshold\x88\x01\x01B\a\n" +
+	"\tthreshold\x18\x05 \x01(\x02H\x01R\tthreshold\x88\x01\x01\x12\x1a\n" +
+	"\bembedder\x18\x06 \x01(\tR\bembedderB\a\n" +
 	"\x05scopeB\f\n" +
 	"\n" +
 	"_threshold\"R\n" +

@@ -91,6 +91,12 @@ impl Embedders {
         self.by_name.get(name)
     }
 
+    /// The embedder whose id is `id` (as the store records it, with or without `/<dimension>`).
+    pub fn by_id(&self, id: &str) -> Option<&Arc<dyn Embedder>> {
+        let id = id.rsplit_once('/').map_or(id, |(id, _dimension)| id);
+        self.by_name.values().find(|embedder| embedder.id() == id)
+    }
+
     /// The names, sorted.
     pub fn names(&self) -> impl Iterator<Item = &str> {
         self.by_name.keys().map(String::as_str)

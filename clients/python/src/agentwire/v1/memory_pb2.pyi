@@ -153,18 +153,20 @@ class UpdateWorkingMemoryRequest(_message.Message):
     def __init__(self, scope: _Optional[_Union[WorkingMemoryScope, _Mapping]] = ..., content: _Optional[str] = ..., expected_version: _Optional[int] = ...) -> None: ...
 
 class SearchMessagesRequest(_message.Message):
-    __slots__ = ("query", "resource_id", "thread_id", "top_k", "threshold")
+    __slots__ = ("query", "resource_id", "thread_id", "top_k", "threshold", "embedder")
     QUERY_FIELD_NUMBER: _ClassVar[int]
     RESOURCE_ID_FIELD_NUMBER: _ClassVar[int]
     THREAD_ID_FIELD_NUMBER: _ClassVar[int]
     TOP_K_FIELD_NUMBER: _ClassVar[int]
     THRESHOLD_FIELD_NUMBER: _ClassVar[int]
+    EMBEDDER_FIELD_NUMBER: _ClassVar[int]
     query: str
     resource_id: str
     thread_id: str
     top_k: int
     threshold: float
-    def __init__(self, query: _Optional[str] = ..., resource_id: _Optional[str] = ..., thread_id: _Optional[str] = ..., top_k: _Optional[int] = ..., threshold: _Optional[float] = ...) -> None: ...
+    embedder: str
+    def __init__(self, query: _Optional[str] = ..., resource_id: _Optional[str] = ..., thread_id: _Optional[str] = ..., top_k: _Optional[int] = ..., threshold: _Optional[float] = ..., embedder: _Optional[str] = ...) -> None: ...
 
 class SearchHit(_message.Message):
     __slots__ = ("message", "score")
