@@ -25,10 +25,12 @@ agents = ["echo"]
 name = "admin"
 key_sha256 = "{admin}"
 resources = ["*"]
+instructions = ["echo"]
 
 [[agents]]
 id = "echo"
 model = "mock/echo"
+instructions = "You repeat what the user says."
 memory = {{ last_messages = 10 }}
 
 [[agents]]
@@ -347,6 +349,27 @@ async fn a_key_uses_its_own_resources_and_agents() {
 }
 
 /// Keys come from the config or from a file beside it; a malformed entry stops start-up naming
+/// `GetAgent` and `ListAgents` show an agent's instructions only to a key allowed to read them
+/// (`instructions`), never to other keys nor on an open server.
+#[tokio::test]
+async fn instructions_reach_only_keys_allowed_to_read_them() {
+    let server = TestServer::start(&config()).await;
+    let mut agents = AgentServiceClient::new(server.channel().await);
+    let get = || pb::GetAgentRequest { agent_id: "echo".into() };
+    let shown = agents.get_agent(keyed(get(), ADMIN)).await.unwrap().into_inner();
+    assert_eq!(shown.instructions, "You repeat what the user says.");
+    let hidden = agents.get_agent(keyed(get(), ALICE)).await.unwrap().into_inner();
+    assert_eq!(hidden.instructions, "", "alice's key may call echo, not read its prompt");
+    let listed = agents.list_agents(keyed(pb::ListAgentsRequest {}, ALICE)).await.unwrap().into_inner();
+    assert!(listed.agents.iter().all(|agent| agent.instructions.is_empty()));
+
+    let open =
+        TestServer::start("[[agents]]\nid = \"echo\"\nmodel = \"mock/echo\"\ninstructions = \"secret\"\n")
+            .await;
+    let mut anonymous = AgentServiceClient::new(open.channel().await);
+    assert_eq!(anonymous.get_agent(get()).await.unwrap().into_inner().instructions, "");
+}
+
 /// it.
 #[test]
 fn keys_are_checked_at_start() {

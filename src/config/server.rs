@@ -132,6 +132,11 @@ pub struct ApiKeyConfig {
     /// The agents it may call: exact ids, `prefix*`, or `*` (the default).
     #[serde(default = "every_agent")]
     pub agents: Vec<String>,
+    /// The agents whose instructions `GetAgent` and `ListAgents` show it: exact ids, `prefix*`, or
+    /// `*`. Default none: instructions are the system prompt `system-prompt-scrubber` keeps from
+    /// leaking, so no caller reads them unless a key is allowed to.
+    #[serde(default)]
+    pub instructions: Vec<String>,
     /// Requests per second it may make, on average (none: no limit).
     #[serde(default)]
     pub rate_per_second: Option<f64>,

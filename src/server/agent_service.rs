@@ -9,12 +9,12 @@ use tokio_stream::StreamExt;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status};
 
-use super::auth::Auth;
+use super::auth::{Access, Auth};
 use super::convert::chunk_to_pb;
 use super::limits::RunSlots;
 use super::pb;
 use crate::domain::TraceContext;
-use crate::runtime::{ChunkSink, RunError, RunRequest, Runtime};
+use crate::runtime::{Agent, ChunkSink, RunError, RunRequest, Runtime};
 use crate::telemetry::propagation;
 
 /// Chunks buffered between a run and a slow client before the run waits.
@@ -91,7 +91,7 @@ impl pb::agent_service_server::AgentService for AgentServiceImpl {
             .runtime
             .agents()
             .filter(|agent| access.sees_agent(&agent.id))
-            .map(|agent| pb::Agent::from(agent.as_ref()))
+            .map(|agent| described(agent, &access))
             .collect();
         Ok(Response::new(pb::ListAgentsResponse { agents }))
     }
@@ -104,10 +104,20 @@ impl pb::agent_service_server::AgentService for AgentServiceImpl {
         }
         access.agent(&agent_id)?;
         match self.runtime.agent(&agent_id) {
-            Some(agent) => Ok(Response::new(pb::Agent::from(agent.as_ref()))),
+            Some(agent) => Ok(Response::new(described(agent, &access))),
             None => Err(RunError::AgentNotFound(agent_id).into()),
         }
     }
+}
+
+/// An agent as this caller may see it: without its instructions unless the caller's key may read
+/// them.
+fn described(agent: &Agent, access: &Access) -> pb::Agent {
+    let mut described = pb::Agent::from(agent);
+    if !access.reads_instructions(&agent.id) {
+        described.instructions.clear();
+    }
+    described
 }
 
 /// The caller's W3C trace context, from the request's metadata (values that are not text are

@@ -56,6 +56,8 @@ pub(super) struct Grant {
     name: String,
     resources: Patterns,
     agents: Patterns,
+    /// The agents whose instructions it may read.
+    instructions: Patterns,
     rate: Option<Rate>,
 }
 
@@ -118,6 +120,7 @@ impl Auth {
             name: key.name.clone(),
             resources: Patterns(key.resources.clone()),
             agents: Patterns(key.agents.clone()),
+            instructions: Patterns(key.instructions.clone()),
             rate,
         };
         if self.by_digest.insert(digest, Arc::new(grant)).is_some() {
@@ -209,6 +212,15 @@ impl Access {
     /// True when the caller may see agent `id` (listing agents).
     pub(super) fn sees_agent(&self, id: &str) -> bool {
         self.agent(id).is_ok()
+    }
+
+    /// True when the caller may read the agent's instructions: only a key that is allowed to
+    /// (`instructions`), never an open server's anonymous caller.
+    pub(super) fn reads_instructions(&self, id: &str) -> bool {
+        match self {
+            Access::Open => false,
+            Access::Key(grant) => grant.instructions.allows(id),
+        }
     }
 
     fn check(

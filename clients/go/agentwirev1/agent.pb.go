@@ -2073,17 +2073,18 @@ func (x *GetAgentRequest) GetAgentId() string {
 
 // A configured agent.
 type Agent struct {
-	state               protoimpl.MessageState `protogen:"open.v1"`
-	Id                  string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
-	Name                string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
-	Instructions        string                 `protobuf:"bytes,3,opt,name=instructions,proto3" json:"instructions,omitempty"`
-	Model               string                 `protobuf:"bytes,4,opt,name=model,proto3" json:"model,omitempty"`
-	InputProcessors     []string               `protobuf:"bytes,5,rep,name=input_processors,json=inputProcessors,proto3" json:"input_processors,omitempty"`
-	OutputProcessors    []string               `protobuf:"bytes,6,rep,name=output_processors,json=outputProcessors,proto3" json:"output_processors,omitempty"`
-	ErrorProcessors     []string               `protobuf:"bytes,7,rep,name=error_processors,json=errorProcessors,proto3" json:"error_processors,omitempty"`
-	Tools               []string               `protobuf:"bytes,8,rep,name=tools,proto3" json:"tools,omitempty"`
-	MaxSteps            uint32                 `protobuf:"varint,9,opt,name=max_steps,json=maxSteps,proto3" json:"max_steps,omitempty"`
-	MaxProcessorRetries *uint32                `protobuf:"varint,10,opt,name=max_processor_retries,json=maxProcessorRetries,proto3,oneof" json:"max_processor_retries,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Name  string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	// Empty unless the caller's key may read them (`[[auth.keys]] instructions`).
+	Instructions        string   `protobuf:"bytes,3,opt,name=instructions,proto3" json:"instructions,omitempty"`
+	Model               string   `protobuf:"bytes,4,opt,name=model,proto3" json:"model,omitempty"`
+	InputProcessors     []string `protobuf:"bytes,5,rep,name=input_processors,json=inputProcessors,proto3" json:"input_processors,omitempty"`
+	OutputProcessors    []string `protobuf:"bytes,6,rep,name=output_processors,json=outputProcessors,proto3" json:"output_processors,omitempty"`
+	ErrorProcessors     []string `protobuf:"bytes,7,rep,name=error_processors,json=errorProcessors,proto3" json:"error_processors,omitempty"`
+	Tools               []string `protobuf:"bytes,8,rep,name=tools,proto3" json:"tools,omitempty"`
+	MaxSteps            uint32   `protobuf:"varint,9,opt,name=max_steps,json=maxSteps,proto3" json:"max_steps,omitempty"`
+	MaxProcessorRetries *uint32  `protobuf:"varint,10,opt,name=max_processor_retries,json=maxProcessorRetries,proto3,oneof" json:"max_processor_retries,omitempty"`
 	unknownFields       protoimpl.UnknownFields
 	sizeCache           protoimpl.SizeCache
 }

@@ -1057,6 +1057,8 @@ export type Agent = Message$1<"agentwire.v1.Agent"> & {
   name: string;
 
   /**
+   * Empty unless the caller's key may read them (`[[auth.keys]] instructions`).
+   *
    * @generated from field: string instructions = 3;
    */
   instructions: string;
