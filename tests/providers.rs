@@ -348,6 +348,24 @@ async fn a_missing_key_is_named() {
     assert!(fake.seen().is_empty());
 }
 
+/// A schema strict mode accepts (closed objects, every property required, all the way down)
+/// goes with `strict: true`.
+#[tokio::test]
+async fn a_strict_ready_schema_is_sent_strict() {
+    let fake = FakeProvider::start([Reply::events(openai_text("{\"answer\": 42}"))]).await;
+    let server = server(&fake).await;
+    let mut run = request("structured", "the answer?");
+    let schema = json!({
+        "type": "object",
+        "properties": { "answer": { "type": "integer" } },
+        "required": ["answer"],
+        "additionalProperties": false,
+    });
+    run.output_schema = Some(agentwire::server::value::to_struct(&schema.as_object().unwrap().clone()));
+    server.generate(run).await;
+    assert_eq!(fake.seen()[0].body["response_format"]["json_schema"]["strict"], true);
+}
+
 /// An output schema goes to the provider as its JSON mode; the final object is validated and
 /// returned; an answer that does not follow it fails the run, saying why.
 #[tokio::test]
@@ -363,6 +381,7 @@ async fn structured_output_is_requested_validated_and_returned() {
     let format = &fake.seen()[0].body["response_format"];
     assert_eq!(format["type"], "json_schema");
     assert_eq!(format["json_schema"]["schema"]["required"], json!(["answer"]));
+    assert_eq!(format["json_schema"]["strict"], false, "strict mode would refuse an open object");
 
     let chunks = server.stream(request("structured", "again?")).await;
     let failure = error(&chunks).expect("an error chunk");

@@ -54,9 +54,12 @@ pub(super) fn body(model: &str, request: &ModelRequest) -> Value {
         body.insert("seed".into(), json!(seed));
     }
     if let Some(schema) = &request.structured_output {
+        // Strict mode only for schemas it accepts; the answer is validated against the schema
+        // either way (and retried or refused by the runtime).
+        let strict = strict_ready(schema);
         body.insert(
             "response_format".into(),
-            json!({ "type": "json_schema", "json_schema": { "name": "output", "schema": schema, "strict": true } }),
+            json!({ "type": "json_schema", "json_schema": { "name": "output", "schema": schema, "strict": strict } }),
         );
     }
     // Provider options pass through untouched, last, so they can override anything above.
@@ -203,4 +206,35 @@ impl Decoder for OpenAiDecoder {
         events.push(ModelEvent::Finish { finish_reason, usage: self.usage });
         events
     }
+}
+
+/// True when OpenAI's strict structured outputs accept `schema` as it is: every object closes its
+/// properties (`additionalProperties: false`) and requires all of them, all the way down.
+fn strict_ready(schema: &Value) -> bool {
+    let Value::Object(node) = schema else { return true };
+    if let Some(properties) = node.get("properties").and_then(Value::as_object) {
+        let required: Vec<&str> = node
+            .get("required")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect();
+        let closed = node.get("additionalProperties") == Some(&Value::Bool(false));
+        if !closed || properties.keys().any(|key| !required.contains(&key.as_str())) {
+            return false;
+        }
+        if !properties.values().all(strict_ready) {
+            return false;
+        }
+    }
+    let nested = ["items", "anyOf", "allOf", "oneOf", "$defs", "definitions"];
+    nested.iter().filter_map(|key| node.get(*key)).all(|value| match value {
+        Value::Array(items) => items.iter().all(strict_ready),
+        Value::Object(map) if map.contains_key("type") || map.contains_key("properties") => {
+            strict_ready(value)
+        }
+        Value::Object(map) => map.values().all(strict_ready),
+        _ => true,
+    })
 }
