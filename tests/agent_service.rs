@@ -4,7 +4,7 @@
 mod common;
 
 use agentwire::server::pb;
-use common::{TestServer, names, request, text, types};
+use common::{TestServer, message, names, request, text, types};
 use tonic::Code;
 
 const CONFIG: &str = r#"
@@ -187,14 +187,9 @@ async fn bad_requests_name_the_field() {
 #[tokio::test]
 async fn messages_input_is_accepted() {
     let server = TestServer::start(CONFIG).await;
-    let text_part =
-        |text: &str| pb::Part { part: Some(pb::part::Part::Text(pb::TextPart { text: text.into() })) };
     let mut run = request("echo", "");
-    run.messages = vec![
-        pb::Message { role: "user".into(), parts: vec![text_part("first")], ..Default::default() },
-        pb::Message { role: "assistant".into(), parts: vec![text_part("echo: first")], ..Default::default() },
-        pb::Message { role: "user".into(), parts: vec![text_part("second")], ..Default::default() },
-    ];
+    run.messages =
+        vec![message("user", "first"), message("assistant", "echo: first"), message("user", "second")];
     let result = server.generate(run).await;
     assert_eq!(result.text, "echo: second");
 }

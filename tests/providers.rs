@@ -8,14 +8,14 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use agentwire::domain::{Hook, HookSet};
+use agentwire::domain::{CONTINUE_TURN, EARLIER_CONVERSATION_TURN, Hook, HookSet};
 use agentwire::model::ModelError;
 use agentwire::processor::{
     ApiErrorArgs, ApiErrorOutcome, HookError, InputStepArgs, Processor, StepOverrides,
 };
 use agentwire::server::pb;
 use common::fake_provider::{FakeProvider, Reply, json_events, openai_text};
-use common::{Log, TestServer, error, request, text};
+use common::{Log, TestServer, error, in_thread, message, request, text};
 use serde_json::json;
 
 fn config(base_url: &str) -> String {
@@ -67,6 +67,12 @@ tools = ["calculator"]
 id = "structured"
 model = "fake/gpt-test"
 output_schema = {{ type = "object", properties = {{ answer = {{ type = "integer" }} }}, required = ["answer"] }}
+
+[[agents]]
+id = "prefilled"
+model = "fake/gpt-test"
+error_processors = ["prefill-error-handler"]
+memory = {{ last_messages = 10 }}
 
 [providers.keyed]
 base_url = "{base_url}"
@@ -237,6 +243,74 @@ async fn a_rejection_goes_to_the_error_processors() {
     assert!(logged[0].starts_with("rejected 400: provider `fake`"), "{logged:?}");
     assert!(logged[0].contains("maximum context length exceeded"), "{logged:?}");
     assert_eq!(fake.seen().len(), 2, "400 is not retried by the provider itself");
+}
+
+/// A provider's refusal of a trailing assistant turn is repaired by `prefill-error-handler`: the
+/// retry ends with a hidden `continue` user turn, which the model sees and memory never stores.
+#[tokio::test]
+async fn a_refused_prefill_is_retried_with_a_user_turn_that_is_never_stored() {
+    let refusal = "This model does not support assistant message prefill. The conversation must end with a user message.";
+    let fake =
+        FakeProvider::start([Reply::status(400, refusal), Reply::events(openai_text(" falls the leaf."))])
+            .await;
+    let server = server(&fake).await;
+    let mut run = in_thread("prefilled", "", "haiku");
+    run.messages = vec![message("user", "A haiku, please."), message("assistant", "Autumn")];
+    let result = server.generate(run).await;
+    assert_eq!(result.text, " falls the leaf.");
+    let seen = fake.seen();
+    assert_eq!(seen.len(), 2, "one retry");
+    let first = seen[0].body["messages"].as_array().unwrap();
+    assert_eq!(first.last().unwrap()["role"], "assistant", "the first call is sent as asked");
+    let retried = seen[1].body["messages"].as_array().unwrap();
+    assert_eq!(retried.last().unwrap(), &json!({ "role": "user", "content": CONTINUE_TURN }));
+    assert_eq!(server.stored_texts("haiku").await, ["A haiku, please.", "Autumn", " falls the leaf."]);
+}
+
+/// `prefill-error-handler` leaves other rejections, and prompts that already end with a user
+/// turn, to fail as they are.
+#[tokio::test]
+async fn prefill_error_handler_retries_only_a_trailing_assistant_turn() {
+    let refusal = "assistant response prefill is incompatible with enable_thinking";
+    let fake = FakeProvider::start([Reply::status(400, refusal), Reply::status(400, "bad request")]).await;
+    let server = server(&fake).await;
+    let chunks = server.stream(request("prefilled", "hi")).await;
+    assert!(error(&chunks).expect("an error").message.contains("prefill"));
+    let mut run = request("prefilled", "");
+    run.messages = vec![message("user", "hi"), message("assistant", "Hel")];
+    let chunks = server.stream(run).await;
+    assert!(error(&chunks).expect("an error").message.contains("bad request"));
+    assert_eq!(fake.seen().len(), 2, "no retry for either");
+}
+
+/// The Anthropic adapter gives the Messages API a user turn first and last: a prompt that would
+/// open with an assistant turn (a history window starting mid-conversation) or close with one
+/// (prefill, which current models refuse) gets a short user turn there.
+#[tokio::test]
+async fn anthropic_prompts_open_and_close_with_a_user_turn() {
+    let answer = json_events([
+        json!({ "type": "content_block_delta", "index": 0, "delta": { "type": "text_delta", "text": "Fine." } }),
+        json!({ "type": "message_delta", "delta": { "stop_reason": "end_turn" }, "usage": { "output_tokens": 1 } }),
+    ]);
+    let fake = FakeProvider::start([Reply::events(answer)]).await;
+    let server = server(&fake).await;
+    let mut run = request("claude", "");
+    run.messages =
+        vec![message("assistant", "Welcome back."), message("user", "Go on."), message("assistant", "So")];
+    assert_eq!(server.generate(run).await.text, "Fine.");
+    let messages = fake.seen()[0].body["messages"].as_array().unwrap().clone();
+    let turn =
+        |role: &str, text: &str| json!({ "role": role, "content": [{ "type": "text", "text": text }] });
+    assert_eq!(
+        messages,
+        [
+            turn("user", EARLIER_CONVERSATION_TURN),
+            turn("assistant", "Welcome back."),
+            turn("user", "Go on."),
+            turn("assistant", "So"),
+            turn("user", CONTINUE_TURN),
+        ]
+    );
 }
 
 /// A provider that goes silent past read_timeout_ms ends the run with a stall error.

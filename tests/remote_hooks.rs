@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 
 use agentwire::server::pb;
 use common::remote::{Answer, call_text, cont, outcome, serve};
-use common::{TestServer, inspected, request};
+use common::{TestServer, inspected, message, request};
 use prost_types::value::Kind;
 
 const CONFIG: &str = r#"
@@ -69,15 +69,11 @@ const ALL_HOOKS: [pb::Hook; 9] = [
 ];
 
 fn user(text: &str) -> pb::Message {
-    pb::Message {
-        role: "user".into(),
-        parts: vec![pb::Part { part: Some(pb::part::Part::Text(pb::TextPart { text: text.into() })) }],
-        ..Default::default()
-    }
+    message("user", text)
 }
 
 fn assistant(text: &str) -> pb::Message {
-    pb::Message { role: "assistant".into(), ..user(text) }
+    message("assistant", text)
 }
 
 fn replace(replacement: pb::Replacement) -> Option<pb::HookResult> {

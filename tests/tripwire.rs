@@ -36,6 +36,11 @@ fn config_with_traps() -> String {
             config.push_str(&format!("\n[processors.{kind}-{hook}]\nkind = \"{kind}\"\nhook = \"{hook}\"\n"));
         }
     }
+    for hook in Hook::ALL {
+        config.push_str(&format!(
+            "\n[processors.silent-in-{hook}]\nkind = \"abort-in\"\nhook = \"{hook}\"\nsilent = true\n"
+        ));
+    }
     config.push_str(
         "\n[processors.panic-in-processInput]\nkind = \"fail-in\"\nhook = \"processInput\"\npanic = true\n",
     );
@@ -85,6 +90,19 @@ async fn an_abort_in_any_hook_ends_the_run_in_a_tripwire() {
         assert_eq!(result.text, "", "{hook}");
         assert_eq!(result.tripwire.expect("tripwire").processor_id, processor);
         assert!(result.messages.is_empty(), "{hook}: nothing is kept after a tripwire");
+    }
+}
+
+/// An abort without a reason gets one default wording, whatever the hook (Mastra words the
+/// stream hook's differently).
+#[tokio::test]
+async fn an_abort_without_a_reason_names_the_processor_in_every_hook() {
+    let server = TestServer::start(&config_with_traps()).await;
+    for hook in Hook::ALL {
+        let processor = format!("silent-in-{hook}");
+        let chunks = server.stream(run_reaching(hook, &processor)).await;
+        let tripwire = tripwire(&chunks).unwrap_or_else(|| panic!("{hook}: tripwire expected"));
+        assert_eq!(tripwire.reason, format!("Tripwire triggered by {processor}"), "{hook}");
     }
 }
 

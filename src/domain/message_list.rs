@@ -22,6 +22,9 @@ pub enum MessageSource {
     Input,
     /// Produced in this run by the model or its tools.
     Response,
+    /// Added by a processor for this run's prompt only (a hidden signal, such as the prefill
+    /// repair's `continue`): the model sees it, it is never stored.
+    Signal,
 }
 
 /// Which messages a reconcile may delete: the hook's view of the list.

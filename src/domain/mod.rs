@@ -22,7 +22,9 @@ pub use self::hook::{Hook, HookSet};
 pub use self::json_schema::{JsonSchema, SchemaError};
 pub use self::message::{Message, Part, Role, ToolCall, ToolResult, new_id, now_millis, text_of};
 pub use self::message_list::{MessageList, MessageSource, ReconcileScope};
-pub use self::prompt::{ModelSettings, PromptMessage, ToolChoice, ToolDefinition};
+pub use self::prompt::{
+    CONTINUE_TURN, EARLIER_CONVERSATION_TURN, ModelSettings, PromptMessage, ToolChoice, ToolDefinition,
+};
 pub use self::run_info::{RunInfo, TraceContext};
 pub use self::step::{StepInput, StepResult};
 pub use self::window::StreamWindow;

@@ -5,6 +5,15 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::message::{Part, Role};
+
+/// The user turn that ends a prompt which would otherwise end with an assistant turn, for
+/// providers that refuse assistant prefill (the Anthropic adapter, `prefill-error-handler`).
+pub const CONTINUE_TURN: &str = "<system-reminder type=\"prefill-retry\">continue</system-reminder>";
+
+/// The user turn that opens a prompt which would otherwise open with an assistant turn (a
+/// history window that starts mid-conversation), for providers that want a user turn first.
+pub const EARLIER_CONVERSATION_TURN: &str =
+    "<system-reminder>the conversation continues from earlier messages</system-reminder>";
 /// One message of the outgoing prompt. System messages hold a single text part.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PromptMessage {

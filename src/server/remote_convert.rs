@@ -94,6 +94,7 @@ impl From<MessageSource> for pb::MessageSource {
             MessageSource::Memory => pb::MessageSource::Memory,
             MessageSource::Input => pb::MessageSource::Input,
             MessageSource::Response => pb::MessageSource::Response,
+            MessageSource::Signal => pb::MessageSource::Signal,
         }
     }
 }

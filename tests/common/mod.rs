@@ -206,6 +206,15 @@ pub fn request(agent_id: &str, text: &str) -> pb::RunRequest {
     pb::RunRequest { agent_id: agent_id.to_owned(), text: text.to_owned(), ..Default::default() }
 }
 
+/// A message of `role` (`user`, `assistant`, ...) with one text part.
+pub fn message(role: &str, text: &str) -> pb::Message {
+    pb::Message {
+        role: role.into(),
+        parts: vec![pb::Part { part: Some(pb::part::Part::Text(pb::TextPart { text: text.into() })) }],
+        ..Default::default()
+    }
+}
+
 /// A processor list override.
 pub fn names(names: &[&str]) -> Option<pb::ProcessorList> {
     Some(pb::ProcessorList { names: names.iter().map(|name| (*name).to_owned()).collect() })

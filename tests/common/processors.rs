@@ -102,14 +102,15 @@ impl Processor for Probe {
 }
 
 /// Aborts (`abort-in`) or breaks (`fail-in`; with `panic = true` it panics) in one hook, named by
-/// the `hook` option; `retry = true` asks for a retry. The stream hook fires on the first text
-/// delta.
+/// the `hook` option; `retry = true` asks for a retry, `silent = true` aborts with no reason.
+/// The stream hook fires on the first text delta.
 pub struct Trap {
     id: String,
     hook: Hook,
     retry: bool,
     fail: bool,
     panic: bool,
+    silent: bool,
 }
 
 impl Trap {
@@ -122,6 +123,7 @@ impl Trap {
             retry: flag("retry"),
             fail,
             panic: flag("panic"),
+            silent: flag("silent"),
         }
     }
 
@@ -138,8 +140,8 @@ impl Trap {
         if self.fail {
             return Err(HookError::Failed("returned malformed data".to_owned()));
         }
-        let mut abort =
-            Abort::new(format!("aborted in {}", self.hook)).metadata(json!({ "hook": self.hook.name() }));
+        let reason = if self.silent { String::new() } else { format!("aborted in {}", self.hook) };
+        let mut abort = Abort::new(reason).metadata(json!({ "hook": self.hook.name() }));
         if self.retry {
             abort = abort.retry();
         }

@@ -162,6 +162,9 @@ const (
 	MessageSource_MESSAGE_SOURCE_INPUT MessageSource = 2
 	// Produced in this run by the model or its tools.
 	MessageSource_MESSAGE_SOURCE_RESPONSE MessageSource = 3
+	// Added by a processor for this run's prompt only (a hidden signal, such as the
+	// prefill-error-handler's `continue`): the model sees it, it is never stored.
+	MessageSource_MESSAGE_SOURCE_SIGNAL MessageSource = 4
 )
 
 // Enum value maps for MessageSource.
@@ -171,12 +174,14 @@ var (
 		1: "MESSAGE_SOURCE_MEMORY",
 		2: "MESSAGE_SOURCE_INPUT",
 		3: "MESSAGE_SOURCE_RESPONSE",
+		4: "MESSAGE_SOURCE_SIGNAL",
 	}
 	MessageSource_value = map[string]int32{
 		"MESSAGE_SOURCE_UNSPECIFIED": 0,
 		"MESSAGE_SOURCE_MEMORY":      1,
 		"MESSAGE_SOURCE_INPUT":       2,
 		"MESSAGE_SOURCE_RESPONSE":    3,
+		"MESSAGE_SOURCE_SIGNAL":      4,
 	}
 )
 
@@ -2547,12 +2552,13 @@ const file_agentwire_v1_processor_proto_rawDesc = "" +
 	"\bHookMode\x12\x19\n" +
 	"\x15HOOK_MODE_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12HOOK_MODE_BLOCKING\x10\x01\x12\x15\n" +
-	"\x11HOOK_MODE_OBSERVE\x10\x02*\x81\x01\n" +
+	"\x11HOOK_MODE_OBSERVE\x10\x02*\x9c\x01\n" +
 	"\rMessageSource\x12\x1e\n" +
 	"\x1aMESSAGE_SOURCE_UNSPECIFIED\x10\x00\x12\x19\n" +
 	"\x15MESSAGE_SOURCE_MEMORY\x10\x01\x12\x18\n" +
 	"\x14MESSAGE_SOURCE_INPUT\x10\x02\x12\x1b\n" +
-	"\x17MESSAGE_SOURCE_RESPONSE\x10\x032\xbb\x01\n" +
+	"\x17MESSAGE_SOURCE_RESPONSE\x10\x03\x12\x19\n" +
+	"\x15MESSAGE_SOURCE_SIGNAL\x10\x042\xbb\x01\n" +
 	"\x10ProcessorService\x12J\n" +
 	"\aConnect\x12\x1e.agentwire.v1.ProcessorMessage\x1a\x1b.agentwire.v1.ServerMessage(\x010\x01\x12[\n" +
 	"\x0eListProcessors\x12#.agentwire.v1.ListProcessorsRequest\x1a$.agentwire.v1.ListProcessorsResponseb\x06proto3"

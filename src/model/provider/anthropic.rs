@@ -6,7 +6,7 @@ use serde_json::{Map, Value, json};
 
 use super::decode::{Decoded, Decoder, finish_reason_of, tool_call_of, tool_result_text};
 use super::sse::SseEvent;
-use crate::domain::{Part, PromptMessage, Role, ToolChoice, Usage};
+use crate::domain::{CONTINUE_TURN, EARLIER_CONVERSATION_TURN, Part, PromptMessage, Role, ToolChoice, Usage};
 use crate::model::{ModelEvent, ModelRequest};
 
 /// Anthropic requires `max_tokens`; this is used when the settings give none.
@@ -16,8 +16,9 @@ const DEFAULT_MAX_TOKENS: u32 = 4096;
 pub(super) fn body(model: &str, request: &ModelRequest) -> Value {
     let system: Vec<String> =
         request.prompt.iter().filter(|message| message.role == Role::System).flat_map(texts).collect();
-    let messages: Vec<Value> =
-        request.prompt.iter().filter(|message| message.role != Role::System).map(message_of).collect();
+    let messages = user_turn_bounds(
+        request.prompt.iter().filter(|message| message.role != Role::System).map(message_of).collect(),
+    );
     let mut body = Map::new();
     body.insert("model".into(), json!(model));
     body.insert("messages".into(), Value::Array(messages));
@@ -100,6 +101,24 @@ fn message_of(message: &PromptMessage) -> Value {
         })
         .collect();
     json!({ "role": role, "content": content })
+}
+
+/// Makes the turns valid for the Messages API, which wants non-empty content, a user turn
+/// first and (on current models, which refuse assistant prefill) a user turn last: messages
+/// with nothing to send are left out, and a prompt that would open or close with an assistant
+/// turn gets a short user turn there ([`EARLIER_CONVERSATION_TURN`], [`CONTINUE_TURN`]) — a
+/// recalled history window can start mid-conversation.
+fn user_turn_bounds(mut messages: Vec<Value>) -> Vec<Value> {
+    messages.retain(|message| message["content"].as_array().is_some_and(|content| !content.is_empty()));
+    let is_assistant = |message: &Value| message["role"] == "assistant";
+    let user_turn = |text: &str| json!({ "role": "user", "content": [{ "type": "text", "text": text }] });
+    if messages.first().is_some_and(is_assistant) {
+        messages.insert(0, user_turn(EARLIER_CONVERSATION_TURN));
+    }
+    if messages.last().is_some_and(is_assistant) {
+        messages.push(user_turn(CONTINUE_TURN));
+    }
+    messages
 }
 
 /// Turns the Messages stream (`message_start`, `content_block_*`, `message_delta`,

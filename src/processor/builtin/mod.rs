@@ -19,6 +19,7 @@
 //! | `prompt-injection-detector` | processInput, processToolResult | heuristic signals, then an optional LLM judge; blocks, warns or rewrites |
 //! | `pass-through` | any (`hooks`) | changes nothing: the cost of the hook machinery, or a placeholder |
 //! | `token-limiter` | processLLMRequest, processOutputStream | trims remembered history to a token budget; truncates or aborts long answers |
+//! | `prefill-error-handler` | processAPIError | on a refused assistant prefill, ends the prompt with a hidden `continue` turn and retries once |
 
 mod batch_parts;
 mod content_filter;
@@ -28,6 +29,7 @@ mod lowercase;
 mod moderation;
 mod pass_through;
 mod pii;
+mod prefill_error_handler;
 mod prompt_injection;
 mod quality_guardrail;
 mod regex_filter;
@@ -123,4 +125,6 @@ fn register(registry: &mut ProcessorRegistry) {
     registry.register_fn(structured_output::KIND, structured_output::StructuredOutput::from_options);
     registry.register_fn(pass_through::KIND, pass_through::PassThrough::from_options);
     registry.register_fn(token_limiter::KIND, token_limiter::TokenLimiter::from_options);
+    registry
+        .register_fn(prefill_error_handler::KIND, prefill_error_handler::PrefillErrorHandler::from_options);
 }

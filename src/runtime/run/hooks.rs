@@ -230,7 +230,7 @@ impl Run {
                 }
                 Ok(None) => {}
                 Err(HookError::Abort(abort)) if abort.retry && self.can_retry() => {
-                    let tripwire = tripwire_of(processor.id(), Hook::ProcessOutputStep, abort);
+                    let tripwire = tripwire_of(processor.id(), abort);
                     self.list.remove_by_ids(&[message_id.to_owned()]);
                     self.reject_last_step(tripwire.clone());
                     self.processors.retry_count += 1;

@@ -506,21 +506,16 @@ async fn guarded<T>(
     }
 }
 
-fn tripwire_of(processor_id: &str, hook: Hook, abort: Abort) -> Tripwire {
-    let reason = if abort.reason.is_empty() {
-        match hook {
-            Hook::ProcessOutputStream => format!("Stream part blocked by {processor_id}"),
-            _ => format!("Tripwire triggered by {processor_id}"),
-        }
-    } else {
-        abort.reason
-    };
+/// The tripwire of an abort; one default reason for every hook.
+fn tripwire_of(processor_id: &str, abort: Abort) -> Tripwire {
+    let reason =
+        if abort.reason.is_empty() { format!("Tripwire triggered by {processor_id}") } else { abort.reason };
     Tripwire { reason, retry: abort.retry, metadata: abort.metadata, processor_id: processor_id.to_owned() }
 }
 
 fn stop(processor: &dyn Processor, hook: Hook, error: HookError) -> RunStop {
     match error {
-        HookError::Abort(abort) => RunStop::Tripwire(tripwire_of(processor.id(), hook, abort)),
+        HookError::Abort(abort) => RunStop::Tripwire(tripwire_of(processor.id(), abort)),
         HookError::Failed(message) => RunStop::Failed(RunFailure {
             message: format!("processor `{}` failed in {hook}: {message}", processor.id()),
             source: ErrorSource::Processor,

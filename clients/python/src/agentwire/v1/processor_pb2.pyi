@@ -34,6 +34,7 @@ class MessageSource(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     MESSAGE_SOURCE_MEMORY: _ClassVar[MessageSource]
     MESSAGE_SOURCE_INPUT: _ClassVar[MessageSource]
     MESSAGE_SOURCE_RESPONSE: _ClassVar[MessageSource]
+    MESSAGE_SOURCE_SIGNAL: _ClassVar[MessageSource]
 HOOK_UNSPECIFIED: Hook
 HOOK_PROCESS_INPUT: Hook
 HOOK_PROCESS_INPUT_STEP: Hook
@@ -51,6 +52,7 @@ MESSAGE_SOURCE_UNSPECIFIED: MessageSource
 MESSAGE_SOURCE_MEMORY: MessageSource
 MESSAGE_SOURCE_INPUT: MessageSource
 MESSAGE_SOURCE_RESPONSE: MessageSource
+MESSAGE_SOURCE_SIGNAL: MessageSource
 
 class ListProcessorsRequest(_message.Message):
     __slots__ = ()
