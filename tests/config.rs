@@ -76,6 +76,13 @@ fn mistakes_name_the_key_and_the_line() {
         ),
         ("[processors.p]\nkind = \"pii-detector\"\ndetectors = [\"dna\"]\n", ["detectors[0]", "dna"]),
         (
+            "[processors.m]\nkind = \"dynamic-model\"\nfirst_step = \"nowhere/fast\"\n",
+            ["processors.m", "`first_step`: unknown model `nowhere/fast`"],
+        ),
+        ("[processors.m]\nkind = \"dynamic-model\"\n", ["processors.m", "at least one of"]),
+        ("[processors.t]\nkind = \"tool-result-redactor\"\nfields = []\n", ["processors.t", "fields"]),
+        ("[processors.t]\nkind = \"reasoning-transformer\"\ntag = \"a b\"\n", ["processors.t", "tag"]),
+        (
             "[processors.r]\nkind = \"regex-filter\"\npatterns = [{ name = \"x\", pattern = \"(\" }]\n",
             ["patterns[0].pattern", "processors.r"],
         ),

@@ -19,10 +19,14 @@
 //! | `prompt-injection-detector` | processInput, processToolResult | heuristic signals, then an optional LLM judge; blocks, warns or rewrites |
 //! | `pass-through` | any (`hooks`) | changes nothing: the cost of the hook machinery, or a placeholder |
 //! | `token-limiter` | processLLMRequest, processOutputStream | trims remembered history to a token budget; truncates or aborts long answers |
+//! | `tool-result-redactor` | processToolResult | replaces named fields of tool results, at any depth |
+//! | `dynamic-model` | processInputStep | picks each step's model by `request_context` or by step; takes tools away after a step |
+//! | `reasoning-transformer` | processLLMRequest | carries earlier reasoning over as `<thinking>` text, or drops it, in the prompt |
 //! | `prefill-error-handler` | processAPIError | on a refused assistant prefill, ends the prompt with a hidden `continue` turn and retries once |
 
 mod batch_parts;
 mod content_filter;
+mod dynamic_model;
 mod judge;
 mod language_detector;
 mod lowercase;
@@ -32,6 +36,7 @@ mod pii;
 mod prefill_error_handler;
 mod prompt_injection;
 mod quality_guardrail;
+mod reasoning_transformer;
 mod regex_filter;
 mod response_cache;
 mod scan;
@@ -40,6 +45,7 @@ mod structured_output;
 mod system_prompt_scrubber;
 mod token_limiter;
 mod tool_call_filter;
+mod tool_result_redactor;
 mod unicode_normalizer;
 mod word_counter;
 
@@ -125,6 +131,10 @@ fn register(registry: &mut ProcessorRegistry) {
     registry.register_fn(structured_output::KIND, structured_output::StructuredOutput::from_options);
     registry.register_fn(pass_through::KIND, pass_through::PassThrough::from_options);
     registry.register_fn(token_limiter::KIND, token_limiter::TokenLimiter::from_options);
+    registry.register_fn(tool_result_redactor::KIND, tool_result_redactor::ToolResultRedactor::from_options);
+    registry.register_with_resources(dynamic_model::KIND, dynamic_model::DynamicModel::from_options);
+    registry
+        .register_fn(reasoning_transformer::KIND, reasoning_transformer::ReasoningTransformer::from_options);
     registry
         .register_fn(prefill_error_handler::KIND, prefill_error_handler::PrefillErrorHandler::from_options);
 }
