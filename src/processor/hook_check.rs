@@ -225,6 +225,8 @@ mod tests {
             ("regex-filter", "patterns = [{ name = \"x\", pattern = \"x\" }]"),
             ("structured-output", "schema = { type = \"object\" }"),
             ("token-limiter", "input_limit = 100"),
+            ("tool-result-redactor", "fields = [\"ssn\"]"),
+            ("dynamic-model", "first_step = \"mock/echo\""),
         ];
         let registry = ProcessorRegistry::with_builtins();
         let mut checked = Vec::new();
