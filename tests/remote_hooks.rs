@@ -8,7 +8,7 @@ mod common;
 use std::sync::{Arc, Mutex};
 
 use agentwire::server::pb;
-use common::remote::{Answer, call_text, cont, outcome, serve};
+use common::remote::{Answer, call_text, cont, outcome, replace, serve};
 use common::{TestServer, inspected, message, request};
 use prost_types::value::Kind;
 
@@ -76,10 +76,6 @@ fn assistant(text: &str) -> pb::Message {
     message("assistant", text)
 }
 
-fn replace(replacement: pb::Replacement) -> Option<pb::HookResult> {
-    outcome(pb::hook_result::Outcome::Replace(replacement))
-}
-
 fn number(value: f64) -> prost_types::Value {
     prost_types::Value { kind: Some(Kind::NumberValue(value)) }
 }
@@ -129,7 +125,7 @@ fn all_hooks(log: Arc<Mutex<Vec<String>>>) -> Answer {
             }
             ("api-error", pb::Hook::ProcessApiError) => {
                 note(format!("api error {} {}", call.error_status, call.error_message));
-                outcome(pb::hook_result::Outcome::RetryApiCall(pb::RetryApiCall {}))
+                outcome(pb::hook_result::Outcome::RetryApiCall(pb::RetryApiCall::default()))
             }
             ("tools", pb::Hook::ProcessToolResult) => {
                 let tool = call.tool_call.as_ref().map(|tool| tool.tool_name.clone()).unwrap_or_default();

@@ -95,7 +95,7 @@ async fn the_handshake_refuses_clearly() {
     let version = refusal(future).await;
     assert_eq!(version.code(), Code::FailedPrecondition);
     assert!(
-        version.message().contains("[7:9]") && version.message().contains("[1:1]"),
+        version.message().contains("[7:9]") && version.message().contains("[1:2]"),
         "{}",
         version.message()
     );

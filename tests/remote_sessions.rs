@@ -104,7 +104,7 @@ async fn an_instance_may_observe_a_hook() {
     hello.hook_options.push(pb::HookOptions {
         hook: pb::Hook::ProcessInput as i32,
         mode: pb::HookMode::Observe as i32,
-        window: None,
+        ..Default::default()
     });
     let instance = serve_hello(server.channel().await, hello, Arc::new(|_| None)).await;
     let result = server.generate(request("guarded", "not waited for")).await;

@@ -280,6 +280,7 @@ pub(super) async fn pass_through_instance(
             hook: hook as i32,
             mode: pb::HookMode::Blocking as i32,
             window: Some(pb::StreamWindow { max_chunks, max_delay_ms: 20 }),
+            data_parts: false,
         })
         .into_iter()
         .collect();

@@ -283,6 +283,8 @@ pub struct ToolResultArgs<'a> {
     pub args: &'a Value,
     /// The result, as rewritten by earlier processors.
     pub result: Value,
+    /// True when the tool failed: `result` holds the error the model will see.
+    pub is_error: bool,
     /// All messages, the tool result included.
     pub messages: Vec<Message>,
     /// The live list; [`MessageList::update_tool_result`] rewrites the result too.

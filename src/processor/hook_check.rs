@@ -153,6 +153,7 @@ fn implements(processor: &dyn Processor, hook: Hook) -> bool {
                     tool_call_id: "",
                     args: &Value::Null,
                     result: Value::Null,
+                    is_error: false,
                     messages: Vec::new(),
                     message_list: &mut list,
                     system_messages: Vec::new(),

@@ -38,8 +38,10 @@ pub trait Processor: Send + Sync {
     /// The hooks this processor implements; the others are never called.
     fn hooks(&self) -> HookSet;
 
-    /// When true, `processOutputStream` also receives custom `data-*` chunks.
-    fn process_data_parts(&self) -> bool {
+    /// When true, `processOutputStream` also receives custom `data-*` chunks of this run (a
+    /// remote processor answers for the instance serving the run).
+    fn process_data_parts(&self, run: &RunInfo) -> bool {
+        let _ = run;
         false
     }
 

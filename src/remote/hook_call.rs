@@ -5,8 +5,8 @@
 use serde_json::{Map, Value};
 
 use crate::domain::{
-    Chunk, DataChunk, FinishReason, Hook, Message, MessageSource, PromptMessage, RunInfo, ToolCall,
-    ToolChoice, ToolResult, TraceContext, Usage,
+    Chunk, DataChunk, FinishReason, Hook, Message, MessageSource, ModelSettings, PromptMessage, RunInfo,
+    StepInput, StepResult, ToolCall, ToolChoice, ToolDefinition, ToolResult, TraceContext, Usage,
 };
 use crate::processor::Abort;
 
@@ -68,6 +68,10 @@ pub struct HookArgs {
     pub chunks: Vec<Chunk>,
     /// processInputStep's tools on offer.
     pub tools: Vec<String>,
+    /// The steps so far (v2).
+    pub steps: Vec<StepResult>,
+    /// The step's model call (v2): processInputStep, processLLMRequest.
+    pub step_input: Option<StepInput>,
 }
 
 /// The answer to one call.
@@ -92,8 +96,8 @@ pub enum Outcome {
     Replace(Box<Replacement>),
     /// Drop the chunk (processOutputStream).
     Drop,
-    /// Call the model again (processAPIError).
-    RetryApiCall,
+    /// Call the model again (processAPIError), with these messages when set (v2).
+    RetryApiCall(Option<Vec<Message>>),
     /// The processor failed.
     Failure(String),
 }
@@ -119,4 +123,30 @@ pub struct Replacement {
     pub prompt: Option<Vec<PromptMessage>>,
     /// The chunks that replace a window.
     pub parts: Option<Vec<Chunk>>,
+    /// Tagged system messages to add, as (tag, text) (v2).
+    pub add_tagged_system_messages: Vec<(String, String)>,
+    /// Tags to empty before adding (v2).
+    pub clear_system_tags: Vec<String>,
+    /// processLLMRequest: the chunks that answer in the model's place (v2).
+    pub response: Option<Vec<Chunk>>,
+    /// processInputStep: the step's tools (v2).
+    pub tools: Option<Vec<ToolDefinition>>,
+    /// processInputStep: the step's settings (v2).
+    pub model_settings: Option<ModelSettings>,
+    /// processInputStep: the step's provider options (v2).
+    pub provider_options: Option<Value>,
+    /// processInputStep: the step's output schema (v2).
+    pub structured_output: Option<Value>,
+}
+
+impl Replacement {
+    /// Applies the tagged system messages it adds or clears to `list`.
+    pub fn apply_tagged_system_messages(&mut self, list: &mut crate::domain::MessageList) {
+        for tag in self.clear_system_tags.drain(..) {
+            list.clear_tagged_system(&tag);
+        }
+        for (tag, text) in self.add_tagged_system_messages.drain(..) {
+            list.add_tagged_system(&tag, text);
+        }
+    }
 }

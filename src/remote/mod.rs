@@ -25,6 +25,6 @@ pub use self::tool::{RemoteTool, ToolConfigError};
 pub use self::tool_call::{ToolInvocation, ToolOutput, ToolSpec};
 
 /// The protocol versions this server speaks, inclusive.
-pub const PROTOCOL_VERSIONS: (u32, u32) = (1, 1);
+pub const PROTOCOL_VERSIONS: (u32, u32) = (1, 2);
 /// The processor kind of remote processors in the config.
 pub const KIND: &str = "remote";

@@ -15,7 +15,7 @@ use super::hook_call::{HookArgs, HookCall, HookResult, Outcome, Replacement};
 use super::pool::RemotePool;
 use super::session::{CallFailure, Session};
 use crate::domain::{
-    Chunk, DataChunk, Hook, HookSet, Message, MessageList, MessageSource, ReconcileScope, RunInfo,
+    Chunk, DataChunk, Hook, HookSet, Message, MessageList, MessageSource, ReconcileScope, RunInfo, StepInput,
     StreamWindow, now_millis,
 };
 use crate::model::ModelError;
@@ -327,6 +327,13 @@ impl RemoteProcessor {
             _ => None,
         }
     }
+
+    /// The replacement of an answer, its tagged system messages already applied to `list`.
+    fn replacement_in(outcome: Option<Outcome>, list: &mut MessageList) -> Option<Replacement> {
+        let mut replacement = RemoteProcessor::replacement(outcome)?;
+        replacement.apply_tagged_system_messages(list);
+        Some(replacement)
+    }
 }
 
 #[async_trait::async_trait]
@@ -339,6 +346,11 @@ impl Processor for RemoteProcessor {
         HookSet::all()
     }
 
+    fn process_data_parts(&self, run: &RunInfo) -> bool {
+        self.session_for(&run.run_id, Hook::ProcessOutputStream, None)
+            .is_some_and(|session| session.data_parts)
+    }
+
     async fn process_input(&self, mut args: InputArgs<'_>) -> Result<InputOutcome, HookError> {
         let remote = HookArgs {
             message_sources: sources(&args.messages, args.message_list),
@@ -348,7 +360,7 @@ impl Processor for RemoteProcessor {
             ..HookArgs::default()
         };
         let outcome = self.invoke(&mut args.ctx, Hook::ProcessInput, 0, remote).await?;
-        Ok(match RemoteProcessor::replacement(outcome) {
+        Ok(match RemoteProcessor::replacement_in(outcome, args.message_list) {
             Some(Replacement {
                 messages: Some(messages), system_messages: Some(system_messages), ..
             }) => InputOutcome::MessagesAndSystem { messages, system_messages },
@@ -369,19 +381,24 @@ impl Processor for RemoteProcessor {
             system_messages: args.system_messages,
             model: args.step.model.clone(),
             tools: args.step.tools.iter().map(|tool| tool.name.clone()).collect(),
+            steps: args.steps.to_vec(),
+            step_input: Some(args.step.clone()),
             ..HookArgs::default()
         };
         let outcome = self.invoke(&mut args.ctx, Hook::ProcessInputStep, args.step_number, remote).await?;
-        let Some(replacement) = RemoteProcessor::replacement(outcome) else {
+        let Some(replacement) = RemoteProcessor::replacement_in(outcome, args.message_list) else {
             return Ok(StepOverrides::default());
         };
         Ok(StepOverrides {
             model: replacement.model,
+            tools: replacement.tools,
             tool_choice: replacement.tool_choice,
             active_tools: replacement.active_tools,
             messages: replacement.messages,
             system_messages: replacement.system_messages,
-            ..StepOverrides::default()
+            model_settings: replacement.model_settings,
+            provider_options: replacement.provider_options,
+            structured_output: replacement.structured_output,
         })
     }
 
@@ -389,16 +406,26 @@ impl Processor for RemoteProcessor {
         &self,
         mut args: LlmRequestArgs<'_>,
     ) -> Result<LlmRequestOutcome, HookError> {
-        let remote =
-            HookArgs { prompt: args.prompt.to_vec(), model: args.model.to_owned(), ..HookArgs::default() };
+        let step_input = StepInput { model: args.model.to_owned(), ..args.step.clone() };
+        let remote = HookArgs {
+            prompt: args.prompt.to_vec(),
+            model: args.model.to_owned(),
+            steps: args.steps.to_vec(),
+            step_input: Some(step_input),
+            ..HookArgs::default()
+        };
         let outcome = self.invoke(&mut args.ctx, Hook::ProcessLlmRequest, args.step_number, remote).await?;
-        let prompt = RemoteProcessor::replacement(outcome).and_then(|replacement| replacement.prompt);
-        Ok(LlmRequestOutcome { prompt, response: None })
+        let replacement = RemoteProcessor::replacement(outcome).unwrap_or_default();
+        Ok(LlmRequestOutcome { prompt: replacement.prompt, response: replacement.response })
     }
 
     async fn process_llm_response(&self, mut args: LlmResponseArgs<'_>) -> Result<(), HookError> {
-        let remote =
-            HookArgs { chunks: args.chunks.to_vec(), model: args.model.to_owned(), ..HookArgs::default() };
+        let remote = HookArgs {
+            chunks: args.chunks.to_vec(),
+            model: args.model.to_owned(),
+            steps: args.steps.to_vec(),
+            ..HookArgs::default()
+        };
         self.invoke(&mut args.ctx, Hook::ProcessLlmResponse, args.step_number, remote).await?;
         Ok(())
     }
@@ -412,10 +439,19 @@ impl Processor for RemoteProcessor {
             message_sources: sources(&args.messages, args.message_list),
             messages: args.messages,
             error: Some(error),
+            steps: args.steps.to_vec(),
             ..HookArgs::default()
         };
         let outcome = self.invoke(&mut args.ctx, Hook::ProcessApiError, args.step_number, remote).await?;
-        Ok(ApiErrorOutcome { retry: matches!(outcome, Some(Outcome::RetryApiCall)) })
+        match outcome {
+            Some(Outcome::RetryApiCall(messages)) => {
+                if let Some(messages) = messages {
+                    args.message_list.reconcile(ReconcileScope::All, messages, MessageSource::Input);
+                }
+                Ok(ApiErrorOutcome { retry: true })
+            }
+            _ => Ok(ApiErrorOutcome { retry: false }),
+        }
     }
 
     async fn process_output_stream(
@@ -463,10 +499,12 @@ impl Processor for RemoteProcessor {
             finish_reason: Some(args.finish_reason),
             usage: Some(args.usage),
             tool_calls: args.tool_calls.to_vec(),
+            steps: args.steps.to_vec(),
             ..HookArgs::default()
         };
         let outcome = self.invoke(&mut args.ctx, Hook::ProcessOutputStep, args.step_number, remote).await?;
-        Ok(RemoteProcessor::replacement(outcome).and_then(|replacement| replacement.messages))
+        Ok(RemoteProcessor::replacement_in(outcome, args.message_list)
+            .and_then(|replacement| replacement.messages))
     }
 
     async fn process_tool_result(
@@ -482,7 +520,7 @@ impl Processor for RemoteProcessor {
             tool_call_id: args.tool_call_id.to_owned(),
             tool_name: args.tool_name.to_owned(),
             result: args.result,
-            is_error: false,
+            is_error: args.is_error,
         };
         let remote = HookArgs {
             message_sources: sources(&args.messages, args.message_list),
@@ -491,10 +529,11 @@ impl Processor for RemoteProcessor {
             system_messages: args.system_messages,
             tool_call: Some(call),
             tool_result: Some(result),
+            steps: args.steps.to_vec(),
             ..HookArgs::default()
         };
         let outcome = self.invoke(&mut args.ctx, Hook::ProcessToolResult, args.step_number, remote).await?;
-        let replacement = RemoteProcessor::replacement(outcome).unwrap_or_default();
+        let replacement = RemoteProcessor::replacement_in(outcome, args.message_list).unwrap_or_default();
         Ok(ToolResultOutcome { result: replacement.tool_result, messages: replacement.messages })
     }
 
@@ -508,6 +547,7 @@ impl Processor for RemoteProcessor {
             text: args.result.text.clone(),
             finish_reason: Some(args.result.finish_reason),
             usage: Some(args.result.usage),
+            steps: args.result.steps.clone(),
             ..HookArgs::default()
         };
         let outcome = self.invoke(&mut args.ctx, Hook::ProcessOutputResult, 0, remote).await?;

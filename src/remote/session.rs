@@ -41,6 +41,10 @@ pub struct SessionSpec {
     pub observed: HookSet,
     /// How it takes processOutputStream chunks (`None`: one by one).
     pub window: Option<StreamWindow>,
+    /// True when its processOutputStream also takes `data-*` chunks (v2).
+    pub data_parts: bool,
+    /// The protocol version both sides agreed on.
+    pub protocol_version: u32,
     /// How many calls it takes at once (0: no limit).
     pub max_concurrency: usize,
     /// The tools it executes.
@@ -78,6 +82,10 @@ pub struct Session {
     pub observed: HookSet,
     /// How it takes processOutputStream chunks.
     pub window: Option<StreamWindow>,
+    /// True when its processOutputStream also takes `data-*` chunks.
+    pub data_parts: bool,
+    /// The protocol version both sides agreed on.
+    pub protocol_version: u32,
     /// The tools it executes.
     pub tools: Vec<ToolSpec>,
     /// Bounds the calls in flight to its `max_concurrency`.
@@ -124,6 +132,8 @@ impl Session {
             hooks: spec.hooks,
             observed: spec.observed,
             window: spec.window,
+            data_parts: spec.data_parts,
+            protocol_version: spec.protocol_version,
             tools: spec.tools,
             permits: (spec.max_concurrency > 0).then(|| Arc::new(Semaphore::new(spec.max_concurrency))),
             max_concurrency: spec.max_concurrency,

@@ -13,6 +13,7 @@ mod metrics_endpoint;
 mod processor_service;
 mod remote_convert;
 mod status;
+mod step_convert;
 pub mod value;
 
 use std::future::Future;

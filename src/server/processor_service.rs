@@ -45,7 +45,7 @@ fn server_message(message: pb::server_message::Message) -> Result<pb::ServerMess
 }
 
 /// Checks a `Hello`; the status says what is wrong.
-fn accept(hello: pb::Hello, pool: &RemotePool) -> Result<SessionSpec, Status> {
+fn accept(hello: pb::Hello, protocol_version: u32, pool: &RemotePool) -> Result<SessionSpec, Status> {
     if hello.processor_id.is_empty() {
         return Err(Status::invalid_argument("hello.processor_id is required"));
     }
@@ -78,6 +78,7 @@ fn accept(hello: pb::Hello, pool: &RemotePool) -> Result<SessionSpec, Status> {
     let hooks = HookSet::of(&hooks);
     let mut observed = Vec::new();
     let mut window = None;
+    let mut data_parts = false;
     for (index, options) in hello.hook_options.iter().enumerate() {
         let field = format!("hello.hook_options[{index}]");
         let hook = pb::Hook::try_from(options.hook)
@@ -97,6 +98,19 @@ fn accept(hello: pb::Hello, pool: &RemotePool) -> Result<SessionSpec, Status> {
         if let Some(asked) = &options.window {
             window = Some(window_of(hook, asked, &field)?);
         }
+        if options.data_parts {
+            if hook != Hook::ProcessOutputStream {
+                return Err(Status::invalid_argument(format!(
+                    "{field}.data_parts: only processOutputStream takes data-* chunks, not {hook}"
+                )));
+            }
+            if protocol_version < 2 {
+                return Err(Status::invalid_argument(format!(
+                    "{field}.data_parts needs protocol version 2 (this session agreed on {protocol_version})"
+                )));
+            }
+            data_parts = true;
+        }
     }
     Ok(SessionSpec {
         processor_id: hello.processor_id,
@@ -104,9 +118,24 @@ fn accept(hello: pb::Hello, pool: &RemotePool) -> Result<SessionSpec, Status> {
         hooks,
         observed: HookSet::of(&observed),
         window,
+        data_parts,
+        protocol_version,
         max_concurrency: usize::try_from(hello.max_concurrency).unwrap_or(usize::MAX),
         tools,
     })
+}
+
+/// A call as the session's protocol version has it: a version-1 session gets exactly the
+/// version-1 frame.
+fn hook_call_for(call: crate::remote::HookCall, protocol_version: u32) -> pb::HookCall {
+    let mut call = pb::HookCall::from(call);
+    if protocol_version < 2 {
+        call.message_sources.clear();
+        call.tagged_system_messages.clear();
+        call.steps.clear();
+        call.step_input = None;
+    }
+    call
 }
 
 /// The tools a Hello offers, checked: each named once, with a valid argument schema.
@@ -202,7 +231,7 @@ impl pb::processor_service_server::ProcessorService for ProcessorServiceImpl {
         }
         // The highest version both sides speak.
         let protocol_version = hello.max_protocol_version.min(PROTOCOL_VERSIONS.1);
-        let spec = accept(hello, &self.pool)?;
+        let spec = accept(hello, protocol_version, &self.pool)?;
         let (outbox, events) = mpsc::channel(SESSION_BUFFER);
         let session = Arc::new(Session::new(spec, outbox));
         self.pool.register(Arc::clone(&session));
@@ -212,10 +241,10 @@ impl pb::processor_service_server::ProcessorService for ProcessorServiceImpl {
 
         let welcome =
             pb::Welcome { protocol_version, session_id: new_id(), max_frame_bytes: MAX_FRAME_BYTES };
-        let calls = ReceiverStream::new(events).map(|event| {
+        let calls = ReceiverStream::new(events).map(move |event| {
             use pb::server_message::Message;
             server_message(match event {
-                SessionEvent::Call(call) => Message::Call((*call).into()),
+                SessionEvent::Call(call) => Message::Call(hook_call_for(*call, protocol_version)),
                 SessionEvent::Tool(request) => Message::ToolCall((*request).into()),
                 SessionEvent::Cancel(call_id) => Message::Cancel(pb::Cancel { call_id }),
                 SessionEvent::Ping(nonce) => Message::Ping(pb::Ping { nonce }),

@@ -3,10 +3,10 @@
 
 use super::convert::{chunk_to_pb, message_from_pb};
 use super::pb;
+use super::step_convert::{tool_choice_from_pb, tools_from_pb};
 use super::value::{from_proto, from_struct, to_proto, to_struct};
 use crate::domain::{
-    Chunk, DATA_PREFIX, DataChunk, Hook, Message, MessageSource, PromptMessage, ToolCall, ToolChoice,
-    ToolResult,
+    Chunk, DATA_PREFIX, DataChunk, Hook, Message, MessageSource, PromptMessage, ToolCall, ToolResult,
 };
 use crate::processor::Abort;
 use crate::remote::{HookCall, HookResult, Outcome, Replacement, ToolInvocation, ToolOutput};
@@ -84,6 +84,8 @@ impl From<HookCall> for pb::HookCall {
                 .into_iter()
                 .map(|(tag, text)| pb::TaggedSystemMessage { tag, text })
                 .collect(),
+            steps: args.steps.into_iter().map(pb::StepResult::from).collect(),
+            step_input: args.step_input.as_ref().map(pb::StepInput::from),
         }
     }
 }
@@ -182,12 +184,7 @@ fn replacement_from_pb(replacement: pb::Replacement) -> Result<Replacement, Stri
         part: replacement.part.map(|part| chunk_from_pb(part, "replace.part")).transpose()?,
         tool_result: replacement.tool_result.map(from_proto),
         model: replacement.model,
-        tool_choice: replacement.tool_choice.map(|choice| match choice.as_str() {
-            "auto" => ToolChoice::Auto,
-            "none" => ToolChoice::None,
-            "required" => ToolChoice::Required,
-            tool => ToolChoice::Tool(tool.to_owned()),
-        }),
+        tool_choice: replacement.tool_choice.as_deref().map(tool_choice_from_pb),
         active_tools: replacement.active_tools.map(|list| list.values),
         prompt,
         parts: replacement
@@ -200,6 +197,34 @@ fn replacement_from_pb(replacement: pb::Replacement) -> Result<Replacement, Stri
                     .collect::<Result<Vec<_>, _>>()
             })
             .transpose()?,
+        add_tagged_system_messages: replacement
+            .add_tagged_system_messages
+            .into_iter()
+            .enumerate()
+            .map(|(index, tagged)| match tagged.tag.is_empty() {
+                true => Err(format!("replace.add_tagged_system_messages[{index}].tag is required")),
+                false => Ok((tagged.tag, tagged.text)),
+            })
+            .collect::<Result<_, _>>()?,
+        clear_system_tags: replacement.clear_system_tags,
+        response: replacement
+            .response
+            .map(|list| {
+                list.chunks
+                    .into_iter()
+                    .enumerate()
+                    .map(|(index, chunk)| chunk_from_pb(chunk, &format!("replace.response[{index}]")))
+                    .collect::<Result<Vec<_>, _>>()
+            })
+            .transpose()?,
+        tools: replacement.tools.map(|list| tools_from_pb(list, "replace.tools")).transpose()?,
+        model_settings: replacement.model_settings.map(Into::into),
+        provider_options: replacement
+            .provider_options
+            .map(|fields| serde_json::Value::Object(from_struct(fields))),
+        structured_output: replacement
+            .structured_output
+            .map(|fields| serde_json::Value::Object(from_struct(fields))),
     })
 }
 
@@ -220,7 +245,13 @@ impl From<pb::HookResult> for HookResult {
             (None, _) => Outcome::Failure("malformed result: it sets no outcome".to_owned()),
             (Some(Wire::Continue(_)), _) => Outcome::Continue,
             (Some(Wire::Drop(_)), _) => Outcome::Drop,
-            (Some(Wire::RetryApiCall(_)), _) => Outcome::RetryApiCall,
+            (Some(Wire::RetryApiCall(retry)), _) => match retry.messages {
+                None => Outcome::RetryApiCall(None),
+                Some(list) => match messages_from_pb(list, "retry_api_call.messages") {
+                    Ok(messages) => Outcome::RetryApiCall(Some(messages)),
+                    Err(reason) => Outcome::Failure(format!("malformed result: {reason}")),
+                },
+            },
             (Some(Wire::Failure(failure)), _) => Outcome::Failure(failure.message),
             (Some(Wire::Abort(abort)), _) => Outcome::Abort(Abort {
                 reason: abort.reason,

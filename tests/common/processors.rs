@@ -48,7 +48,7 @@ impl Processor for Probe {
         HookSet::all()
     }
 
-    fn process_data_parts(&self) -> bool {
+    fn process_data_parts(&self, _run: &agentwire::domain::RunInfo) -> bool {
         self.data_parts
     }
 

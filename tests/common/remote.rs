@@ -20,13 +20,14 @@ pub fn hello(processor_id: &str, hooks: &[pb::Hook]) -> pb::ProcessorMessage {
     hello_message(hello_of(processor_id, hooks))
 }
 
-/// A Hello for `hooks`, one by one, blocking, with no concurrency limit.
+/// A Hello for `hooks`, one by one, blocking, with no concurrency limit, speaking protocol
+/// versions 1 and 2.
 pub fn hello_of(processor_id: &str, hooks: &[pb::Hook]) -> pb::Hello {
     pb::Hello {
         processor_id: processor_id.into(),
         instance_id: format!("{processor_id}-test"),
         min_protocol_version: 1,
-        max_protocol_version: 1,
+        max_protocol_version: 2,
         hooks: hooks.iter().map(|hook| *hook as i32).collect(),
         max_concurrency: 0,
         hook_options: Vec::new(),
@@ -45,6 +46,7 @@ pub fn windowed_hello(processor_id: &str, max_chunks: u32, max_delay_ms: u32) ->
         hook: pb::Hook::ProcessOutputStream as i32,
         mode: pb::HookMode::Blocking as i32,
         window: Some(pb::StreamWindow { max_chunks, max_delay_ms }),
+        data_parts: false,
     });
     hello
 }
@@ -215,6 +217,11 @@ pub async fn serve_with(
         log.lock().unwrap().push("end".into());
     });
     Instance { task, events, most_in_flight }
+}
+
+/// An answer that replaces what `replacement` sets.
+pub fn replace(replacement: pb::Replacement) -> Option<pb::HookResult> {
+    outcome(pb::hook_result::Outcome::Replace(replacement))
 }
 
 pub fn outcome(outcome: pb::hook_result::Outcome) -> Option<pb::HookResult> {

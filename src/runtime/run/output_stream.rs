@@ -200,7 +200,7 @@ impl Run {
             }
             let mut out = Vec::with_capacity(chunks.len());
             for chunk in chunks {
-                if chunk.is_data() && !processor.process_data_parts() {
+                if chunk.is_data() && !processor.process_data_parts(&self.info) {
                     out.extend(self.close_window(stage, processor.as_ref()).await?);
                     out.push(chunk);
                 } else if self.windows.is_open(stage) {

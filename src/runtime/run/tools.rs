@@ -63,6 +63,7 @@ impl Run {
                 tool_call_id: &call.tool_call_id,
                 args: &call.args,
                 result: stored_tool_result(&self.list, &call.tool_call_id),
+                is_error,
                 messages: self.list.snapshot(ReconcileScope::All),
                 system_messages: self.list.system_messages().to_vec(),
                 tagged_system_messages: self.list.tagged_system_messages().clone(),

@@ -182,14 +182,16 @@ class ToolOutput(_message.Message):
     def __init__(self, call_id: _Optional[int] = ..., result: _Optional[_Union[_struct_pb2.Value, _Mapping]] = ..., error: _Optional[str] = ...) -> None: ...
 
 class HookOptions(_message.Message):
-    __slots__ = ("hook", "mode", "window")
+    __slots__ = ("hook", "mode", "window", "data_parts")
     HOOK_FIELD_NUMBER: _ClassVar[int]
     MODE_FIELD_NUMBER: _ClassVar[int]
     WINDOW_FIELD_NUMBER: _ClassVar[int]
+    DATA_PARTS_FIELD_NUMBER: _ClassVar[int]
     hook: Hook
     mode: HookMode
     window: StreamWindow
-    def __init__(self, hook: _Optional[_Union[Hook, str]] = ..., mode: _Optional[_Union[HookMode, str]] = ..., window: _Optional[_Union[StreamWindow, _Mapping]] = ...) -> None: ...
+    data_parts: bool
+    def __init__(self, hook: _Optional[_Union[Hook, str]] = ..., mode: _Optional[_Union[HookMode, str]] = ..., window: _Optional[_Union[StreamWindow, _Mapping]] = ..., data_parts: _Optional[bool] = ...) -> None: ...
 
 class StreamWindow(_message.Message):
     __slots__ = ("max_chunks", "max_delay_ms")
@@ -210,7 +212,7 @@ class Welcome(_message.Message):
     def __init__(self, protocol_version: _Optional[int] = ..., session_id: _Optional[str] = ..., max_frame_bytes: _Optional[int] = ...) -> None: ...
 
 class HookCall(_message.Message):
-    __slots__ = ("call_id", "run_id", "agent_id", "thread_id", "resource_id", "hook", "step", "deadline_unix_ms", "retry_count", "state", "request_context", "trace_context", "messages", "system_messages", "part", "model", "text", "finish_reason", "usage", "tool_calls", "tool_call", "tool_result", "error_status", "error_message", "prompt", "chunks", "tools", "message_sources", "tagged_system_messages")
+    __slots__ = ("call_id", "run_id", "agent_id", "thread_id", "resource_id", "hook", "step", "deadline_unix_ms", "retry_count", "state", "request_context", "trace_context", "messages", "system_messages", "part", "model", "text", "finish_reason", "usage", "tool_calls", "tool_call", "tool_result", "error_status", "error_message", "prompt", "chunks", "tools", "message_sources", "tagged_system_messages", "steps", "step_input")
     class RequestContextEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -254,6 +256,8 @@ class HookCall(_message.Message):
     TOOLS_FIELD_NUMBER: _ClassVar[int]
     MESSAGE_SOURCES_FIELD_NUMBER: _ClassVar[int]
     TAGGED_SYSTEM_MESSAGES_FIELD_NUMBER: _ClassVar[int]
+    STEPS_FIELD_NUMBER: _ClassVar[int]
+    STEP_INPUT_FIELD_NUMBER: _ClassVar[int]
     call_id: int
     run_id: str
     agent_id: str
@@ -283,7 +287,41 @@ class HookCall(_message.Message):
     tools: _containers.RepeatedScalarFieldContainer[str]
     message_sources: _containers.RepeatedScalarFieldContainer[MessageSource]
     tagged_system_messages: _containers.RepeatedCompositeFieldContainer[TaggedSystemMessage]
-    def __init__(self, call_id: _Optional[int] = ..., run_id: _Optional[str] = ..., agent_id: _Optional[str] = ..., thread_id: _Optional[str] = ..., resource_id: _Optional[str] = ..., hook: _Optional[_Union[Hook, str]] = ..., step: _Optional[int] = ..., deadline_unix_ms: _Optional[int] = ..., retry_count: _Optional[int] = ..., state: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., request_context: _Optional[_Mapping[str, str]] = ..., trace_context: _Optional[_Mapping[str, str]] = ..., messages: _Optional[_Iterable[_Union[_agent_pb2.Message, _Mapping]]] = ..., system_messages: _Optional[_Iterable[str]] = ..., part: _Optional[_Union[_agent_pb2.Chunk, _Mapping]] = ..., model: _Optional[str] = ..., text: _Optional[str] = ..., finish_reason: _Optional[str] = ..., usage: _Optional[_Union[_agent_pb2.Usage, _Mapping]] = ..., tool_calls: _Optional[_Iterable[_Union[_agent_pb2.ToolCallPart, _Mapping]]] = ..., tool_call: _Optional[_Union[_agent_pb2.ToolCallPart, _Mapping]] = ..., tool_result: _Optional[_Union[_agent_pb2.ToolResultPart, _Mapping]] = ..., error_status: _Optional[int] = ..., error_message: _Optional[str] = ..., prompt: _Optional[_Iterable[_Union[_agent_pb2.Message, _Mapping]]] = ..., chunks: _Optional[_Iterable[_Union[_agent_pb2.Chunk, _Mapping]]] = ..., tools: _Optional[_Iterable[str]] = ..., message_sources: _Optional[_Iterable[_Union[MessageSource, str]]] = ..., tagged_system_messages: _Optional[_Iterable[_Union[TaggedSystemMessage, _Mapping]]] = ...) -> None: ...
+    steps: _containers.RepeatedCompositeFieldContainer[_agent_pb2.StepResult]
+    step_input: StepInput
+    def __init__(self, call_id: _Optional[int] = ..., run_id: _Optional[str] = ..., agent_id: _Optional[str] = ..., thread_id: _Optional[str] = ..., resource_id: _Optional[str] = ..., hook: _Optional[_Union[Hook, str]] = ..., step: _Optional[int] = ..., deadline_unix_ms: _Optional[int] = ..., retry_count: _Optional[int] = ..., state: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., request_context: _Optional[_Mapping[str, str]] = ..., trace_context: _Optional[_Mapping[str, str]] = ..., messages: _Optional[_Iterable[_Union[_agent_pb2.Message, _Mapping]]] = ..., system_messages: _Optional[_Iterable[str]] = ..., part: _Optional[_Union[_agent_pb2.Chunk, _Mapping]] = ..., model: _Optional[str] = ..., text: _Optional[str] = ..., finish_reason: _Optional[str] = ..., usage: _Optional[_Union[_agent_pb2.Usage, _Mapping]] = ..., tool_calls: _Optional[_Iterable[_Union[_agent_pb2.ToolCallPart, _Mapping]]] = ..., tool_call: _Optional[_Union[_agent_pb2.ToolCallPart, _Mapping]] = ..., tool_result: _Optional[_Union[_agent_pb2.ToolResultPart, _Mapping]] = ..., error_status: _Optional[int] = ..., error_message: _Optional[str] = ..., prompt: _Optional[_Iterable[_Union[_agent_pb2.Message, _Mapping]]] = ..., chunks: _Optional[_Iterable[_Union[_agent_pb2.Chunk, _Mapping]]] = ..., tools: _Optional[_Iterable[str]] = ..., message_sources: _Optional[_Iterable[_Union[MessageSource, str]]] = ..., tagged_system_messages: _Optional[_Iterable[_Union[TaggedSystemMessage, _Mapping]]] = ..., steps: _Optional[_Iterable[_Union[_agent_pb2.StepResult, _Mapping]]] = ..., step_input: _Optional[_Union[StepInput, _Mapping]] = ...) -> None: ...
+
+class StepInput(_message.Message):
+    __slots__ = ("model", "tools", "tool_choice", "active_tools", "settings", "provider_options", "structured_output")
+    MODEL_FIELD_NUMBER: _ClassVar[int]
+    TOOLS_FIELD_NUMBER: _ClassVar[int]
+    TOOL_CHOICE_FIELD_NUMBER: _ClassVar[int]
+    ACTIVE_TOOLS_FIELD_NUMBER: _ClassVar[int]
+    SETTINGS_FIELD_NUMBER: _ClassVar[int]
+    PROVIDER_OPTIONS_FIELD_NUMBER: _ClassVar[int]
+    STRUCTURED_OUTPUT_FIELD_NUMBER: _ClassVar[int]
+    model: str
+    tools: _containers.RepeatedCompositeFieldContainer[ToolSpec]
+    tool_choice: str
+    active_tools: StringList
+    settings: ModelSettings
+    provider_options: _struct_pb2.Struct
+    structured_output: _struct_pb2.Struct
+    def __init__(self, model: _Optional[str] = ..., tools: _Optional[_Iterable[_Union[ToolSpec, _Mapping]]] = ..., tool_choice: _Optional[str] = ..., active_tools: _Optional[_Union[StringList, _Mapping]] = ..., settings: _Optional[_Union[ModelSettings, _Mapping]] = ..., provider_options: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., structured_output: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...
+
+class ModelSettings(_message.Message):
+    __slots__ = ("temperature", "max_tokens", "top_p", "stop", "seed")
+    TEMPERATURE_FIELD_NUMBER: _ClassVar[int]
+    MAX_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    TOP_P_FIELD_NUMBER: _ClassVar[int]
+    STOP_FIELD_NUMBER: _ClassVar[int]
+    SEED_FIELD_NUMBER: _ClassVar[int]
+    temperature: float
+    max_tokens: int
+    top_p: float
+    stop: _containers.RepeatedScalarFieldContainer[str]
+    seed: int
+    def __init__(self, temperature: _Optional[float] = ..., max_tokens: _Optional[int] = ..., top_p: _Optional[float] = ..., stop: _Optional[_Iterable[str]] = ..., seed: _Optional[int] = ...) -> None: ...
 
 class TaggedSystemMessage(_message.Message):
     __slots__ = ("tag", "text")
@@ -323,8 +361,10 @@ class Drop(_message.Message):
     def __init__(self) -> None: ...
 
 class RetryApiCall(_message.Message):
-    __slots__ = ()
-    def __init__(self) -> None: ...
+    __slots__ = ("messages",)
+    MESSAGES_FIELD_NUMBER: _ClassVar[int]
+    messages: MessageList
+    def __init__(self, messages: _Optional[_Union[MessageList, _Mapping]] = ...) -> None: ...
 
 class Abort(_message.Message):
     __slots__ = ("reason", "retry", "metadata")
@@ -343,7 +383,7 @@ class Failure(_message.Message):
     def __init__(self, message: _Optional[str] = ...) -> None: ...
 
 class Replacement(_message.Message):
-    __slots__ = ("messages", "system_messages", "part", "tool_result", "model", "tool_choice", "active_tools", "prompt", "parts")
+    __slots__ = ("messages", "system_messages", "part", "tool_result", "model", "tool_choice", "active_tools", "prompt", "parts", "add_tagged_system_messages", "clear_system_tags", "response", "tools", "model_settings", "provider_options", "structured_output")
     MESSAGES_FIELD_NUMBER: _ClassVar[int]
     SYSTEM_MESSAGES_FIELD_NUMBER: _ClassVar[int]
     PART_FIELD_NUMBER: _ClassVar[int]
@@ -353,6 +393,13 @@ class Replacement(_message.Message):
     ACTIVE_TOOLS_FIELD_NUMBER: _ClassVar[int]
     PROMPT_FIELD_NUMBER: _ClassVar[int]
     PARTS_FIELD_NUMBER: _ClassVar[int]
+    ADD_TAGGED_SYSTEM_MESSAGES_FIELD_NUMBER: _ClassVar[int]
+    CLEAR_SYSTEM_TAGS_FIELD_NUMBER: _ClassVar[int]
+    RESPONSE_FIELD_NUMBER: _ClassVar[int]
+    TOOLS_FIELD_NUMBER: _ClassVar[int]
+    MODEL_SETTINGS_FIELD_NUMBER: _ClassVar[int]
+    PROVIDER_OPTIONS_FIELD_NUMBER: _ClassVar[int]
+    STRUCTURED_OUTPUT_FIELD_NUMBER: _ClassVar[int]
     messages: MessageList
     system_messages: StringList
     part: _agent_pb2.Chunk
@@ -362,7 +409,20 @@ class Replacement(_message.Message):
     active_tools: StringList
     prompt: MessageList
     parts: ChunkList
-    def __init__(self, messages: _Optional[_Union[MessageList, _Mapping]] = ..., system_messages: _Optional[_Union[StringList, _Mapping]] = ..., part: _Optional[_Union[_agent_pb2.Chunk, _Mapping]] = ..., tool_result: _Optional[_Union[_struct_pb2.Value, _Mapping]] = ..., model: _Optional[str] = ..., tool_choice: _Optional[str] = ..., active_tools: _Optional[_Union[StringList, _Mapping]] = ..., prompt: _Optional[_Union[MessageList, _Mapping]] = ..., parts: _Optional[_Union[ChunkList, _Mapping]] = ...) -> None: ...
+    add_tagged_system_messages: _containers.RepeatedCompositeFieldContainer[TaggedSystemMessage]
+    clear_system_tags: _containers.RepeatedScalarFieldContainer[str]
+    response: ChunkList
+    tools: ToolSpecList
+    model_settings: ModelSettings
+    provider_options: _struct_pb2.Struct
+    structured_output: _struct_pb2.Struct
+    def __init__(self, messages: _Optional[_Union[MessageList, _Mapping]] = ..., system_messages: _Optional[_Union[StringList, _Mapping]] = ..., part: _Optional[_Union[_agent_pb2.Chunk, _Mapping]] = ..., tool_result: _Optional[_Union[_struct_pb2.Value, _Mapping]] = ..., model: _Optional[str] = ..., tool_choice: _Optional[str] = ..., active_tools: _Optional[_Union[StringList, _Mapping]] = ..., prompt: _Optional[_Union[MessageList, _Mapping]] = ..., parts: _Optional[_Union[ChunkList, _Mapping]] = ..., add_tagged_system_messages: _Optional[_Iterable[_Union[TaggedSystemMessage, _Mapping]]] = ..., clear_system_tags: _Optional[_Iterable[str]] = ..., response: _Optional[_Union[ChunkList, _Mapping]] = ..., tools: _Optional[_Union[ToolSpecList, _Mapping]] = ..., model_settings: _Optional[_Union[ModelSettings, _Mapping]] = ..., provider_options: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., structured_output: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...
+
+class ToolSpecList(_message.Message):
+    __slots__ = ("tools",)
+    TOOLS_FIELD_NUMBER: _ClassVar[int]
+    tools: _containers.RepeatedCompositeFieldContainer[ToolSpec]
+    def __init__(self, tools: _Optional[_Iterable[_Union[ToolSpec, _Mapping]]] = ...) -> None: ...
 
 class ChunkList(_message.Message):
     __slots__ = ("chunks",)
