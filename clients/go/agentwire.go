@@ -17,6 +17,14 @@
 //
 // Each call's ctx is cancelled when the server cancels the call (its run went away).
 //
+// Handlers can do what an in-process processor can (protocol version 2): the call carries the
+// steps so far (GetSteps), the step's model call (GetStepInput: tools, tool choice, settings,
+// provider options, output schema), where each message came from (Sources, InputMessages) and
+// the tagged system messages; Replace takes any Replacement (tagged system messages, a step's
+// tools and settings, ...), Respond answers in the model's place from processLLMRequest, and
+// RetryAPICall may carry repaired messages. ReceiveDataParts lets processOutputStream see custom
+// `data-*` chunks.
+//
 // The same connection executes tools agents call (declared as `[tools.<name>] kind = "remote"`,
 // `server` = this processor id):
 //
@@ -45,8 +53,11 @@ import (
 	"github.com/agentwire/agentwire/clients/go/agentwirev1"
 )
 
-// ProtocolVersion is the remote-processor protocol version this package speaks.
-const ProtocolVersion = 1
+// The remote-processor protocol versions this package speaks, inclusive.
+const (
+	MinProtocolVersion = 1
+	ProtocolVersion    = 2
+)
 
 // Address is the server to use: AGENTWIRE_ADDRESS, or 127.0.0.1:50051.
 func Address() string {
@@ -117,6 +128,38 @@ func (c Call) Text() string {
 	return strings.Join(texts, " ")
 }
 
+// Sources says where each of the call's messages came from, in order: "memory", "input",
+// "response" or "signal".
+func (c Call) Sources() []string {
+	names := map[agentwirev1.MessageSource]string{
+		agentwirev1.MessageSource_MESSAGE_SOURCE_MEMORY:   "memory",
+		agentwirev1.MessageSource_MESSAGE_SOURCE_INPUT:    "input",
+		agentwirev1.MessageSource_MESSAGE_SOURCE_RESPONSE: "response",
+		agentwirev1.MessageSource_MESSAGE_SOURCE_SIGNAL:   "signal",
+	}
+	sources := make([]string, 0, len(c.GetMessageSources()))
+	for _, source := range c.GetMessageSources() {
+		name, ok := names[source]
+		if !ok {
+			name = "unknown"
+		}
+		sources = append(sources, name)
+	}
+	return sources
+}
+
+// InputMessages are the messages the client sent in this run (not the remembered ones).
+func (c Call) InputMessages() []*agentwirev1.Message {
+	var input []*agentwirev1.Message
+	sources := c.Sources()
+	for index, message := range c.GetMessages() {
+		if index < len(sources) && sources[index] == "input" {
+			input = append(input, message)
+		}
+	}
+	return input
+}
+
 // Continue lets the call pass unchanged.
 func Continue() *agentwirev1.HookResult {
 	return &agentwirev1.HookResult{Outcome: &agentwirev1.HookResult_Continue{Continue: &agentwirev1.Continue{}}}
@@ -125,6 +168,68 @@ func Continue() *agentwirev1.HookResult {
 // Abort stops the run with a tripwire.
 func Abort(reason string) *agentwirev1.HookResult {
 	return &agentwirev1.HookResult{Outcome: &agentwirev1.HookResult_Abort{Abort: &agentwirev1.Abort{Reason: reason}}}
+}
+
+// AbortWith stops the run with a tripwire carrying metadata (anything that marshals to JSON; nil
+// for none); retry asks processOutputStep for another attempt.
+func AbortWith(reason string, retry bool, metadata any) *agentwirev1.HookResult {
+	abort := &agentwirev1.Abort{Reason: reason, Retry: retry}
+	if metadata != nil {
+		value, err := jsonValue(metadata)
+		if err != nil {
+			panic(fmt.Sprintf("agentwire: abort metadata is not JSON: %v", err))
+		}
+		abort.Metadata = value
+	}
+	return &agentwirev1.HookResult{Outcome: &agentwirev1.HookResult_Abort{Abort: abort}}
+}
+
+// Replace replaces what the hook allows, as the Replacement says.
+func Replace(replacement *agentwirev1.Replacement) *agentwirev1.HookResult {
+	return &agentwirev1.HookResult{Outcome: &agentwirev1.HookResult_Replace{Replace: replacement}}
+}
+
+// Respond answers processLLMRequest in the model's place (a cache hit): the chunks are replayed
+// as the model's stream, and the model is not called.
+func Respond(chunks ...*agentwirev1.Chunk) *agentwirev1.HookResult {
+	return Replace(&agentwirev1.Replacement{Response: &agentwirev1.ChunkList{Chunks: chunks}})
+}
+
+// RetryAPICall asks processAPIError's model call again, with these (repaired) messages when any.
+func RetryAPICall(messages ...*agentwirev1.Message) *agentwirev1.HookResult {
+	retry := &agentwirev1.RetryApiCall{}
+	if len(messages) > 0 {
+		retry.Messages = &agentwirev1.MessageList{Messages: messages}
+	}
+	return &agentwirev1.HookResult{Outcome: &agentwirev1.HookResult_RetryApiCall{RetryApiCall: retry}}
+}
+
+// TextDelta is a text chunk, for Respond or ReplaceParts.
+func TextDelta(text string) *agentwirev1.Chunk {
+	return &agentwirev1.Chunk{Type: "text-delta", Payload: &agentwirev1.Chunk_TextDelta{TextDelta: &agentwirev1.DeltaPayload{Text: text}}}
+}
+
+// DataChunk is a custom chunk to emit with an answer (append it to the result's Emit); kind
+// starts with "data-", data marshals to JSON, and a transient one is never stored.
+func DataChunk(kind string, data any, transient bool) *agentwirev1.Chunk {
+	value, err := jsonValue(data)
+	if err != nil {
+		panic(fmt.Sprintf("agentwire: %s data is not JSON: %v", kind, err))
+	}
+	return &agentwirev1.Chunk{Type: kind, Payload: &agentwirev1.Chunk_Data{Data: &agentwirev1.DataPayload{Data: value, Transient: transient}}}
+}
+
+// jsonValue turns anything that marshals to JSON into a protobuf Value.
+func jsonValue(value any) (*structpb.Value, error) {
+	encoded, err := json.Marshal(value)
+	if err != nil {
+		return nil, err
+	}
+	var decoded any
+	if err := json.Unmarshal(encoded, &decoded); err != nil {
+		return nil, err
+	}
+	return structpb.NewValue(decoded)
 }
 
 // Drop drops the chunk (processOutputStream) or the whole window.
@@ -153,6 +258,7 @@ type Processor struct {
 	options        map[agentwirev1.Hook]*agentwirev1.HookOptions
 	tools          map[string]ToolFunc
 	toolSpecs      []*agentwirev1.ToolSpec
+	dataParts      bool
 }
 
 // ToolFunc executes a tool: args are the (schema-checked) arguments; the result must marshal to
@@ -187,14 +293,7 @@ func (p *Processor) runTool(ctx context.Context, call *agentwirev1.ToolInvocatio
 		return output
 	}
 	// Through JSON, so structs and typed maps work too.
-	encoded, err := json.Marshal(result)
-	var decoded any
-	if err == nil {
-		err = json.Unmarshal(encoded, &decoded)
-	}
-	if err == nil {
-		output.Result, err = structpb.NewValue(decoded)
-	}
+	output.Result, err = jsonValue(result)
 	if err != nil {
 		output.Error = "the tool's result is not JSON: " + err.Error()
 	}
@@ -237,6 +336,13 @@ func (p *Processor) OnWindow(maxChunks int, maxDelay time.Duration, handler Hand
 	return p
 }
 
+// ReceiveDataParts lets processOutputStream (On or OnWindow) see custom `data-*` chunks too,
+// which otherwise pass this processor unseen.
+func (p *Processor) ReceiveDataParts() *Processor {
+	p.dataParts = true
+	return p
+}
+
 // Serve runs one session: it returns when ctx is done or the stream ends. ready (if not nil) is
 // closed once the server welcomed the processor.
 func (p *Processor) Serve(ctx context.Context, address string, ready chan<- struct{}) error {
@@ -259,13 +365,20 @@ func (p *Processor) Serve(ctx context.Context, address string, ready chan<- stru
 	for hook := range p.handlers {
 		hooks = append(hooks, hook)
 	}
-	options := make([]*agentwirev1.HookOptions, 0, len(p.options))
-	for _, option := range p.options {
+	options := make([]*agentwirev1.HookOptions, 0, len(p.options)+1)
+	streamHook := agentwirev1.Hook_HOOK_PROCESS_OUTPUT_STREAM
+	for hook, option := range p.options {
+		if hook == streamHook && p.dataParts {
+			option = &agentwirev1.HookOptions{Hook: hook, Mode: option.GetMode(), Window: option.GetWindow(), DataParts: true}
+		}
 		options = append(options, option)
+	}
+	if _, listed := p.options[streamHook]; p.dataParts && !listed {
+		options = append(options, &agentwirev1.HookOptions{Hook: streamHook, DataParts: true})
 	}
 	hello := &agentwirev1.Hello{
 		ProcessorId: p.ID, InstanceId: p.InstanceID,
-		MinProtocolVersion: ProtocolVersion, MaxProtocolVersion: ProtocolVersion,
+		MinProtocolVersion: MinProtocolVersion, MaxProtocolVersion: ProtocolVersion,
 		Hooks: hooks, HookOptions: options, MaxConcurrency: p.MaxConcurrency, Tools: p.toolSpecs,
 	}
 	if err := stream.Send(&agentwirev1.ProcessorMessage{Message: &agentwirev1.ProcessorMessage_Hello{Hello: hello}}); err != nil {

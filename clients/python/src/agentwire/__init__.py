@@ -4,6 +4,6 @@
 """
 
 from agentwire.client import Client
-from agentwire.processor import Call, Processor, Window, abort, drop, replace, retry_api_call
+from agentwire.processor import Call, Processor, Window, abort, drop, replace, retry_api_call, text_delta
 
-__all__ = ["Call", "Client", "Processor", "abort", "drop", "replace", "retry_api_call", "Window"]
+__all__ = ["Call", "Client", "Processor", "abort", "drop", "replace", "retry_api_call", "text_delta", "Window"]

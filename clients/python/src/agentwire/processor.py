@@ -25,7 +25,17 @@ A stream guard can take the answer's chunks in windows instead of one call per t
     def scan(call):          # call.chunks: the window's content chunks, in order
         return replace(parts=[mask(chunk) for chunk in call.chunks])
 
-`observe=True` makes a hook fire-and-forget: the run never waits for it (audit, logging).
+`observe=True` makes a hook fire-and-forget: the run never waits for it (audit, logging), and
+`data_parts=True` lets a stream processor see custom `data-*` chunks too.
+
+Everything an in-process processor can do, a handler can (protocol version 2): `call.steps` are
+the steps so far, `call.step_input` the step's model call (tools, tool choice, settings, provider
+options, output schema), `call.sources` where each message came from (`"memory"`, `"input"`,
+`"response"`, `"signal"`), `call.tagged_system_messages` the tagged system messages. A
+replacement may keep system messages under a tag across steps (`tagged_system_messages=`), change
+every setting of a step (`tools=`, `model_settings=`, `provider_options=`,
+`structured_output=`), or answer in the model's place (`response=[text_delta("cached")]`);
+`retry_api_call(messages=[...])` repairs the messages before the retry.
 
 The same connection serves tools that agents call (declared as `[tools.<name>] kind = "remote"`,
 `server` = this processor id):
@@ -45,7 +55,7 @@ import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Iterable, Optional
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Union
 
 import grpc
 from google.protobuf import json_format
@@ -67,7 +77,16 @@ HOOKS: Dict[str, int] = {
 }
 _HOOK_NAMES = {number: name for name, number in HOOKS.items()}
 
-PROTOCOL_VERSION = 1
+# The protocol versions this helper speaks, inclusive.
+MIN_PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 2
+
+_SOURCES = {
+    processor_pb2.MESSAGE_SOURCE_MEMORY: "memory",
+    processor_pb2.MESSAGE_SOURCE_INPUT: "input",
+    processor_pb2.MESSAGE_SOURCE_RESPONSE: "response",
+    processor_pb2.MESSAGE_SOURCE_SIGNAL: "signal",
+}
 
 
 @dataclass(frozen=True)
@@ -88,6 +107,16 @@ class Call:
         self.raw = raw
         self.hook = _HOOK_NAMES.get(raw.hook, "unknown")
         self.state: Dict[str, Any] = json_format.MessageToDict(raw.state) if raw.HasField("state") else {}
+        self.emitted: List[agent_pb2.Chunk] = []
+
+    def emit(self, type: str, data: Any, id: str = "", transient: bool = False) -> None:
+        """Streams a custom chunk (`type` starts with `data-`) with the answer to this call;
+        a non-transient one is kept with the run's answer."""
+        if not type.startswith("data-"):
+            raise ValueError(f"custom chunk types start with 'data-', not {type!r}")
+        chunk = agent_pb2.Chunk(type=type, data=agent_pb2.DataPayload(id=id, transient=transient))
+        json_format.ParseDict(data, chunk.data.data)
+        self.emitted.append(chunk)
 
     @property
     def text(self) -> str:
@@ -98,6 +127,21 @@ class Call:
     def part(self) -> Optional[agent_pb2.Chunk]:
         """processOutputStream's chunk."""
         return self.raw.part if self.raw.HasField("part") else None
+
+    @property
+    def sources(self) -> List[str]:
+        """Where each of `messages` came from, in order: "memory", "input", "response" or "signal"."""
+        return [_SOURCES.get(source, "unknown") for source in self.raw.message_sources]
+
+    @property
+    def input_messages(self) -> List[agent_pb2.Message]:
+        """The messages the client sent in this run (not the remembered ones)."""
+        return [message for message, source in zip(self.raw.messages, self.sources) if source == "input"]
+
+    @property
+    def step_input(self) -> Optional[processor_pb2.StepInput]:
+        """processInputStep / processLLMRequest: the step's model call."""
+        return self.raw.step_input if self.raw.HasField("step_input") else None
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.raw, name)
@@ -111,17 +155,50 @@ def abort(reason: str, retry: bool = False, metadata: Any = None) -> processor_p
     return result
 
 
+def text_delta(text: str) -> agent_pb2.Chunk:
+    """A text chunk, e.g. for `replace(response=[...])` or `replace(parts=[...])`."""
+    return agent_pb2.Chunk(type="text-delta", text_delta=agent_pb2.DeltaPayload(text=text))
+
+
 def replace(
     messages: Optional[Iterable[agent_pb2.Message]] = None,
     system_messages: Optional[Iterable[str]] = None,
     part: Optional[agent_pb2.Chunk] = None,
     tool_result: Any = None,
     parts: Optional[Iterable[agent_pb2.Chunk]] = None,
+    tagged_system_messages: Optional[Mapping[str, Union[str, Iterable[str]]]] = None,
+    clear_system_tags: Optional[Iterable[str]] = None,
+    response: Optional[Iterable[agent_pb2.Chunk]] = None,
+    tools: Optional[Iterable[Mapping[str, Any]]] = None,
+    model_settings: Optional[Mapping[str, Any]] = None,
+    provider_options: Optional[Mapping[str, Any]] = None,
+    structured_output: Optional[Mapping[str, Any]] = None,
     **step: Any,
 ) -> processor_pb2.HookResult:
     """Replaces what the hook allows: messages, system messages, the chunk, a window's chunks
-    (`parts`), the tool result, or (processInputStep) `model`, `tool_choice`, `active_tools`."""
+    (`parts`), the tool result; system messages kept under a tag across steps
+    (`tagged_system_messages={"policy": "..."}`, after emptying `clear_system_tags`);
+    processLLMRequest's answer in the model's place (`response`); processInputStep's `model`,
+    `tool_choice`, `active_tools`, `tools` (dicts with name, description, parameters),
+    `model_settings` (temperature, max_tokens, top_p, stop, seed), `provider_options` and
+    `structured_output` (a JSON schema)."""
     replacement = processor_pb2.Replacement()
+    for tag, texts in (tagged_system_messages or {}).items():
+        for text in [texts] if isinstance(texts, str) else texts:
+            replacement.add_tagged_system_messages.add(tag=tag, text=text)
+    replacement.clear_system_tags.extend(clear_system_tags or [])
+    if response is not None:
+        replacement.response.chunks.extend(response)
+    if tools is not None:
+        for tool in tools:
+            spec = replacement.tools.tools.add(name=tool["name"], description=tool.get("description", ""))
+            json_format.ParseDict(tool.get("parameters", {"type": "object"}), spec.parameters)
+    if model_settings is not None:
+        json_format.ParseDict(model_settings, replacement.model_settings)
+    if provider_options is not None:
+        json_format.ParseDict(provider_options, replacement.provider_options)
+    if structured_output is not None:
+        json_format.ParseDict(structured_output, replacement.structured_output)
     if parts is not None:
         replacement.parts.chunks.extend(parts)
     if messages is not None:
@@ -146,9 +223,12 @@ def drop() -> processor_pb2.HookResult:
     return processor_pb2.HookResult(drop=processor_pb2.Drop())
 
 
-def retry_api_call() -> processor_pb2.HookResult:
-    """processAPIError: calls the model again."""
-    return processor_pb2.HookResult(retry_api_call=processor_pb2.RetryApiCall())
+def retry_api_call(messages: Optional[Iterable[agent_pb2.Message]] = None) -> processor_pb2.HookResult:
+    """processAPIError: calls the model again, with `messages` (repaired) when given."""
+    retry = processor_pb2.RetryApiCall()
+    if messages is not None:
+        retry.messages.messages.extend(messages)
+    return processor_pb2.HookResult(retry_api_call=retry)
 
 
 Handler = Callable[[Call], Optional[processor_pb2.HookResult]]
@@ -179,20 +259,24 @@ class Processor:
         self._thread: Optional[threading.Thread] = None
         self._channel: Optional[grpc.Channel] = None
 
-    def on(self, hook: str, window: Optional[Window] = None, observe: bool = False) -> Callable[[Handler], Handler]:
+    def on(
+        self, hook: str, window: Optional[Window] = None, observe: bool = False, data_parts: bool = False
+    ) -> Callable[[Handler], Handler]:
         """Decorator: serves `hook` (e.g. "processInput") with the function; `window` takes
-        processOutputStream chunks in windows; `observe` makes the hook fire-and-forget."""
+        processOutputStream chunks in windows; `observe` makes the hook fire-and-forget;
+        `data_parts` lets processOutputStream see custom `data-*` chunks too."""
         if hook not in HOOKS:
             raise ValueError(f"unknown hook {hook!r}; expected one of {sorted(HOOKS)}")
-        if window is not None and hook != "processOutputStream":
-            raise ValueError("only processOutputStream takes windows")
+        if (window is not None or data_parts) and hook != "processOutputStream":
+            raise ValueError("only processOutputStream takes windows and data parts")
 
         def register(handler: Handler) -> Handler:
             self.handlers[hook] = handler
-            if window is not None or observe:
+            if window is not None or observe or data_parts:
                 options = processor_pb2.HookOptions(
                     hook=HOOKS[hook],
                     mode=processor_pb2.HOOK_MODE_OBSERVE if observe else processor_pb2.HOOK_MODE_BLOCKING,
+                    data_parts=data_parts,
                 )
                 if window is not None:
                     options.window.max_chunks = window.max_chunks
@@ -238,6 +322,7 @@ class Processor:
         if result is None:
             result = processor_pb2.HookResult(**{"continue": processor_pb2.Continue()})
         result.call_id = raw.call_id
+        result.emit.extend(call.emitted)
         if call.state != before:
             json_format.ParseDict(call.state, result.state)
         return result
@@ -247,7 +332,7 @@ class Processor:
         hello = processor_pb2.Hello(
             processor_id=self.processor_id,
             instance_id=self.instance_id,
-            min_protocol_version=PROTOCOL_VERSION,
+            min_protocol_version=MIN_PROTOCOL_VERSION,
             max_protocol_version=PROTOCOL_VERSION,
             hooks=[HOOKS[hook] for hook in self.handlers],
             max_concurrency=self.max_concurrency,
