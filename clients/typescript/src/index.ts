@@ -11,14 +11,17 @@ export {
   type Handler,
   type HookName,
   type HookServing,
+  MIN_PROTOCOL_VERSION,
   PROTOCOL_VERSION,
   Processor,
+  type Source,
   type ToolHandler,
   type Window,
   abort,
   drop,
   replace,
   retryApiCall,
+  textDelta,
 } from "./processor.js";
 export * from "./gen/agentwire/v1/agent_pb.js";
 export * from "./gen/agentwire/v1/memory_pb.js";

@@ -19,6 +19,15 @@
  *     guard.on("processOutputStream", (call) => replace({ parts: call.chunks.map(mask) }),
  *              { window: { maxChunks: 32, maxDelayMs: 50 } });
  *
+ * Everything an in-process processor can do, a handler can (protocol version 2): `call.raw.steps`
+ * are the steps so far, `call.raw.stepInput` the step's model call (tools, tool choice, settings,
+ * provider options, output schema), `call.sources` where each message came from, and
+ * `call.raw.taggedSystemMessages` the tagged system messages. `replace` may keep system messages
+ * under a tag across steps, change every setting of a step, or answer in the model's place
+ * (`response: [textDelta("cached")]`); `retryApiCall(messages)` repairs the messages first;
+ * `{ dataParts: true }` lets a stream processor see custom `data-*` chunks; `call.emit(...)`
+ * streams a custom chunk with the answer.
+ *
  * The same connection executes tools agents call (declared as `[tools.<name>] kind = "remote"`,
  * `server` = this processor id):
  *
@@ -29,7 +38,7 @@ import { type JsonObject, type JsonValue, create, fromJson, toJson } from "@bufb
 import { ValueSchema } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 
-import type { Chunk, Message } from "./gen/agentwire/v1/agent_pb.js";
+import { type Chunk, ChunkSchema, type Message } from "./gen/agentwire/v1/agent_pb.js";
 import {
   Hook,
   type HookCall,
@@ -38,6 +47,7 @@ import {
   HookOptionsSchema,
   type HookResult,
   HookResultSchema,
+  MessageSource,
   type ProcessorMessage,
   ProcessorMessageSchema,
   ProcessorService,
@@ -52,8 +62,19 @@ import type { MessageInitShape } from "@bufbuild/protobuf";
 import { transportTo } from "./client.js";
 import { AsyncQueue } from "./queue.js";
 
-/** The remote-processor protocol version this package speaks. */
-export const PROTOCOL_VERSION = 1;
+/** The remote-processor protocol versions this package speaks, inclusive. */
+export const MIN_PROTOCOL_VERSION = 1;
+export const PROTOCOL_VERSION = 2;
+
+/** Where a message of a run came from. */
+export type Source = "memory" | "input" | "response" | "signal" | "unknown";
+
+const SOURCE_NAMES = new Map<MessageSource, Source>([
+  [MessageSource.MEMORY, "memory"],
+  [MessageSource.INPUT, "input"],
+  [MessageSource.RESPONSE, "response"],
+  [MessageSource.SIGNAL, "signal"],
+]);
 
 /** The nine hooks, by their contract names. */
 export const HOOKS = {
@@ -90,6 +111,8 @@ export interface HookServing {
   window?: Window;
   /** Fire-and-forget: runs never wait for the handler, and its answer is ignored. */
   observe?: boolean;
+  /** processOutputStream only: see custom `data-*` chunks too. */
+  dataParts?: boolean;
 }
 
 /** One hook call: the raw `HookCall` plus conveniences. */
@@ -120,6 +143,39 @@ export class Call {
   get chunks(): Chunk[] {
     return this.raw.chunks;
   }
+
+  /** Where each of `raw.messages` came from, in order. */
+  get sources(): Source[] {
+    return this.raw.messageSources.map((source) => SOURCE_NAMES.get(source) ?? "unknown");
+  }
+
+  /** The messages the client sent in this run (not the remembered ones). */
+  get inputMessages(): Message[] {
+    const sources = this.sources;
+    return this.raw.messages.filter((_, index) => sources[index] === "input");
+  }
+
+  /** Custom chunks to stream with the answer (see `emit`). */
+  readonly emitted: Chunk[] = [];
+
+  /** Streams a custom chunk (`type` starts with `data-`) with the answer; a non-transient one is kept with the run's answer. */
+  emit(type: string, data: JsonValue, options: { id?: string; transient?: boolean } = {}): void {
+    if (!type.startsWith("data-")) throw new Error(`custom chunk types start with "data-", not ${JSON.stringify(type)}`);
+    this.emitted.push(
+      create(ChunkSchema, {
+        type,
+        payload: {
+          case: "data",
+          value: { data: fromJson(ValueSchema, data), id: options.id ?? "", transient: options.transient ?? false },
+        },
+      }),
+    );
+  }
+}
+
+/** A text chunk, for `replace({ response })` or `replace({ parts })`. */
+export function textDelta(text: string): Chunk {
+  return create(ChunkSchema, { type: "text-delta", payload: { case: "textDelta", value: { text } } });
 }
 
 /** What a handler returns: `undefined` lets the call pass. */
@@ -147,6 +203,16 @@ export function replace(replacement: {
   toolChoice?: string;
   activeTools?: string[];
   prompt?: Message[];
+  /** System messages kept under a tag across steps (after emptying `clearSystemTags`). */
+  taggedSystemMessages?: Record<string, string | string[]>;
+  clearSystemTags?: string[];
+  /** processLLMRequest: answer in the model's place; the model is not called. */
+  response?: Chunk[];
+  /** processInputStep: the step's tools, settings, provider options and output schema. */
+  tools?: { name: string; description?: string; parameters?: JsonObject }[];
+  modelSettings?: { temperature?: number; maxTokens?: number; topP?: number; stop?: string[]; seed?: bigint };
+  providerOptions?: JsonObject;
+  structuredOutput?: JsonObject;
 }): HookResult {
   const value: MessageInitShape<typeof ReplacementSchema> = {
     part: replacement.part,
@@ -159,6 +225,23 @@ export function replace(replacement: {
   if (replacement.toolResult !== undefined) value.toolResult = fromJson(ValueSchema, replacement.toolResult);
   if (replacement.activeTools) value.activeTools = { values: replacement.activeTools };
   if (replacement.prompt) value.prompt = { messages: replacement.prompt };
+  value.addTaggedSystemMessages = Object.entries(replacement.taggedSystemMessages ?? {}).flatMap(([tag, texts]) =>
+    (typeof texts === "string" ? [texts] : texts).map((text) => ({ tag, text })),
+  );
+  value.clearSystemTags = replacement.clearSystemTags ?? [];
+  if (replacement.response) value.response = { chunks: replacement.response };
+  if (replacement.tools) {
+    value.tools = {
+      tools: replacement.tools.map((tool) => ({
+        name: tool.name,
+        description: tool.description ?? "",
+        parameters: tool.parameters ?? { type: "object" },
+      })),
+    };
+  }
+  if (replacement.modelSettings) value.modelSettings = replacement.modelSettings;
+  if (replacement.providerOptions) value.providerOptions = replacement.providerOptions;
+  if (replacement.structuredOutput) value.structuredOutput = replacement.structuredOutput;
   return create(HookResultSchema, { outcome: { case: "replace", value } });
 }
 
@@ -167,9 +250,10 @@ export function drop(): HookResult {
   return create(HookResultSchema, { outcome: { case: "drop", value: {} } });
 }
 
-/** processAPIError: calls the model again. */
-export function retryApiCall(): HookResult {
-  return create(HookResultSchema, { outcome: { case: "retryApiCall", value: {} } });
+/** processAPIError: calls the model again, with `messages` (repaired) when given. */
+export function retryApiCall(messages?: Message[]): HookResult {
+  const value = messages ? { messages: { messages } } : {};
+  return create(HookResultSchema, { outcome: { case: "retryApiCall", value } });
 }
 
 /** Executes a tool: gets the (schema-checked) arguments, returns a JSON result; a throw is an error the model sees. */
@@ -208,15 +292,18 @@ export class Processor {
   on(hook: HookName, handler: Handler, serving: HookServing = {}): this {
     const number = HOOKS[hook];
     if (number === undefined) throw new Error(`unknown hook ${JSON.stringify(hook)}`);
-    if (serving.window && hook !== "processOutputStream") throw new Error("only processOutputStream takes windows");
+    if ((serving.window || serving.dataParts) && hook !== "processOutputStream") {
+      throw new Error("only processOutputStream takes windows and data parts");
+    }
     this.handlers.set(number, handler);
-    if (serving.window || serving.observe) {
+    if (serving.window || serving.observe || serving.dataParts) {
       this.options.set(
         number,
         create(HookOptionsSchema, {
           hook: number,
           mode: serving.observe ? HookMode.OBSERVE : HookMode.BLOCKING,
           window: serving.window,
+          dataParts: serving.dataParts ?? false,
         }),
       );
     }
@@ -251,7 +338,7 @@ export class Processor {
           value: {
             processorId: this.processorId,
             instanceId: this.instanceId,
-            minProtocolVersion: PROTOCOL_VERSION,
+            minProtocolVersion: MIN_PROTOCOL_VERSION,
             maxProtocolVersion: PROTOCOL_VERSION,
             hooks: [...this.handlers.keys()],
             maxConcurrency: this.maxConcurrency,
@@ -341,6 +428,7 @@ export class Processor {
       result = create(HookResultSchema, { outcome: { case: "failure", value: { message } } });
     }
     result.callId = raw.callId;
+    result.emit.push(...call.emitted);
     if (JSON.stringify(call.state) !== before) result.state = call.state;
     return result;
   }

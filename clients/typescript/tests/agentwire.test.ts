@@ -4,11 +4,7 @@
  * mid-run.
  */
 import assert from "node:assert/strict";
-import { type ChildProcess, spawn } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
-import { createInterface } from "node:readline";
+import { join } from "node:path";
 import { after, before, test } from "node:test";
 
 import { Code, ConnectError } from "@connectrpc/connect";
@@ -17,30 +13,7 @@ import { guard } from "../examples/word-blocker.js";
 import { redactor } from "../examples/stream-redactor.js";
 import { tools } from "../examples/weather-tool.js";
 import { Client, Processor } from "../src/index.js";
-
-const root = resolve(import.meta.dirname, "../../..");
-const binary = process.env.AGENTWIRE_BIN ?? join(root, "target/debug/agentwire");
-
-/** The server config all client suites share. */
-const config = join(root, "clients/testdata/agentwire.toml");
-
-/** A running server: its address, and how to stop it. */
-async function serve(configPath: string): Promise<{ address: string; stop: () => void }> {
-  const dataDir = mkdtempSync(join(tmpdir(), "agentwire-ts-"));
-  const child: ChildProcess = spawn(
-    binary,
-    ["serve", "--listen", "127.0.0.1:0", "--config", configPath, "--data-dir", dataDir],
-    { stdio: ["ignore", "pipe", "ignore"] },
-  );
-  const lines = createInterface({ input: child.stdout! });
-  const ready: string = await new Promise((resolve) => lines.once("line", resolve));
-  assert.match(ready, /^agentwire listening on /);
-  const stop = () => {
-    child.kill("SIGTERM");
-    rmSync(dataDir, { recursive: true, force: true });
-  };
-  return { address: ready.replace("agentwire listening on ", ""), stop };
-}
+import { config, root, serve } from "./server.js";
 
 let stopServer: () => void;
 let address: string;
