@@ -113,3 +113,36 @@ def test_api_keys_go_with_every_call(keyed_server):
             raise AssertionError("a call without a key is refused")
         except grpc.RpcError as error:
             assert error.code() == grpc.StatusCode.UNAUTHENTICATED
+
+
+def test_async_handlers_are_served(server, client):
+    guard = Processor("word-guard")
+
+    @guard.on("processInput")
+    async def no_secrets(call):
+        if "secret" in call.input_text:
+            return abort("no secrets, said asynchronously")
+
+    guard.start(server)
+    try:
+        result = client.generate("guarded", "the secret", thread_id="py-async", resource_id="ada")
+        assert result.tripwire.reason == "no secrets, said asynchronously"
+    finally:
+        guard.stop()
+
+
+def test_a_bad_answer_fails_the_run_at_once_naming_it(server, client):
+    guard = Processor("word-guard")
+
+    @guard.on("processInput")
+    def sloppy(call):
+        return "blocked"  # not a result: the run fails now, saying so, not after the timeout
+
+    guard.start(server)
+    try:
+        result = client.generate("guarded", "hi", thread_id="py-bad", resource_id="ada")
+        # A failure naming the bug, not the timeout's tripwire.
+        assert result.finish_reason == "error" and not result.HasField("tripwire")
+        assert "TypeError" in result.error.message and "returned str" in result.error.message, result.error.message
+    finally:
+        guard.stop()

@@ -4,6 +4,7 @@
 """
 
 from agentwire.client import Client
+from agentwire.tls import TLS
 from agentwire.processor import Call, Processor, Window, abort, drop, replace, retry_api_call, text_delta
 
-__all__ = ["Call", "Client", "Processor", "abort", "drop", "replace", "retry_api_call", "text_delta", "Window"]
+__all__ = ["Call", "Client", "Processor", "abort", "drop", "replace", "retry_api_call", "text_delta", "TLS", "Window"]

@@ -7,6 +7,7 @@ from typing import Iterator, Optional
 
 import grpc
 
+from agentwire.tls import TLSOption, channel_to
 from agentwire.v1 import agent_pb2, agent_pb2_grpc, memory_pb2_grpc
 
 
@@ -40,10 +41,11 @@ class _ApiKey(
 
 class Client:
     """A connection to an agentwire server. `api_key` (default: `$AGENTWIRE_API_KEY`) goes with
-    every call, for servers with `[auth]` keys."""
+    every call, for servers with `[auth]` keys; `tls` connects over TLS (`True`: the system roots,
+    or `TLS(ca=..., cert=..., key=...)`)."""
 
-    def __init__(self, address: str = "127.0.0.1:50051", api_key: Optional[str] = None) -> None:
-        self.channel = grpc.insecure_channel(address)
+    def __init__(self, address: str = "127.0.0.1:50051", api_key: Optional[str] = None, tls: TLSOption = None) -> None:
+        self.channel = channel_to(address, tls)
         key = api_key if api_key is not None else os.environ.get("AGENTWIRE_API_KEY")
         channel = grpc.intercept_channel(self.channel, _ApiKey(key)) if key else self.channel
         self.agents = agent_pb2_grpc.AgentServiceStub(channel)

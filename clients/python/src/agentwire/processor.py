@@ -47,6 +47,8 @@ The same connection serves tools that agents call (declared as `[tools.<name>] k
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 import logging
 import os
 import queue
@@ -60,9 +62,24 @@ from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Union
 import grpc
 from google.protobuf import json_format
 
+from agentwire.tls import TLSOption, channel_to
 from agentwire.v1 import agent_pb2, processor_pb2, processor_pb2_grpc
 
 log = logging.getLogger("agentwire.processor")
+
+
+def _show_connection_lines() -> None:
+    """Shows the connect and reconnect lines on stderr when the application configured no
+    logging at all (with logging configured, they go where it says, at INFO)."""
+    if not logging.getLogger().handlers and not log.handlers:
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("agentwire: %(message)s"))
+        log.addHandler(handler)
+        log.setLevel(logging.INFO)
+
+
+async def _awaited(awaitable: Any) -> Any:
+    return await awaitable
 
 HOOKS: Dict[str, int] = {
     "processInput": processor_pb2.HOOK_PROCESS_INPUT,
@@ -122,6 +139,17 @@ class Call:
     def text(self) -> str:
         """The text of the call's messages, joined with spaces."""
         return " ".join(part.text.text for message in self.raw.messages for part in message.parts if part.HasField("text"))
+
+    @property
+    def deadline(self) -> float:
+        """When the answer is due, in seconds since the epoch (like `time.time()`)."""
+        return self.raw.deadline_unix_ms / 1000
+
+    @property
+    def input_text(self) -> str:
+        """The text of the messages the client sent in this run, joined with spaces (not the
+        remembered history: what a guard of the user's input checks)."""
+        return " ".join(part.text.text for message in self.input_messages for part in message.parts if part.HasField("text"))
 
     @property
     def part(self) -> Optional[agent_pb2.Chunk]:
@@ -243,10 +271,13 @@ class Processor:
         instance_id: Optional[str] = None,
         max_concurrency: int = 16,
         token: Optional[str] = None,
+        tls: TLSOption = None,
     ) -> None:
         """`token`: the processor token, when the server requires one (default: the
-        `AGENTWIRE_PROCESSOR_TOKEN` environment variable)."""
+        `AGENTWIRE_PROCESSOR_TOKEN` environment variable). `tls`: connect over TLS (`True`: the
+        system roots, or `TLS(ca=..., cert=..., key=...)`)."""
         self.processor_id = processor_id
+        self.tls = tls
         self.token = token if token is not None else os.environ.get("AGENTWIRE_PROCESSOR_TOKEN")
         self.instance_id = instance_id or f"{processor_id}-{uuid.uuid4().hex[:8]}"
         self.max_concurrency = max_concurrency
@@ -256,6 +287,7 @@ class Processor:
         self.tool_specs: Dict[str, processor_pb2.ToolSpec] = {}
         self._stopping = threading.Event()
         self._connected = threading.Event()
+        self._sessions = 0
         self._thread: Optional[threading.Thread] = None
         self._channel: Optional[grpc.Channel] = None
 
@@ -305,6 +337,8 @@ class Processor:
         try:
             args = json_format.MessageToDict(raw.args) if raw.HasField("args") else {}
             result = self.tools[raw.tool_name](args)
+            if inspect.isawaitable(result):  # an `async def` tool
+                result = asyncio.run(_awaited(result))
             json_format.ParseDict(result, output.result)
         except Exception as error:  # the model sees the error; the session goes on
             log.exception("tool %s failed", raw.tool_name)
@@ -316,11 +350,18 @@ class Processor:
         before = dict(call.state)
         try:
             result = self.handlers[call.hook](call)
-        except Exception as error:  # a handler bug fails the run clearly, never the session
+            if inspect.isawaitable(result):  # an `async def` handler: run it to its end here
+                result = asyncio.run(_awaited(result))
+            if result is None:
+                result = processor_pb2.HookResult(**{"continue": processor_pb2.Continue()})
+            if not isinstance(result, processor_pb2.HookResult):
+                raise TypeError(
+                    f"the {call.hook} handler returned {type(result).__name__}; return None or the result of "
+                    "abort(), replace(), drop() or retry_api_call()"
+                )
+        except Exception as error:  # a handler bug fails the run at once, never the session
             log.exception("handler for %s failed", call.hook)
             result = processor_pb2.HookResult(failure=processor_pb2.Failure(message=f"{type(error).__name__}: {error}"))
-        if result is None:
-            result = processor_pb2.HookResult(**{"continue": processor_pb2.Continue()})
         result.call_id = raw.call_id
         result.emit.extend(call.emitted)
         if call.state != before:
@@ -348,7 +389,7 @@ class Processor:
                     return
                 yield message
 
-        self._channel = grpc.insecure_channel(address)
+        self._channel = channel_to(address, self.tls)
         stub = processor_pb2_grpc.ProcessorServiceStub(self._channel)
         metadata = [("authorization", f"Bearer {self.token}")] if self.token else None
         responses = stub.Connect(messages(), metadata=metadata)
@@ -358,7 +399,15 @@ class Processor:
                     kind = message.WhichOneof("message")
                     if kind == "welcome":
                         self._connected.set()
-                        log.info("%s connected (protocol %d)", self.processor_id, message.welcome.protocol_version)
+                        self._sessions += 1
+                        log.info(
+                            "%s as %s (instance %s) to %s, protocol %d",
+                            "connected" if self._sessions == 1 else "reconnected",
+                            self.processor_id,
+                            self.instance_id,
+                            address,
+                            message.welcome.protocol_version,
+                        )
                     elif kind == "call":
                         future = workers.submit(self._answer, message.call)
                         future.add_done_callback(lambda done: outgoing.put(processor_pb2.ProcessorMessage(result=done.result())))
@@ -379,6 +428,7 @@ class Processor:
         not retried: they raise."""
         if not self.handlers and not self.tools:
             raise ValueError("register at least one hook with @processor.on(...) or a tool with @processor.tool(...)")
+        _show_connection_lines()
         backoff = 0.1
         while not self._stopping.is_set():
             try:

@@ -1,0 +1,462 @@
+"""Remote processors in Python.
+
+A processor connects to agentwire, says which hooks it serves, and answers each hook call. It is
+called only for agents whose config names its id (`[processors.<id>] kind = "remote"`):
+
+    from agentwire import Processor, abort
+
+    guard = Processor("word-guard")
+
+    @guard.on("processInput")
+    def no_secrets(call):
+        if "secret" in call.text:
+            return abort("no secrets, please")
+
+    guard.run("127.0.0.1:50051")
+
+A handler returns None to let things pass, or one of `abort(...)`, `replace(...)`, `drop()`,
+`retry_api_call()`. `call.state` is this processor's state for the run: change it in place and it
+travels with the run, so instances stay stateless. The helper handles the handshake, concurrent
+calls, and reconnects with backoff (also after the server drains on shutdown).
+
+A stream guard can take the answer's chunks in windows instead of one call per token:
+
+    @guard.on("processOutputStream", window=Window(max_chunks=32, max_delay_ms=50))
+    def scan(call):          # call.chunks: the window's content chunks, in order
+        return replace(parts=[mask(chunk) for chunk in call.chunks])
+
+`observe=True` makes a hook fire-and-forget: the run never waits for it (audit, logging), and
+`data_parts=True` lets a stream processor see custom `data-*` chunks too.
+
+Everything an in-process processor can do, a handler can (protocol version 2): `call.steps` are
+the steps so far, `call.step_input` the step's model call (tools, tool choice, settings, provider
+options, output schema), `call.sources` where each message came from (`"memory"`, `"input"`,
+`"response"`, `"signal"`), `call.tagged_system_messages` the tagged system messages. A
+replacement may keep system messages under a tag across steps (`tagged_system_messages=`), change
+every setting of a step (`tools=`, `model_settings=`, `provider_options=`,
+`structured_output=`), or answer in the model's place (`response=[text_delta("cached")]`);
+`retry_api_call(messages=[...])` repairs the messages before the retry.
+
+The same connection serves tools that agents call (declared as `[tools.<name>] kind = "remote"`,
+`server` = this processor id):
+
+    @guard.tool("weather", "Weather by city", {"type": "object", "properties": {"city": {"type": "string"}}})
+    def weather(args):
+        return {"city": args["city"], "temp": 21}   # raise to report an error to the model
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+import os
+import queue
+import threading
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Union
+
+import grpc
+from google.protobuf import json_format
+
+from agentwire.tls import TLSOption, channel_to
+from agentwire.v1 import agent_pb2, processor_pb2, processor_pb2_grpc
+
+log = logging.getLogger("agentwire.processor")
+
+
+def _show_connection_lines() -> None:
+    """Shows the connect and reconnect lines on stderr when the application configured no
+    logging at all (with logging configured, they go where it says, at INFO)."""
+    if not logging.getLogger().handlers and not log.handlers:
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("agentwire: %(message)s"))
+        log.addHandler(handler)
+        log.setLevel(logging.INFO)
+
+
+async def _awaited(awaitable: Any) -> Any:
+    return await awaitable
+
+HOOKS: Dict[str, int] = {
+    "processInput": processor_pb2.HOOK_PROCESS_INPUT,
+    "processInputStep": processor_pb2.HOOK_PROCESS_INPUT_STEP,
+    "processLLMRequest": processor_pb2.HOOK_PROCESS_LLM_REQUEST,
+    "processAPIError": processor_pb2.HOOK_PROCESS_API_ERROR,
+    "processOutputStream": processor_pb2.HOOK_PROCESS_OUTPUT_STREAM,
+    "processLLMResponse": processor_pb2.HOOK_PROCESS_LLM_RESPONSE,
+    "processOutputStep": processor_pb2.HOOK_PROCESS_OUTPUT_STEP,
+    "processToolResult": processor_pb2.HOOK_PROCESS_TOOL_RESULT,
+    "processOutputResult": processor_pb2.HOOK_PROCESS_OUTPUT_RESULT,
+}
+_HOOK_NAMES = {number: name for name, number in HOOKS.items()}
+
+# The protocol versions this helper speaks, inclusive.
+MIN_PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 2
+
+_SOURCES = {
+    processor_pb2.MESSAGE_SOURCE_MEMORY: "memory",
+    processor_pb2.MESSAGE_SOURCE_INPUT: "input",
+    processor_pb2.MESSAGE_SOURCE_RESPONSE: "response",
+    processor_pb2.MESSAGE_SOURCE_SIGNAL: "signal",
+}
+
+
+@dataclass(frozen=True)
+class Window:
+    """processOutputStream in windows: a call carries up to `max_chunks` chunks (`call.chunks`),
+    sent when full, `max_delay_ms` after its first chunk (0: no time bound), or when the step's
+    stream ends. The answer replaces the whole window: `replace(parts=[...])`, `drop()`, or None
+    to keep it."""
+
+    max_chunks: int = 32
+    max_delay_ms: int = 50
+
+
+class Call:
+    """One hook call: the raw `HookCall` plus conveniences."""
+
+    def __init__(self, raw: processor_pb2.HookCall) -> None:
+        self.raw = raw
+        self.hook = _HOOK_NAMES.get(raw.hook, "unknown")
+        self.state: Dict[str, Any] = json_format.MessageToDict(raw.state) if raw.HasField("state") else {}
+        self.emitted: List[agent_pb2.Chunk] = []
+
+    def emit(self, type: str, data: Any, id: str = "", transient: bool = False) -> None:
+        """Streams a custom chunk (`type` starts with `data-`) with the answer to this call;
+        a non-transient one is kept with the run's answer."""
+        if not type.startswith("data-"):
+            raise ValueError(f"custom chunk types start with 'data-', not {type!r}")
+        chunk = agent_pb2.Chunk(type=type, data=agent_pb2.DataPayload(id=id, transient=transient))
+        json_format.ParseDict(data, chunk.data.data)
+        self.emitted.append(chunk)
+
+    @property
+    def text(self) -> str:
+        """The text of the call's messages, joined with spaces."""
+        return " ".join(part.text.text for message in self.raw.messages for part in message.parts if part.HasField("text"))
+
+    @property
+    def deadline(self) -> float:
+        """When the answer is due, in seconds since the epoch (like `time.time()`)."""
+        return self.raw.deadline_unix_ms / 1000
+
+    @property
+    def input_text(self) -> str:
+        """The text of the messages the client sent in this run, joined with spaces (not the
+        remembered history: what a guard of the user's input checks)."""
+        return " ".join(part.text.text for message in self.input_messages for part in message.parts if part.HasField("text"))
+
+    @property
+    def part(self) -> Optional[agent_pb2.Chunk]:
+        """processOutputStream's chunk."""
+        return self.raw.part if self.raw.HasField("part") else None
+
+    @property
+    def sources(self) -> List[str]:
+        """Where each of `messages` came from, in order: "memory", "input", "response" or "signal"."""
+        return [_SOURCES.get(source, "unknown") for source in self.raw.message_sources]
+
+    @property
+    def input_messages(self) -> List[agent_pb2.Message]:
+        """The messages the client sent in this run (not the remembered ones)."""
+        return [message for message, source in zip(self.raw.messages, self.sources) if source == "input"]
+
+    @property
+    def step_input(self) -> Optional[processor_pb2.StepInput]:
+        """processInputStep / processLLMRequest: the step's model call."""
+        return self.raw.step_input if self.raw.HasField("step_input") else None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.raw, name)
+
+
+def abort(reason: str, retry: bool = False, metadata: Any = None) -> processor_pb2.HookResult:
+    """Stops the run with a tripwire (`retry` asks processOutputStep for another attempt)."""
+    result = processor_pb2.HookResult(abort=processor_pb2.Abort(reason=reason, retry=retry))
+    if metadata is not None:
+        json_format.ParseDict(metadata, result.abort.metadata)
+    return result
+
+
+def text_delta(text: str) -> agent_pb2.Chunk:
+    """A text chunk, e.g. for `replace(response=[...])` or `replace(parts=[...])`."""
+    return agent_pb2.Chunk(type="text-delta", text_delta=agent_pb2.DeltaPayload(text=text))
+
+
+def replace(
+    messages: Optional[Iterable[agent_pb2.Message]] = None,
+    system_messages: Optional[Iterable[str]] = None,
+    part: Optional[agent_pb2.Chunk] = None,
+    tool_result: Any = None,
+    parts: Optional[Iterable[agent_pb2.Chunk]] = None,
+    tagged_system_messages: Optional[Mapping[str, Union[str, Iterable[str]]]] = None,
+    clear_system_tags: Optional[Iterable[str]] = None,
+    response: Optional[Iterable[agent_pb2.Chunk]] = None,
+    tools: Optional[Iterable[Mapping[str, Any]]] = None,
+    model_settings: Optional[Mapping[str, Any]] = None,
+    provider_options: Optional[Mapping[str, Any]] = None,
+    structured_output: Optional[Mapping[str, Any]] = None,
+    **step: Any,
+) -> processor_pb2.HookResult:
+    """Replaces what the hook allows: messages, system messages, the chunk, a window's chunks
+    (`parts`), the tool result; system messages kept under a tag across steps
+    (`tagged_system_messages={"policy": "..."}`, after emptying `clear_system_tags`);
+    processLLMRequest's answer in the model's place (`response`); processInputStep's `model`,
+    `tool_choice`, `active_tools`, `tools` (dicts with name, description, parameters),
+    `model_settings` (temperature, max_tokens, top_p, stop, seed), `provider_options` and
+    `structured_output` (a JSON schema)."""
+    replacement = processor_pb2.Replacement()
+    for tag, texts in (tagged_system_messages or {}).items():
+        for text in [texts] if isinstance(texts, str) else texts:
+            replacement.add_tagged_system_messages.add(tag=tag, text=text)
+    replacement.clear_system_tags.extend(clear_system_tags or [])
+    if response is not None:
+        replacement.response.chunks.extend(response)
+    if tools is not None:
+        for tool in tools:
+            spec = replacement.tools.tools.add(name=tool["name"], description=tool.get("description", ""))
+            json_format.ParseDict(tool.get("parameters", {"type": "object"}), spec.parameters)
+    if model_settings is not None:
+        json_format.ParseDict(model_settings, replacement.model_settings)
+    if provider_options is not None:
+        json_format.ParseDict(provider_options, replacement.provider_options)
+    if structured_output is not None:
+        json_format.ParseDict(structured_output, replacement.structured_output)
+    if parts is not None:
+        replacement.parts.chunks.extend(parts)
+    if messages is not None:
+        replacement.messages.messages.extend(messages)
+    if system_messages is not None:
+        replacement.system_messages.values.extend(system_messages)
+    if part is not None:
+        replacement.part.CopyFrom(part)
+    if tool_result is not None:
+        json_format.ParseDict(tool_result, replacement.tool_result)
+    if "model" in step:
+        replacement.model = step["model"]
+    if "tool_choice" in step:
+        replacement.tool_choice = step["tool_choice"]
+    if "active_tools" in step:
+        replacement.active_tools.values.extend(step["active_tools"])
+    return processor_pb2.HookResult(replace=replacement)
+
+
+def drop() -> processor_pb2.HookResult:
+    """processOutputStream: drops the chunk."""
+    return processor_pb2.HookResult(drop=processor_pb2.Drop())
+
+
+def retry_api_call(messages: Optional[Iterable[agent_pb2.Message]] = None) -> processor_pb2.HookResult:
+    """processAPIError: calls the model again, with `messages` (repaired) when given."""
+    retry = processor_pb2.RetryApiCall()
+    if messages is not None:
+        retry.messages.messages.extend(messages)
+    return processor_pb2.HookResult(retry_api_call=retry)
+
+
+Handler = Callable[[Call], Optional[processor_pb2.HookResult]]
+
+
+class Processor:
+    """A remote processor: register handlers with `on`, then `run` (blocking) or `start`."""
+
+    def __init__(
+        self,
+        processor_id: str,
+        instance_id: Optional[str] = None,
+        max_concurrency: int = 16,
+        token: Optional[str] = None,
+        tls: TLSOption = None,
+    ) -> None:
+        """`token`: the processor token, when the server requires one (default: the
+        `AGENTWIRE_PROCESSOR_TOKEN` environment variable). `tls`: connect over TLS (`True`: the
+        system roots, or `TLS(ca=..., cert=..., key=...)`)."""
+        self.processor_id = processor_id
+        self.tls = tls
+        self.token = token if token is not None else os.environ.get("AGENTWIRE_PROCESSOR_TOKEN")
+        self.instance_id = instance_id or f"{processor_id}-{uuid.uuid4().hex[:8]}"
+        self.max_concurrency = max_concurrency
+        self.handlers: Dict[str, Handler] = {}
+        self.options: Dict[str, processor_pb2.HookOptions] = {}
+        self.tools: Dict[str, Callable[[Dict[str, Any]], Any]] = {}
+        self.tool_specs: Dict[str, processor_pb2.ToolSpec] = {}
+        self._stopping = threading.Event()
+        self._connected = threading.Event()
+        self._sessions = 0
+        self._thread: Optional[threading.Thread] = None
+        self._channel: Optional[grpc.Channel] = None
+
+    def on(
+        self, hook: str, window: Optional[Window] = None, observe: bool = False, data_parts: bool = False
+    ) -> Callable[[Handler], Handler]:
+        """Decorator: serves `hook` (e.g. "processInput") with the function; `window` takes
+        processOutputStream chunks in windows; `observe` makes the hook fire-and-forget;
+        `data_parts` lets processOutputStream see custom `data-*` chunks too."""
+        if hook not in HOOKS:
+            raise ValueError(f"unknown hook {hook!r}; expected one of {sorted(HOOKS)}")
+        if (window is not None or data_parts) and hook != "processOutputStream":
+            raise ValueError("only processOutputStream takes windows and data parts")
+
+        def register(handler: Handler) -> Handler:
+            self.handlers[hook] = handler
+            if window is not None or observe or data_parts:
+                options = processor_pb2.HookOptions(
+                    hook=HOOKS[hook],
+                    mode=processor_pb2.HOOK_MODE_OBSERVE if observe else processor_pb2.HOOK_MODE_BLOCKING,
+                    data_parts=data_parts,
+                )
+                if window is not None:
+                    options.window.max_chunks = window.max_chunks
+                    options.window.max_delay_ms = window.max_delay_ms
+                self.options[hook] = options
+            return handler
+
+        return register
+
+    def tool(self, name: str, description: str = "", parameters: Optional[Dict[str, Any]] = None) -> Callable:
+        """Decorator: executes tool `name` with the function, which gets the (schema-checked)
+        arguments as a dict and returns a JSON-able result; an exception becomes a tool error the
+        model sees."""
+
+        def register(function: Callable[[Dict[str, Any]], Any]) -> Callable[[Dict[str, Any]], Any]:
+            spec = processor_pb2.ToolSpec(name=name, description=description or (function.__doc__ or "").strip())
+            json_format.ParseDict(parameters or {"type": "object"}, spec.parameters)
+            self.tools[name] = function
+            self.tool_specs[name] = spec
+            return function
+
+        return register
+
+    def _run_tool(self, raw: processor_pb2.ToolInvocation) -> processor_pb2.ToolOutput:
+        output = processor_pb2.ToolOutput(call_id=raw.call_id)
+        try:
+            args = json_format.MessageToDict(raw.args) if raw.HasField("args") else {}
+            result = self.tools[raw.tool_name](args)
+            if inspect.isawaitable(result):  # an `async def` tool
+                result = asyncio.run(_awaited(result))
+            json_format.ParseDict(result, output.result)
+        except Exception as error:  # the model sees the error; the session goes on
+            log.exception("tool %s failed", raw.tool_name)
+            output.error = f"{type(error).__name__}: {error}"
+        return output
+
+    def _answer(self, raw: processor_pb2.HookCall) -> processor_pb2.HookResult:
+        call = Call(raw)
+        before = dict(call.state)
+        try:
+            result = self.handlers[call.hook](call)
+            if inspect.isawaitable(result):  # an `async def` handler: run it to its end here
+                result = asyncio.run(_awaited(result))
+            if result is None:
+                result = processor_pb2.HookResult(**{"continue": processor_pb2.Continue()})
+            if not isinstance(result, processor_pb2.HookResult):
+                raise TypeError(
+                    f"the {call.hook} handler returned {type(result).__name__}; return None or the result of "
+                    "abort(), replace(), drop() or retry_api_call()"
+                )
+        except Exception as error:  # a handler bug fails the run at once, never the session
+            log.exception("handler for %s failed", call.hook)
+            result = processor_pb2.HookResult(failure=processor_pb2.Failure(message=f"{type(error).__name__}: {error}"))
+        result.call_id = raw.call_id
+        result.emit.extend(call.emitted)
+        if call.state != before:
+            json_format.ParseDict(call.state, result.state)
+        return result
+
+    def _session(self, address: str) -> None:
+        outgoing: "queue.Queue[Optional[processor_pb2.ProcessorMessage]]" = queue.Queue()
+        hello = processor_pb2.Hello(
+            processor_id=self.processor_id,
+            instance_id=self.instance_id,
+            min_protocol_version=MIN_PROTOCOL_VERSION,
+            max_protocol_version=PROTOCOL_VERSION,
+            hooks=[HOOKS[hook] for hook in self.handlers],
+            max_concurrency=self.max_concurrency,
+            hook_options=list(self.options.values()),
+            tools=list(self.tool_specs.values()),
+        )
+        outgoing.put(processor_pb2.ProcessorMessage(hello=hello))
+
+        def messages() -> Iterable[processor_pb2.ProcessorMessage]:
+            while True:
+                message = outgoing.get()
+                if message is None:
+                    return
+                yield message
+
+        self._channel = channel_to(address, self.tls)
+        stub = processor_pb2_grpc.ProcessorServiceStub(self._channel)
+        metadata = [("authorization", f"Bearer {self.token}")] if self.token else None
+        responses = stub.Connect(messages(), metadata=metadata)
+        with ThreadPoolExecutor(max_workers=self.max_concurrency) as workers:
+            try:
+                for message in responses:
+                    kind = message.WhichOneof("message")
+                    if kind == "welcome":
+                        self._connected.set()
+                        self._sessions += 1
+                        log.info(
+                            "%s as %s (instance %s) to %s, protocol %d",
+                            "connected" if self._sessions == 1 else "reconnected",
+                            self.processor_id,
+                            self.instance_id,
+                            address,
+                            message.welcome.protocol_version,
+                        )
+                    elif kind == "call":
+                        future = workers.submit(self._answer, message.call)
+                        future.add_done_callback(lambda done: outgoing.put(processor_pb2.ProcessorMessage(result=done.result())))
+                    elif kind == "tool_call":
+                        future = workers.submit(self._run_tool, message.tool_call)
+                        future.add_done_callback(lambda done: outgoing.put(processor_pb2.ProcessorMessage(tool_result=done.result())))
+                    elif kind == "ping":
+                        outgoing.put(processor_pb2.ProcessorMessage(pong=processor_pb2.Pong(nonce=message.ping.nonce)))
+                    elif kind == "drain":
+                        log.info("%s: the server is draining; will reconnect", self.processor_id)
+            finally:
+                self._connected.clear()
+                outgoing.put(None)
+                self._channel.close()
+
+    def run(self, address: str = "127.0.0.1:50051") -> None:
+        """Serves until `stop`, reconnecting with backoff. Refusals (unknown id, bad version) are
+        not retried: they raise."""
+        if not self.handlers and not self.tools:
+            raise ValueError("register at least one hook with @processor.on(...) or a tool with @processor.tool(...)")
+        _show_connection_lines()
+        backoff = 0.1
+        while not self._stopping.is_set():
+            try:
+                self._session(address)
+                backoff = 0.1
+            except grpc.RpcError as error:
+                code = error.code()
+                if code in (grpc.StatusCode.NOT_FOUND, grpc.StatusCode.FAILED_PRECONDITION, grpc.StatusCode.INVALID_ARGUMENT,
+                            grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMISSION_DENIED):
+                    raise
+                if self._stopping.is_set():
+                    return
+                log.warning("session ended (%s); reconnecting in %.1fs", code, backoff)
+            self._stopping.wait(backoff)
+            backoff = min(backoff * 2, 5.0)
+
+    def start(self, address: str = "127.0.0.1:50051", timeout: float = 10.0) -> "Processor":
+        """Serves in a background thread; returns once connected."""
+        self._thread = threading.Thread(target=self.run, args=(address,), daemon=True)
+        self._thread.start()
+        if not self._connected.wait(timeout):
+            raise TimeoutError(f"processor {self.processor_id!r} did not connect to {address} within {timeout}s")
+        return self
+
+    def stop(self) -> None:
+        """Ends the session and stops reconnecting."""
+        self._stopping.set()
+        if self._channel is not None:
+            self._channel.close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
