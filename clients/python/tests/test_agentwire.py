@@ -146,3 +146,22 @@ def test_a_bad_answer_fails_the_run_at_once_naming_it(server, client):
         assert "TypeError" in result.error.message and "returned str" in result.error.message, result.error.message
     finally:
         guard.stop()
+
+
+def test_the_asyncio_client_generates_and_streams(server, keyed_server):
+    import asyncio
+
+    from agentwire import AsyncClient
+
+    async def main():
+        async with AsyncClient(server) as client:
+            result = await client.generate("echo", "hello from asyncio")
+            chunks = [chunk.type async for chunk in client.stream("echo", "hi")]
+        async with AsyncClient(keyed_server, api_key="client-suite-key") as keyed:
+            keyed_result = await keyed.generate("echo", "hi", resource_id="suite-aio")
+        return result, chunks, keyed_result
+
+    result, chunks, keyed_result = asyncio.run(main())
+    assert result.text == "echo: hello from asyncio"
+    assert chunks[0] == "start" and chunks[-1] == "finish"
+    assert keyed_result.text == "echo: hi"
