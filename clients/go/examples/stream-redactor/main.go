@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	agentwire "github.com/agentwire/agentwire/clients/go"
+	"github.com/agentwire/agentwire/clients/go/agentwire"
 	"github.com/agentwire/agentwire/clients/go/agentwirev1"
 )
 

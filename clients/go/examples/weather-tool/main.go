@@ -9,7 +9,7 @@ import (
 	"os"
 	"os/signal"
 
-	agentwire "github.com/agentwire/agentwire/clients/go"
+	"github.com/agentwire/agentwire/clients/go/agentwire"
 )
 
 func main() {

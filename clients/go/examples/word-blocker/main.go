@@ -10,7 +10,7 @@ import (
 	"os/signal"
 	"strings"
 
-	agentwire "github.com/agentwire/agentwire/clients/go"
+	"github.com/agentwire/agentwire/clients/go/agentwire"
 	"github.com/agentwire/agentwire/clients/go/agentwirev1"
 )
 

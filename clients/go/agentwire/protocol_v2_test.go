@@ -16,7 +16,7 @@ import (
 
 	"google.golang.org/protobuf/types/known/structpb"
 
-	agentwire "github.com/agentwire/agentwire/clients/go"
+	"github.com/agentwire/agentwire/clients/go/agentwire"
 	"github.com/agentwire/agentwire/clients/go/agentwirev1"
 )
 

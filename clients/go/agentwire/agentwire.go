@@ -35,9 +35,12 @@ package agentwire
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"strings"
 	"sync"
@@ -45,6 +48,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
@@ -74,24 +78,92 @@ type Client struct {
 	Memory agentwirev1.MemoryServiceClient
 }
 
-// Dial connects to a server (plaintext). The API key in AGENTWIRE_API_KEY, if set, goes with
-// every call; see DialWithKey.
-func Dial(address string) (*Client, error) {
-	return DialWithKey(address, os.Getenv("AGENTWIRE_API_KEY"))
+// TLS connects over TLS: CAFile is the PEM of the CA that signed the server's certificate (empty:
+// the system roots); CertFile and KeyFile, the client certificate for servers that require mTLS.
+type TLS struct {
+	CAFile   string
+	CertFile string
+	KeyFile  string
 }
 
-// DialWithKey connects to a server with `[auth]` keys: key goes with every call as
-// `authorization: Bearer <key>` (none when empty).
-func DialWithKey(address, key string) (*Client, error) {
-	options := []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
-	if key != "" {
-		options = append(options, grpc.WithPerRPCCredentials(apiKey(key)))
+// credentials reads the files.
+func (t TLS) credentials() (credentials.TransportCredentials, error) {
+	config := &tls.Config{MinVersion: tls.VersionTLS12}
+	if t.CAFile != "" {
+		pem, err := os.ReadFile(t.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("agentwire: TLS CA: %w", err)
+		}
+		config.RootCAs = x509.NewCertPool()
+		if !config.RootCAs.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("agentwire: TLS CA: no certificate in %s", t.CAFile)
+		}
 	}
-	conn, err := grpc.NewClient(address, options...)
+	if (t.CertFile == "") != (t.KeyFile == "") {
+		return nil, errors.New("agentwire: TLS: give both CertFile and KeyFile for a client certificate, or neither")
+	}
+	if t.CertFile != "" {
+		certificate, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("agentwire: TLS client certificate: %w", err)
+		}
+		config.Certificates = []tls.Certificate{certificate}
+	}
+	return credentials.NewTLS(config), nil
+}
+
+// transport is plaintext without TLS, else TLS as it says.
+func transport(t *TLS) (grpc.DialOption, error) {
+	if t == nil {
+		return grpc.WithTransportCredentials(insecure.NewCredentials()), nil
+	}
+	creds, err := t.credentials()
+	if err != nil {
+		return nil, err
+	}
+	return grpc.WithTransportCredentials(creds), nil
+}
+
+// Option configures Dial.
+type Option func(*dialConfig)
+
+type dialConfig struct {
+	key string
+	tls *TLS
+}
+
+// WithAPIKey sends key with every call as `authorization: Bearer <key>`, for servers with
+// `[[auth.keys]]` (default: AGENTWIRE_API_KEY; none when empty).
+func WithAPIKey(key string) Option { return func(c *dialConfig) { c.key = key } }
+
+// WithTLS connects over TLS (default: plaintext).
+func WithTLS(t TLS) Option { return func(c *dialConfig) { c.tls = &t } }
+
+// Dial connects to a server: plaintext unless WithTLS, with the API key of WithAPIKey or
+// AGENTWIRE_API_KEY.
+func Dial(address string, options ...Option) (*Client, error) {
+	config := dialConfig{key: os.Getenv("AGENTWIRE_API_KEY")}
+	for _, option := range options {
+		option(&config)
+	}
+	secure, err := transport(config.tls)
+	if err != nil {
+		return nil, err
+	}
+	dialOptions := []grpc.DialOption{secure}
+	if config.key != "" {
+		dialOptions = append(dialOptions, grpc.WithPerRPCCredentials(apiKey(config.key)))
+	}
+	conn, err := grpc.NewClient(address, dialOptions...)
 	if err != nil {
 		return nil, err
 	}
 	return &Client{conn: conn, Agents: agentwirev1.NewAgentServiceClient(conn), Memory: agentwirev1.NewMemoryServiceClient(conn)}, nil
+}
+
+// DialWithKey is Dial(address, WithAPIKey(key)).
+func DialWithKey(address, key string) (*Client, error) {
+	return Dial(address, WithAPIKey(key))
 }
 
 // apiKey sends an API key with every call.
@@ -119,6 +191,20 @@ type Call struct{ *agentwirev1.HookCall }
 func (c Call) Text() string {
 	var texts []string
 	for _, message := range c.GetMessages() {
+		for _, part := range message.GetParts() {
+			if text := part.GetText(); text != nil {
+				texts = append(texts, text.GetText())
+			}
+		}
+	}
+	return strings.Join(texts, " ")
+}
+
+// InputText is the text of the messages the client sent in this run, joined with spaces (not
+// the remembered history: what a guard of the user's input checks).
+func (c Call) InputText() string {
+	var texts []string
+	for _, message := range c.InputMessages() {
 		for _, part := range message.GetParts() {
 			if text := part.GetText(); text != nil {
 				texts = append(texts, text.GetText())
@@ -250,8 +336,13 @@ type Handler func(ctx context.Context, call Call) *agentwirev1.HookResult
 type Processor struct {
 	ID         string
 	InstanceID string
-	// Token is sent as `authorization: Bearer <token>` when the server requires one.
+	// Token is sent as `authorization: Bearer <token>` when the server requires one
+	// (`[[processor_tokens]]`; NewProcessor takes AGENTWIRE_PROCESSOR_TOKEN).
 	Token string
+	// TLS connects over TLS when set (default: plaintext).
+	TLS *TLS
+	// Logger gets the connect and reconnect lines (default: slog.Default()).
+	Logger *slog.Logger
 	// MaxConcurrency is how many calls it takes at once (0: no limit); more wait on the server.
 	MaxConcurrency uint32
 	handlers       map[agentwirev1.Hook]Handler
@@ -259,6 +350,7 @@ type Processor struct {
 	tools          map[string]ToolFunc
 	toolSpecs      []*agentwirev1.ToolSpec
 	dataParts      bool
+	sessions       int
 }
 
 // ToolFunc executes a tool: args are the (schema-checked) arguments; the result must marshal to
@@ -305,6 +397,7 @@ func NewProcessor(id string) *Processor {
 	return &Processor{
 		ID:         id,
 		InstanceID: fmt.Sprintf("%s-%d", id, time.Now().UnixNano()),
+		Token:      os.Getenv("AGENTWIRE_PROCESSOR_TOKEN"),
 		handlers:   map[agentwirev1.Hook]Handler{},
 		options:    map[agentwirev1.Hook]*agentwirev1.HookOptions{},
 		tools:      map[string]ToolFunc{},
@@ -349,7 +442,11 @@ func (p *Processor) Serve(ctx context.Context, address string, ready chan<- stru
 	if len(p.handlers) == 0 && len(p.tools) == 0 {
 		return errors.New("register at least one hook with On, or a tool with Tool")
 	}
-	conn, err := grpc.NewClient(address, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	secure, err := transport(p.TLS)
+	if err != nil {
+		return err
+	}
+	conn, err := grpc.NewClient(address, secure)
 	if err != nil {
 		return err
 	}
@@ -399,6 +496,16 @@ func (p *Processor) Serve(ctx context.Context, address string, ready chan<- stru
 		}
 		switch kind := message.GetMessage().(type) {
 		case *agentwirev1.ServerMessage_Welcome:
+			p.sessions++
+			verb := "connected"
+			if p.sessions > 1 {
+				verb = "reconnected"
+			}
+			logger := p.Logger
+			if logger == nil {
+				logger = slog.Default()
+			}
+			logger.Info(fmt.Sprintf("agentwire: %s as %s (instance %s) to %s, protocol %d", verb, p.ID, p.InstanceID, address, kind.Welcome.GetProtocolVersion()))
 			if ready != nil {
 				close(ready)
 				ready = nil
@@ -406,7 +513,11 @@ func (p *Processor) Serve(ctx context.Context, address string, ready chan<- stru
 		case *agentwirev1.ServerMessage_Ping:
 			send(&agentwirev1.ProcessorMessage{Message: &agentwirev1.ProcessorMessage_Pong{Pong: &agentwirev1.Pong{Nonce: kind.Ping.GetNonce()}}})
 		case *agentwirev1.ServerMessage_Call:
+			// The handler's ctx ends at the call's deadline, or when the server cancels it.
 			callCtx, cancel := context.WithCancel(ctx)
+			if deadline := kind.Call.GetDeadlineUnixMs(); deadline > 0 {
+				callCtx, cancel = context.WithDeadline(ctx, time.UnixMilli(deadline))
+			}
 			calls.Store(kind.Call.GetCallId(), cancel)
 			go func(call *agentwirev1.HookCall) {
 				defer func() {

@@ -14,12 +14,12 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	agentwire "github.com/agentwire/agentwire/clients/go"
+	"github.com/agentwire/agentwire/clients/go/agentwire"
 	"github.com/agentwire/agentwire/clients/go/agentwirev1"
 )
 
 // config is the server config all client suites share.
-var config = filepath.Join("..", "testdata", "agentwire.toml")
+var config = filepath.Join("..", "..", "testdata", "agentwire.toml")
 
 // startServer runs the real agentwire binary on a free port and returns its address.
 func startServer(t *testing.T) string {
@@ -32,7 +32,7 @@ func startServerWith(t *testing.T, config string) string {
 	t.Helper()
 	binary := os.Getenv("AGENTWIRE_BIN")
 	if binary == "" {
-		binary = filepath.Join("..", "..", "target", "debug", "agentwire")
+		binary = filepath.Join("..", "..", "..", "target", "debug", "agentwire")
 	}
 	dir := t.TempDir()
 	server := exec.Command(binary, "serve", "--listen", "127.0.0.1:0", "--config", config, "--data-dir", dir)
@@ -279,7 +279,7 @@ func TestRemoteToolServesAnAgent(t *testing.T) {
 }
 
 func TestAPIKeysGoWithEveryCall(t *testing.T) {
-	address := startServerWith(t, filepath.Join("..", "testdata", "keyed.toml"))
+	address := startServerWith(t, filepath.Join("..", "..", "testdata", "keyed.toml"))
 	ctx := context.Background()
 	client, err := agentwire.DialWithKey(address, "client-suite-key")
 	if err != nil {
