@@ -6,7 +6,7 @@
 import { Processor, abort } from "../src/index.js";
 
 export const guard = new Processor("word-guard").on("processInput", (call) =>
-  call.text.toLowerCase().includes("secret") ? abort("no secrets, please", { metadata: { word: "secret" } }) : undefined,
+  call.inputText.toLowerCase().includes("secret") ? abort("no secrets, please", { metadata: { word: "secret" } }) : undefined,
 );
 
 if (import.meta.url === `file://${process.argv[1]}`) {

@@ -1,6 +1,8 @@
 /**
  * Calls agents: `new Client(address).generate(...)` and `.stream(...)`.
  */
+import { readFileSync } from "node:fs";
+
 import { create } from "@bufbuild/protobuf";
 import { type Interceptor, type Client as ServiceClient, type Transport, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
@@ -22,16 +24,50 @@ export type RunOptions = Partial<Omit<RunRequest, "$typeName" | "agentId" | "tex
 };
 
 /**
- * A gRPC transport to `address` (`host:port`, or a URL), over HTTP/2 as gRPC requires. With
- * `apiKey`, every call carries `authorization: Bearer <key>` (for servers with `[auth]` keys).
+ * TLS: `ca` is the PEM file of the CA that signed the server's certificate (unset: the system
+ * roots); `cert` and `key`, this side's certificate for servers that require mTLS.
  */
-export function transportTo(address: string, apiKey?: string): Transport {
-  const baseUrl = /^https?:\/\//.test(address) ? address : `http://${address}`;
+export interface TlsOptions {
+  ca?: string;
+  cert?: string;
+  key?: string;
+}
+
+/** How to reach a server. */
+export interface ConnectionOptions {
+  /** Connect over TLS (`true`: the system roots). Default: plaintext, unless the address is `https://…`. */
+  tls?: TlsOptions | boolean;
+}
+
+/** What a `Client` takes besides the address. */
+export interface ClientOptions extends ConnectionOptions {
+  /** Sent as `authorization: Bearer <key>` with every call (default `$AGENTWIRE_API_KEY`). */
+  apiKey?: string;
+}
+
+/**
+ * A gRPC transport to `address` (`host:port`, or a URL), over HTTP/2 as gRPC requires. With
+ * `apiKey`, every call carries `authorization: Bearer <key>` (for servers with `[auth]` keys);
+ * with `tls`, the connection is TLS.
+ */
+export function transportTo(address: string, apiKey?: string, options: ConnectionOptions = {}): Transport {
+  const tls = options.tls === true ? {} : options.tls || undefined;
+  const host = address.replace(/^https?:\/\//, "");
+  const secure = tls !== undefined || address.startsWith("https://");
+  const baseUrl = `${secure ? "https" : "http"}://${host}`;
+  if (tls && (tls.cert === undefined) !== (tls.key === undefined)) {
+    throw new Error("tls: give both cert and key for a client certificate, or neither");
+  }
+  const read = (path?: string) => (path === undefined ? undefined : readFileSync(path));
   const withKey: Interceptor = (next) => (request) => {
     request.header.set("authorization", `Bearer ${apiKey}`);
     return next(request);
   };
-  return createGrpcTransport({ baseUrl, interceptors: apiKey ? [withKey] : [] });
+  return createGrpcTransport({
+    baseUrl,
+    interceptors: apiKey ? [withKey] : [],
+    nodeOptions: tls ? { ca: read(tls.ca), cert: read(tls.cert), key: read(tls.key) } : undefined,
+  });
 }
 
 /** A connection to an agentwire server. */
@@ -40,9 +76,13 @@ export class Client {
   readonly memory: ServiceClient<typeof MemoryService>;
   readonly processors: ServiceClient<typeof ProcessorService>;
 
-  /** `apiKey` defaults to `$AGENTWIRE_API_KEY`; none when unset or empty. */
-  constructor(address = "127.0.0.1:50051", apiKey: string | undefined = process.env.AGENTWIRE_API_KEY) {
-    const transport = transportTo(address, apiKey || undefined);
+  /**
+   * `options.apiKey` (or a key as the second argument) defaults to `$AGENTWIRE_API_KEY`; none
+   * when unset or empty. `options.tls` connects over TLS.
+   */
+  constructor(address = "127.0.0.1:50051", options: ClientOptions | string = {}) {
+    const { apiKey = process.env.AGENTWIRE_API_KEY, tls } = typeof options === "string" ? { apiKey: options } : options;
+    const transport = transportTo(address, apiKey || undefined, { tls });
     this.agents = createClient(AgentService, transport);
     this.memory = createClient(MemoryService, transport);
     this.processors = createClient(ProcessorService, transport);

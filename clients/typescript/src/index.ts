@@ -3,7 +3,7 @@
  *
  *     import { Client, Processor, abort } from "@agentwire/client";
  */
-export { Client, type RunOptions, transportTo } from "./client.js";
+export { Client, type ClientOptions, type ConnectionOptions, type RunOptions, type TlsOptions, transportTo } from "./client.js";
 export {
   type Answer,
   Call,

@@ -34,7 +34,7 @@
  *     tools.tool("weather", { description: "Weather by city", parameters: schema },
  *                async (args) => ({ city: args.city, temp: 21 }));   // throw: a tool error
  */
-import { type JsonObject, type JsonValue, create, fromJson, toJson } from "@bufbuild/protobuf";
+import { type JsonObject, type JsonValue, create, fromJson, isMessage, toJson } from "@bufbuild/protobuf";
 import { ValueSchema } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 
@@ -59,7 +59,7 @@ import {
   ToolSpecSchema,
 } from "./gen/agentwire/v1/processor_pb.js";
 import type { MessageInitShape } from "@bufbuild/protobuf";
-import { transportTo } from "./client.js";
+import { type TlsOptions, transportTo } from "./client.js";
 import { AsyncQueue } from "./queue.js";
 
 /** The remote-processor protocol versions this package speaks, inclusive. */
@@ -132,6 +132,19 @@ export class Call {
       .flatMap((message) => message.parts)
       .flatMap((part) => (part.part.case === "text" ? [part.part.value.text] : []))
       .join(" ");
+  }
+
+  /** The text of the messages the client sent in this run, joined with spaces (not the remembered history). */
+  get inputText(): string {
+    return this.inputMessages
+      .flatMap((message) => message.parts)
+      .flatMap((part) => (part.part.case === "text" ? [part.part.value.text] : []))
+      .join(" ");
+  }
+
+  /** When the answer is due (the handler's signal aborts then). */
+  get deadline(): Date {
+    return new Date(Number(this.raw.deadlineUnixMs));
   }
 
   /** processOutputStream's chunk (one by one). */
@@ -273,6 +286,9 @@ export class Processor {
   readonly instanceId: string;
   readonly token: string | undefined;
   readonly maxConcurrency: number;
+  readonly tls: TlsOptions | boolean | undefined;
+  private readonly log: (line: string) => void;
+  private sessions = 0;
   private readonly handlers = new Map<Hook, Handler>();
   private readonly options = new Map<Hook, HookOptions>();
   private readonly tools = new Map<string, { spec: ToolSpec; handler: ToolHandler }>();
@@ -281,11 +297,22 @@ export class Processor {
 
   constructor(
     readonly processorId: string,
-    options: { instanceId?: string; token?: string; maxConcurrency?: number } = {},
+    options: {
+      instanceId?: string;
+      /** The processor token (default `$AGENTWIRE_PROCESSOR_TOKEN`), for servers with `[[processor_tokens]]`. */
+      token?: string;
+      maxConcurrency?: number;
+      /** Connect over TLS (`true`: the system roots). */
+      tls?: TlsOptions | boolean;
+      /** Where the connect and reconnect lines go (default: stderr). */
+      log?: (line: string) => void;
+    } = {},
   ) {
     this.instanceId = options.instanceId ?? `${processorId}-${Math.random().toString(16).slice(2, 10)}`;
     this.token = options.token ?? process.env.AGENTWIRE_PROCESSOR_TOKEN;
     this.maxConcurrency = options.maxConcurrency ?? 0;
+    this.tls = options.tls;
+    this.log = options.log ?? ((line) => console.error(line));
   }
 
   /** Serves `hook` (e.g. "processInput") with `handler`. */
@@ -329,7 +356,7 @@ export class Processor {
     if (this.handlers.size === 0 && this.tools.size === 0) {
       throw new Error("register at least one hook with on(...) or a tool with tool(...)");
     }
-    const client = createClient(ProcessorService, transportTo(address));
+    const client = createClient(ProcessorService, transportTo(address, undefined, { tls: this.tls }));
     const outgoing = new AsyncQueue<ProcessorMessage>();
     outgoing.push(
       create(ProcessorMessageSchema, {
@@ -354,6 +381,11 @@ export class Processor {
       for await (const message of client.connect(outgoing, { signal, headers })) {
         switch (message.message.case) {
           case "welcome":
+            this.sessions += 1;
+            this.log(
+              `agentwire: ${this.sessions === 1 ? "connected" : "reconnected"} as ${this.processorId} ` +
+                `(instance ${this.instanceId}) to ${address}, protocol ${message.message.value.protocolVersion}`,
+            );
             onReady?.();
             break;
           case "ping":
@@ -365,7 +397,10 @@ export class Processor {
             const call = message.message.value;
             const cancelled = new AbortController();
             calls.set(call.callId, cancelled);
-            void this.answer(call, cancelled.signal).then((result) => {
+            // The handler's signal aborts at the call's deadline, or when the server cancels it.
+            const left = Number(call.deadlineUnixMs) - Date.now();
+            const signal = call.deadlineUnixMs > 0n ? AbortSignal.any([cancelled.signal, AbortSignal.timeout(Math.max(left, 0))]) : cancelled.signal;
+            void this.answer(call, signal).then((result) => {
               calls.delete(call.callId);
               // A call cancelled by the server or by shutdown is never answered: a guardrail
               // interrupted mid-check must not be taken for a pass.
@@ -419,9 +454,15 @@ export class Processor {
     let result: HookResult;
     try {
       const handler = this.handlers.get(raw.hook);
-      result = (handler ? await handler(call, signal) : undefined) ?? create(HookResultSchema, {
+      const answer: unknown = (handler ? await handler(call, signal) : undefined) ?? create(HookResultSchema, {
         outcome: { case: "continue", value: {} },
       });
+      if (!isMessage(answer, HookResultSchema)) {
+        throw new TypeError(
+          `the ${call.hook} handler returned ${typeof answer}; return undefined or the result of abort(), replace(), drop() or retryApiCall()`,
+        );
+      }
+      result = answer;
     } catch (error) {
       // A handler bug fails the run clearly, never the session.
       const message = error instanceof Error ? `${error.name}: ${error.message}` : String(error);

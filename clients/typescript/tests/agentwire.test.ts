@@ -123,3 +123,17 @@ test("an API key goes with every call", async () => {
     keyed.stop();
   }
 });
+
+test("a bad answer fails the run at once, naming it", async () => {
+  // Not a result: the run fails now with a failure naming the bug, not by the timeout's tripwire.
+  const sloppy = new Processor("word-guard", { log: () => {} }).on("processInput", () => "blocked" as never);
+  await sloppy.start(address);
+  try {
+    const result = await client.generate("guarded", "hi", { threadId: "ts-bad", resourceId: "ada" });
+    assert.equal(result.finishReason, "error");
+    assert.equal(result.tripwire, undefined);
+    assert.match(result.error?.message ?? "", /TypeError: the processInput handler returned string/);
+  } finally {
+    await sloppy.stop();
+  }
+});

@@ -13,12 +13,15 @@ const binary = process.env.AGENTWIRE_BIN ?? join(root, "target/debug/agentwire")
 export const config = join(root, "clients/testdata/agentwire.toml");
 
 /** A running server: its address, and how to stop it. */
-export async function serve(configPath: string): Promise<{ address: string; stop: () => void }> {
+export async function serve(
+  configPath: string,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<{ address: string; stop: () => void }> {
   const dataDir = mkdtempSync(join(tmpdir(), "agentwire-ts-"));
   const child: ChildProcess = spawn(
     binary,
     ["serve", "--listen", "127.0.0.1:0", "--config", configPath, "--data-dir", dataDir],
-    { stdio: ["ignore", "pipe", "ignore"] },
+    { stdio: ["ignore", "pipe", "ignore"], env },
   );
   const lines = createInterface({ input: child.stdout! });
   const ready: string = await new Promise((resolve) => lines.once("line", resolve));
