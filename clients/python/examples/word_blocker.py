@@ -10,7 +10,7 @@ guard = Processor("word-guard")
 
 @guard.on("processInput")
 def no_secrets(call):
-    if "secret" in call.text.lower():
+    if "secret" in call.input_text.lower():
         return abort("no secrets, please", metadata={"word": "secret"})
 
 
