@@ -1,7 +1,7 @@
 /**
  * agentwire: call agents, and serve processor hooks from TypeScript.
  *
- *     import { Client, Processor, abort } from "@agentwire/client";
+ *     import { Client, Processor, abort } from "agentwire-sdk";
  */
 export { Client, type ClientOptions, type ConnectionOptions, type RunOptions, type TlsOptions, transportTo } from "./client.js";
 export {
