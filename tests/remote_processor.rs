@@ -365,3 +365,26 @@ async fn a_cancelled_run_cancels_its_call() {
     drop(stream); // the client goes away while word-guard holds the call
     common::eventually("a Cancel for the abandoned call", || !instance.cancelled().is_empty()).await;
 }
+
+/// An answer its hook does not allow (`drop` from processInput, `retry_api_call` from a stream
+/// hook) fails the run at once with an error naming the processor, the hook and the outcome.
+#[tokio::test]
+async fn an_answer_the_hook_does_not_allow_fails_the_run() {
+    let server = TestServer::start(CONFIG).await;
+    let _guard = serve(
+        server.channel().await,
+        "word-guard",
+        &[pb::Hook::ProcessInput],
+        Arc::new(|_| outcome(pb::hook_result::Outcome::Drop(pb::Drop {}))),
+    )
+    .await;
+    let chunks = server.stream(in_thread("guarded", "hi", "drop-in-input")).await;
+    let failure = common::error(&chunks).expect("an error chunk");
+    assert_eq!(failure.origin, "word-guard");
+    assert!(
+        failure.message.contains("answered processInput with `drop`, which only processOutputStream may"),
+        "{}",
+        failure.message
+    );
+    assert!(server.stored_texts("drop-in-input").await.is_empty(), "nothing is saved");
+}

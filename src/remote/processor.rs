@@ -251,7 +251,7 @@ impl RemoteProcessor {
                 return Ok(None);
             }
             match tokio::time::timeout(policy.timeout, session.call(call.clone())).await {
-                Ok(Ok(reply)) => return self.apply(ctx, reply).map(Some),
+                Ok(Ok(reply)) => return self.apply(ctx, hook, reply).map(Some),
                 // The instance went away mid-call: move the call to another one, once.
                 Ok(Err(CallFailure::Gone)) if failed.is_none() => failed = Some(session),
                 Ok(Err(CallFailure::Gone)) => break Unanswered::Disconnected,
@@ -271,7 +271,13 @@ impl RemoteProcessor {
         self.unanswered(ctx, hook, unanswered).map(|()| None)
     }
 
-    fn apply(&self, ctx: &mut HookContext<'_>, reply: HookResult) -> Result<Outcome, HookError> {
+    fn apply(&self, ctx: &mut HookContext<'_>, hook: Hook, reply: HookResult) -> Result<Outcome, HookError> {
+        if let Some(refusal) = outcome_refusal(hook, &reply.outcome) {
+            return Err(HookError::Failed(format!(
+                "remote processor `{}` answered {hook} with {refusal}",
+                self.remote_id
+            )));
+        }
         if let Some(state) = reply.state {
             *ctx.state = state;
         }
@@ -552,6 +558,23 @@ impl Processor for RemoteProcessor {
         };
         let outcome = self.invoke(&mut args.ctx, Hook::ProcessOutputResult, 0, remote).await?;
         Ok(RemoteProcessor::replacement(outcome).and_then(|replacement| replacement.messages))
+    }
+}
+
+/// Why an outcome is not one `hook` may answer with, if it is not: `drop` belongs to
+/// processOutputStream, `retry_api_call` to processAPIError, and processLLMResponse replaces
+/// nothing. Such an answer is a bug in the processor, reported as its failure.
+fn outcome_refusal(hook: Hook, outcome: &Outcome) -> Option<&'static str> {
+    match (outcome, hook) {
+        (Outcome::Drop, Hook::ProcessOutputStream)
+        | (Outcome::RetryApiCall(_), Hook::ProcessApiError)
+        | (Outcome::Continue | Outcome::Abort(_) | Outcome::Failure(_), _) => None,
+        (Outcome::Drop, _) => Some("`drop`, which only processOutputStream may"),
+        (Outcome::RetryApiCall(_), _) => Some("`retry_api_call`, which only processAPIError may"),
+        (Outcome::Replace(_), Hook::ProcessLlmResponse) => {
+            Some("`replace`, but processLLMResponse replaces nothing")
+        }
+        (Outcome::Replace(_), _) => None,
     }
 }
 

@@ -3,6 +3,7 @@
 //! endpoint; [`LocalEmbedder`] runs a sentence-transformers model directory in-process. Agents name them in `semantic_recall.embedder`; `[embedders.<name>]` declares more.
 
 mod lexical;
+#[cfg(feature = "local-embedder")]
 mod local;
 mod openai;
 
@@ -12,6 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub use self::lexical::Lexical;
+#[cfg(feature = "local-embedder")]
 pub use self::local::{LocalEmbedder, LocalOptions};
 pub use self::openai::{OpenAiEmbedder, OpenAiOptions};
 use crate::config::EmbedderConfig;
@@ -45,6 +47,9 @@ pub enum SetupError {
     /// The local model could not be loaded; the message names the file at fault.
     #[error("path: {0}")]
     Model(String),
+    /// This build leaves out the local embedder (the `local-embedder` feature).
+    #[error("kind: `local` needs a build with the `local-embedder` feature")]
+    NotBuilt,
 }
 
 /// Turns texts into L2-normalised vectors.
@@ -123,6 +128,9 @@ pub fn build(name: &str, config: &EmbedderConfig) -> Result<Arc<dyn Embedder>, S
             };
             Ok(Arc::new(OpenAiEmbedder::new(name, options)?))
         }
+        #[cfg(not(feature = "local-embedder"))]
+        EmbedderConfig::Local { .. } => Err(SetupError::NotBuilt),
+        #[cfg(feature = "local-embedder")]
         EmbedderConfig::Local { path, model_id, max_tokens, batch_size } => {
             let options = LocalOptions {
                 path: path.clone(),
