@@ -2,7 +2,8 @@
 # Makes what the clients' "fresh install over TLS" tests need, in DIR: a CA (ca.pem), a server
 # certificate for 127.0.0.1 and localhost signed by it, a client certificate (client.pem,
 # client.key) for mTLS, and tls.toml — a server config with [tls], a processor token for
-# `word-guard` (AGENTWIRE_TEST_PROCESSOR_TOKEN) and a `guarded` agent with memory. Test material
+# `word-guard` (AGENTWIRE_TEST_PROCESSOR_TOKEN) and a `guarded` agent with memory, and mtls.toml
+# — the same server requiring client certificates signed by the CA. Test material
 # only, made fresh for each run: never a real secret.
 #   clients/testdata/tls.sh DIR
 set -euo pipefail
@@ -50,3 +51,4 @@ model = "mock/echo"
 input_processors = ["word-guard"]
 memory = {}
 TOML
+sed 's/^key = "server.key"$/key = "server.key"\nclient_ca = "ca.pem"/' tls.toml >mtls.toml

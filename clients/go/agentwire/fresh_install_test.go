@@ -131,3 +131,32 @@ func TestAWrongTokenIsRefused(t *testing.T) {
 		t.Fatalf("expected UNAUTHENTICATED, got %v", err)
 	}
 }
+
+func TestMTLSTakesAClientCertificate(t *testing.T) {
+	work := t.TempDir()
+	run(t, ".", filepath.Join("..", "..", "testdata", "tls.sh"), work)
+	t.Setenv("AGENTWIRE_TEST_PROCESSOR_TOKEN", "unused")
+	address := startServerWith(t, filepath.Join(work, "mtls.toml"))
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	request := &agentwirev1.RunRequest{AgentId: "guarded", Text: "hi"}
+
+	withCert := agentwire.TLS{CAFile: filepath.Join(work, "ca.pem"), CertFile: filepath.Join(work, "client.pem"), KeyFile: filepath.Join(work, "client.key")}
+	client, err := agentwire.Dial(address, agentwire.WithTLS(withCert))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	// Through TLS to the run: no guard is connected, so word-guard's closed policy trips it.
+	if result, err := client.Generate(ctx, request); err != nil || !strings.Contains(result.GetTripwire().GetReason(), "unavailable") {
+		t.Fatalf("with a client certificate: %v %v", result, err)
+	}
+	anonymous, err := agentwire.Dial(address, agentwire.WithTLS(agentwire.TLS{CAFile: filepath.Join(work, "ca.pem")}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer anonymous.Close()
+	if _, err := anonymous.Generate(ctx, request); status.Code(err) != codes.Unavailable {
+		t.Fatalf("without a client certificate the handshake fails: %v", err)
+	}
+}

@@ -28,15 +28,14 @@ def readme_block(heading):
     return re.search(r"```python\n(.*?)```", section, re.S).group(1)
 
 
-@pytest.fixture(scope="module")
-def tls_server():
+def _tls_server(config):
     with tempfile.TemporaryDirectory() as work:
         work = pathlib.Path(work)
         subprocess.run([str(ROOT / "clients" / "testdata" / "tls.sh"), str(work)], check=True)
         token = secrets.token_hex(16)
         env = dict(os.environ, AGENTWIRE_TEST_PROCESSOR_TOKEN=token)
         server = subprocess.Popen(
-            [BINARY, "serve", "--listen", "127.0.0.1:0", "--config", str(work / "tls.toml"), "--data-dir", str(work / "data")],
+            [BINARY, "serve", "--listen", "127.0.0.1:0", "--config", str(work / config), "--data-dir", str(work / "data")],
             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env,
         )
         ready = server.stdout.readline().strip()
@@ -46,6 +45,16 @@ def tls_server():
         finally:
             server.terminate()
             server.wait(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def tls_server():
+    yield from _tls_server("tls.toml")
+
+
+@pytest.fixture(scope="module")
+def mtls_server():
+    yield from _tls_server("mtls.toml")
 
 
 def test_a_fresh_install_blocks_a_word_over_tls(tls_server):
@@ -87,3 +96,15 @@ def test_a_wrong_token_is_refused_and_said(tls_server):
     with pytest.raises(grpc.RpcError) as refused:
         guard.run(address)
     assert refused.value.code() == grpc.StatusCode.UNAUTHENTICATED
+
+
+def test_mtls_takes_a_client_certificate(mtls_server):
+    work, address, token = mtls_server
+    with_cert = TLS(ca=str(work / "ca.pem"), cert=str(work / "client.pem"), key=str(work / "client.key"))
+    with Client(address, tls=with_cert) as client:
+        # Through TLS to the run: no guard is connected, so word-guard's closed policy trips it.
+        assert "unavailable" in client.generate("guarded", "hi").tripwire.reason
+    with Client(address, tls=TLS(ca=str(work / "ca.pem"))) as anonymous:
+        with pytest.raises(grpc.RpcError) as refused:
+            anonymous.generate("guarded", "hi")
+        assert refused.value.code() == grpc.StatusCode.UNAVAILABLE

@@ -84,3 +84,21 @@ test("a wrong token is refused", async () => {
     return true;
   });
 });
+
+test("mTLS takes a client certificate", async () => {
+  const mtls = await serve(join(work, "mtls.toml"), { ...process.env, AGENTWIRE_TEST_PROCESSOR_TOKEN: token });
+  try {
+    const ca = join(work, "ca.pem");
+    const withCert = new Client(mtls.address, { tls: { ca, cert: join(work, "client.pem"), key: join(work, "client.key") } });
+    // Through TLS to the run: no guard is connected, so word-guard's closed policy trips it.
+    const result = await withCert.generate("guarded", "hi");
+    assert.match(result.tripwire?.reason ?? "", /unavailable/);
+    // Without one the TLS handshake fails (connect-node reports it as INTERNAL, grpc as UNAVAILABLE).
+    await assert.rejects(new Client(mtls.address, { tls: { ca } }).generate("guarded", "hi"), (error: unknown) => {
+      assert.ok([Code.Unavailable, Code.Internal].includes(ConnectError.from(error).code), String(error));
+      return true;
+    });
+  } finally {
+    mtls.stop();
+  }
+});

@@ -37,3 +37,10 @@ def channel_to(address: str, tls: TLSOption) -> grpc.Channel:
     if tls is None or tls is False:
         return grpc.insecure_channel(address)
     return grpc.secure_channel(address, (TLS() if tls is True else tls).credentials())
+
+
+def aio_channel_to(address: str, tls: TLSOption, interceptors: Optional[list] = None) -> "grpc.aio.Channel":
+    """`channel_to` for asyncio (`grpc.aio`)."""
+    if tls is None or tls is False:
+        return grpc.aio.insecure_channel(address, interceptors=interceptors)
+    return grpc.aio.secure_channel(address, (TLS() if tls is True else tls).credentials(), interceptors=interceptors)
