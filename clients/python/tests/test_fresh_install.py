@@ -6,6 +6,7 @@ import os
 import pathlib
 import re
 import secrets
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -63,7 +64,10 @@ def test_a_fresh_install_blocks_a_word_over_tls(tls_server):
     app.mkdir()
     subprocess.run([sys.executable, "-m", "venv", str(app / "venv")], check=True)
     pip = [str(app / "venv" / "bin" / "pip"), "install", "--quiet", "--disable-pip-version-check"]
-    subprocess.run(pip + [str(HERE)], check=True, cwd=app)
+    # From a copy of the package's files, so that the build leaves nothing in the checkout.
+    checkout = work / "checkout"
+    shutil.copytree(HERE, checkout, ignore=shutil.ignore_patterns(".venv", "build", "*.egg-info", "__pycache__"))
+    subprocess.run(pip + [str(checkout)], check=True, cwd=app)
     (app / "ca.pem").write_text((work / "ca.pem").read_text())
     (app / "guard.py").write_text(readme_block("A ten-line guard").replace('"127.0.0.1:50051"', repr(address)))
     guard = subprocess.Popen(
