@@ -8,7 +8,7 @@ mod common;
 use std::sync::{Arc, Mutex};
 
 use agentwire::server::pb;
-use common::remote::{Answer, call_text, cont, outcome, replace, serve};
+use common::remote::{ALL_HOOKS, Answer, call_text, cont, outcome, replace, serve};
 use common::{TestServer, inspected, message, request};
 use prost_types::value::Kind;
 
@@ -55,18 +55,6 @@ model = "mock/echo"
 output_processors = ["all"]
 max_processor_retries = 1
 "#;
-
-const ALL_HOOKS: [pb::Hook; 9] = [
-    pb::Hook::ProcessInput,
-    pb::Hook::ProcessInputStep,
-    pb::Hook::ProcessLlmRequest,
-    pb::Hook::ProcessApiError,
-    pb::Hook::ProcessOutputStream,
-    pb::Hook::ProcessLlmResponse,
-    pb::Hook::ProcessOutputStep,
-    pb::Hook::ProcessToolResult,
-    pb::Hook::ProcessOutputResult,
-];
 
 fn user(text: &str) -> pb::Message {
     message("user", text)

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 
 use agentwire::server::pb;
 use agentwire::server::value::{from_struct, to_proto, to_struct};
-use common::remote::{Answer, cont, hello_of, open, outcome, replace, serve, serve_hello};
+use common::remote::{ALL_HOOKS, Answer, cont, hello_of, open, outcome, replace, serve, serve_hello};
 use common::{TestServer, inspected, message, request};
 use serde_json::json;
 use tonic::Code;
@@ -60,18 +60,6 @@ input_processors = ["v2"]
 error_processors = ["v2"]
 script = [{ error = { status = 400, message = "context length exceeded" } }]
 "#;
-
-const HOOKS: [pb::Hook; 9] = [
-    pb::Hook::ProcessInput,
-    pb::Hook::ProcessInputStep,
-    pb::Hook::ProcessLlmRequest,
-    pb::Hook::ProcessApiError,
-    pb::Hook::ProcessOutputStream,
-    pb::Hook::ProcessLlmResponse,
-    pb::Hook::ProcessOutputStep,
-    pb::Hook::ProcessToolResult,
-    pb::Hook::ProcessOutputResult,
-];
 
 type Log = Arc<Mutex<Vec<String>>>;
 
@@ -210,7 +198,7 @@ fn answer(log: Log) -> Answer {
 }
 
 async fn start() -> (TestServer, common::remote::Instance, Log) {
-    start_with(hello_of("v2", &HOOKS)).await
+    start_with(hello_of("v2", &ALL_HOOKS)).await
 }
 
 async fn start_with(hello: pb::Hello) -> (TestServer, common::remote::Instance, Log) {
@@ -234,7 +222,7 @@ async fn tagged_system_messages_survive_into_the_next_step() {
 /// With `data_parts`, a remote stream processor sees `data-*` chunks; without it, it never does.
 #[tokio::test]
 async fn data_parts_reach_only_a_processor_that_asks() {
-    let mut hello = hello_of("v2", &HOOKS);
+    let mut hello = hello_of("v2", &ALL_HOOKS);
     hello.hook_options.push(pb::HookOptions {
         hook: pb::Hook::ProcessOutputStream as i32,
         data_parts: true,
@@ -258,14 +246,14 @@ async fn data_parts_reach_only_a_processor_that_asks() {
 #[tokio::test]
 async fn data_parts_are_refused_where_they_cannot_apply() {
     let server = TestServer::start(CONFIG).await;
-    let mut old = hello_of("v2", &HOOKS);
+    let mut old = hello_of("v2", &ALL_HOOKS);
     old.max_protocol_version = 1;
     old.hook_options.push(pb::HookOptions {
         hook: pb::Hook::ProcessOutputStream as i32,
         data_parts: true,
         ..Default::default()
     });
-    let mut wrong_hook = hello_of("v2", &HOOKS);
+    let mut wrong_hook = hello_of("v2", &ALL_HOOKS);
     wrong_hook.hook_options.push(pb::HookOptions {
         hook: pb::Hook::ProcessInput as i32,
         data_parts: true,
@@ -398,6 +386,6 @@ async fn a_version_one_processor_still_works() {
 #[tokio::test]
 async fn the_processor_serves_plain_runs() {
     let server = TestServer::start(CONFIG).await;
-    let _instance = serve(server.channel().await, "v2", &HOOKS, answer(Arc::default())).await;
+    let _instance = serve(server.channel().await, "v2", &ALL_HOOKS, answer(Arc::default())).await;
     assert_eq!(server.generate(request("data", "hi")).await.text, "echo: hi");
 }

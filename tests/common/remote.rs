@@ -10,6 +10,19 @@ use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::transport::Channel;
 
+/// The nine hooks, in the contract's order.
+pub const ALL_HOOKS: [pb::Hook; 9] = [
+    pb::Hook::ProcessInput,
+    pb::Hook::ProcessInputStep,
+    pb::Hook::ProcessLlmRequest,
+    pb::Hook::ProcessApiError,
+    pb::Hook::ProcessOutputStream,
+    pb::Hook::ProcessLlmResponse,
+    pb::Hook::ProcessOutputStep,
+    pb::Hook::ProcessToolResult,
+    pb::Hook::ProcessOutputResult,
+];
+
 /// How a test processor answers: `None` leaves the call unanswered (to test timeouts).
 pub type Answer = Arc<dyn Fn(&pb::HookCall) -> Option<pb::HookResult> + Send + Sync>;
 

@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { after, before, test } from "node:test";
+import { test } from "node:test";
 
 import { Code, ConnectError } from "@connectrpc/connect";
 
@@ -13,43 +13,32 @@ import { guard } from "../examples/word-blocker.js";
 import { redactor } from "../examples/stream-redactor.js";
 import { tools } from "../examples/weather-tool.js";
 import { Client, Processor } from "../src/index.js";
-import { config, root, serve } from "./server.js";
+import { root, serve, useServer } from "./server.js";
 
-let stopServer: () => void;
-let address: string;
-let client: Client;
-
-before(async () => {
-  const served = await serve(config);
-  address = served.address;
-  stopServer = served.stop;
-  client = new Client(address);
-});
-
-after(() => stopServer());
+const server = useServer();
 
 test("generate returns the answer, stream yields the chunks", async () => {
-  const result = await client.generate("echo", "hello from typescript");
+  const result = await server.client.generate("echo", "hello from typescript");
   assert.equal(result.text, "echo: hello from typescript");
   assert.equal(result.finishReason, "stop");
   const types: string[] = [];
-  for await (const chunk of client.stream("echo", "hi")) types.push(chunk.type);
+  for await (const chunk of server.client.stream("echo", "hi")) types.push(chunk.type);
   assert.equal(types[0], "start");
   assert.equal(types.at(-1), "finish");
 });
 
 test("a remote guardrail trips and nothing is saved", async () => {
-  await guard.start(address);
+  await guard.start(server.address);
   try {
-    const result = await client.generate("guarded", "tell me the secret", { threadId: "ts-thread", resourceId: "ada" });
+    const result = await server.client.generate("guarded", "tell me the secret", { threadId: "ts-thread", resourceId: "ada" });
     assert.equal(result.finishReason, "other");
     assert.equal(result.tripwire?.reason, "no secrets, please");
     assert.equal(result.tripwire?.processorId, "word-guard");
-    await assert.rejects(client.memory.getThread({ threadId: "ts-thread" }), (error: unknown) => {
+    await assert.rejects(server.client.memory.getThread({ threadId: "ts-thread" }), (error: unknown) => {
       assert.equal(ConnectError.from(error).code, Code.NotFound);
       return true;
     });
-    const passed = await client.generate("guarded", "hello", { threadId: "ts-thread-2", resourceId: "ada" });
+    const passed = await server.client.generate("guarded", "hello", { threadId: "ts-thread-2", resourceId: "ada" });
     assert.equal(passed.text, "echo: hello");
   } finally {
     await guard.stop();
@@ -57,10 +46,10 @@ test("a remote guardrail trips and nothing is saved", async () => {
 });
 
 test("a remote output rewriter (windowed) changes the answer", async () => {
-  await redactor.start(address);
+  await redactor.start(server.address);
   try {
     let text = "";
-    for await (const chunk of client.stream("redacted", "call 555 1234")) {
+    for await (const chunk of server.client.stream("redacted", "call 555 1234")) {
       if (chunk.payload.case === "textDelta") text += chunk.payload.value.text;
     }
     assert.equal(text, "echo: call ### ####");
@@ -79,8 +68,8 @@ test("a processor's death mid-run follows the failure policy", async () => {
     await new Promise((resolve) => signal.addEventListener("abort", resolve)); // never answers
     return undefined;
   });
-  await flaky.start(address);
-  const running = client.generate("fragile", "hi");
+  await flaky.start(server.address);
+  const running = server.client.generate("fragile", "hi");
   await calledOnce;
   await flaky.stop(); // the session ends with the call in flight
   const result = await running;
@@ -90,9 +79,9 @@ test("a processor's death mid-run follows the failure policy", async () => {
 });
 
 test("a remote tool serves an agent", async () => {
-  await tools.start(address);
+  await tools.start(server.address);
   try {
-    const result = await client.generate("forecaster", "weather in Paris?");
+    const result = await server.client.generate("forecaster", "weather in Paris?");
     assert.equal(result.text, "done");
     const toolResults = result.messages
       .flatMap((message) => message.parts)
@@ -127,9 +116,9 @@ test("an API key goes with every call", async () => {
 test("a bad answer fails the run at once, naming it", async () => {
   // Not a result: the run fails now with a failure naming the bug, not by the timeout's tripwire.
   const sloppy = new Processor("word-guard", { log: () => {} }).on("processInput", () => "blocked" as never);
-  await sloppy.start(address);
+  await sloppy.start(server.address);
   try {
-    const result = await client.generate("guarded", "hi", { threadId: "ts-bad", resourceId: "ada" });
+    const result = await server.client.generate("guarded", "hi", { threadId: "ts-bad", resourceId: "ada" });
     assert.equal(result.finishReason, "error");
     assert.equal(result.tripwire, undefined);
     assert.match(result.error?.message ?? "", /TypeError: the processInput handler returned string/);

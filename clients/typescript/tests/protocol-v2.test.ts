@@ -5,29 +5,18 @@
  * steps and message sources of a call.
  */
 import assert from "node:assert/strict";
-import { after, before, test } from "node:test";
+import { test } from "node:test";
 
 import { create } from "@bufbuild/protobuf";
 
-import { Client, MessageSchema, Processor, replace, retryApiCall, textDelta } from "../src/index.js";
-import { config, serve } from "./server.js";
+import { MessageSchema, Processor, replace, retryApiCall, textDelta } from "../src/index.js";
+import { useServer } from "./server.js";
 
-let stopServer: () => void;
-let address: string;
-let client: Client;
-
-before(async () => {
-  const served = await serve(config);
-  address = served.address;
-  stopServer = served.stop;
-  client = new Client(address);
-});
-
-after(() => stopServer());
+const server = useServer();
 
 /** Serves `processor` while `run` runs. */
 async function serving<T>(processor: Processor, run: () => Promise<T>): Promise<T> {
-  await processor.start(address);
+  await processor.start(server.address);
   try {
     return await run();
   } finally {
@@ -45,7 +34,7 @@ test("tagged system messages survive into the next step", async () => {
     seen.push(call.raw.taggedSystemMessages.map((tagged) => `${tagged.tag}=${tagged.text}`));
     return replace({ model: "mock/inspect" });
   });
-  const result = await serving(v2, () => client.generate("v2-tagged", "1 + 1?"));
+  const result = await serving(v2, () => server.client.generate("v2-tagged", "1 + 1?"));
   assert.deepEqual(seen, [["policy=Answer in French."]]);
   assert.deepEqual(JSON.parse(result.text).system, ["Answer in French."]);
 });
@@ -55,7 +44,7 @@ test("data parts reach a stream processor that asks", async () => {
   const v2 = new Processor("v2")
     .on("processInput", (call) => call.emit("data-audit", { checked: true }))
     .on("processOutputStream", (call) => void types.push(call.part?.type ?? ""), { dataParts: true });
-  await serving(v2, () => client.generate("v2-data", "hi"));
+  await serving(v2, () => server.client.generate("v2-data", "hi"));
   assert.ok(types.includes("data-audit"), types.join(", "));
 });
 
@@ -63,7 +52,7 @@ test("processLLMRequest answers in the model's place", async () => {
   const v2 = new Processor("v2").on("processLLMRequest", () =>
     replace({ response: [textDelta("from "), textDelta("the cache")] }),
   );
-  const result = await serving(v2, () => client.generate("v2-cache", "hello"));
+  const result = await serving(v2, () => server.client.generate("v2-cache", "hello"));
   assert.equal(result.finishReason, "stop");
   assert.equal(result.text, "from the cache");
 });
@@ -86,7 +75,7 @@ test("every setting of a step is seen and changed", async () => {
       const step = call.raw.stepInput;
       seen.push(`request ${step?.tools.map((tool) => tool.name)} ${step?.toolChoice}`);
     });
-  const answer = JSON.parse((await serving(v2, () => client.generate("v2-settings", "look it up"))).text);
+  const answer = JSON.parse((await serving(v2, () => server.client.generate("v2-settings", "look it up"))).text);
   assert.deepEqual(seen, ["input step calculator 0.3", "request lookup required"]);
   assert.deepEqual(answer.tools, ["lookup"]);
   assert.equal(answer.tool_choice, "required");
@@ -103,7 +92,7 @@ test("tool failures, steps and message sources are shown", async () => {
       const calls = call.raw.steps.map((step) => step.toolCalls.length);
       seen.push(`step ${call.raw.step} steps ${calls} sources ${[...new Set(call.sources)].sort()}`);
     });
-  const result = await serving(v2, () => client.generate("v2-tool-error", "1 +"));
+  const result = await serving(v2, () => server.client.generate("v2-tool-error", "1 +"));
   assert.equal(result.text, "sorry");
   assert.deepEqual(seen, [
     "step 0 steps 1 sources input,response",
@@ -116,7 +105,7 @@ test("processAPIError repairs the messages before the retry", async () => {
   const v2 = new Processor("v2")
     .on("processAPIError", () => retryApiCall([user("a shorter question")]))
     .on("processInputStep", (call) => (call.raw.retryCount > 0 ? replace({ model: "mock/inspect" }) : undefined));
-  const answer = JSON.parse((await serving(v2, () => client.generate("v2-repair", "a very long question"))).text);
+  const answer = JSON.parse((await serving(v2, () => server.client.generate("v2-repair", "a very long question"))).text);
   assert.deepEqual(
     answer.messages.map((message: { text: string }) => message.text),
     ["a shorter question"],

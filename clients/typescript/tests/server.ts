@@ -5,6 +5,9 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { createInterface } from "node:readline";
+import { after, before } from "node:test";
+
+import { Client } from "../src/index.js";
 
 export const root = resolve(import.meta.dirname, "../../..");
 const binary = process.env.AGENTWIRE_BIN ?? join(root, "target/debug/agentwire");
@@ -33,3 +36,17 @@ export async function serve(
   return { address: ready.replace("agentwire listening on ", ""), stop };
 }
 
+
+/** A server with the shared config for the whole file: started before its tests, stopped after. */
+export function useServer(): { readonly address: string; readonly client: Client } {
+  const shared = { address: "", client: undefined as unknown as Client };
+  let stop = () => {};
+  before(async () => {
+    const served = await serve(config);
+    shared.address = served.address;
+    shared.client = new Client(served.address);
+    stop = served.stop;
+  });
+  after(() => stop());
+  return shared;
+}
