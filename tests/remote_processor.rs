@@ -366,25 +366,40 @@ async fn a_cancelled_run_cancels_its_call() {
     common::eventually("a Cancel for the abandoned call", || !instance.cancelled().is_empty()).await;
 }
 
-/// An answer its hook does not allow (`drop` from processInput, `retry_api_call` from a stream
-/// hook) fails the run at once with an error naming the processor, the hook and the outcome.
+/// An answer its hook does not allow (`drop` or `retry_api_call` from processInput, a
+/// replacement of a field processInput does not take) fails the run at once — fail closed — with
+/// an error naming the processor, the hook and the answer; nothing is saved.
 #[tokio::test]
 async fn an_answer_the_hook_does_not_allow_fails_the_run() {
-    let server = TestServer::start(CONFIG).await;
-    let _guard = serve(
-        server.channel().await,
-        "word-guard",
-        &[pb::Hook::ProcessInput],
-        Arc::new(|_| outcome(pb::hook_result::Outcome::Drop(pb::Drop {}))),
-    )
-    .await;
-    let chunks = server.stream(in_thread("guarded", "hi", "drop-in-input")).await;
-    let failure = common::error(&chunks).expect("an error chunk");
-    assert_eq!(failure.origin, "word-guard");
-    assert!(
-        failure.message.contains("answered processInput with `drop`, which only processOutputStream may"),
-        "{}",
-        failure.message
-    );
-    assert!(server.stored_texts("drop-in-input").await.is_empty(), "nothing is saved");
+    let model = pb::Replacement { model: Some("mock/inspect".into()), ..Default::default() };
+    let prompt = pb::Replacement { prompt: Some(pb::MessageList::default()), ..Default::default() };
+    let answers = [
+        (pb::hook_result::Outcome::Drop(pb::Drop {}), "`drop`, which only processOutputStream may"),
+        (
+            pb::hook_result::Outcome::RetryApiCall(pb::RetryApiCall::default()),
+            "`retry_api_call`, which only processAPIError may",
+        ),
+        (pb::hook_result::Outcome::Replace(model), "`replace.model`, which processInput does not take"),
+        (pb::hook_result::Outcome::Replace(prompt), "`replace.prompt`, which processInput does not take"),
+    ];
+    for (index, (answer, says)) in answers.into_iter().enumerate() {
+        let server = TestServer::start(CONFIG).await;
+        let _guard = serve(
+            server.channel().await,
+            "word-guard",
+            &[pb::Hook::ProcessInput],
+            Arc::new(move |_| outcome(answer.clone())),
+        )
+        .await;
+        let thread = format!("refused-{index}");
+        let chunks = server.stream(in_thread("guarded", "hi", &thread)).await;
+        let failure = common::error(&chunks).expect("an error chunk");
+        assert_eq!(failure.origin, "word-guard");
+        assert!(
+            failure.message.contains(&format!("answered processInput with {says}")),
+            "{}",
+            failure.message
+        );
+        assert!(server.stored_texts(&thread).await.is_empty(), "nothing is saved");
+    }
 }

@@ -140,6 +140,29 @@ pub struct Replacement {
 }
 
 impl Replacement {
+    /// The wire names of the fields it sets (`messages`, `model`, ...), in the proto's order.
+    pub fn set_fields(&self) -> Vec<&'static str> {
+        let fields = [
+            ("messages", self.messages.is_some()),
+            ("system_messages", self.system_messages.is_some()),
+            ("part", self.part.is_some()),
+            ("tool_result", self.tool_result.is_some()),
+            ("model", self.model.is_some()),
+            ("tool_choice", self.tool_choice.is_some()),
+            ("active_tools", self.active_tools.is_some()),
+            ("prompt", self.prompt.is_some()),
+            ("parts", self.parts.is_some()),
+            ("add_tagged_system_messages", !self.add_tagged_system_messages.is_empty()),
+            ("clear_system_tags", !self.clear_system_tags.is_empty()),
+            ("response", self.response.is_some()),
+            ("tools", self.tools.is_some()),
+            ("model_settings", self.model_settings.is_some()),
+            ("provider_options", self.provider_options.is_some()),
+            ("structured_output", self.structured_output.is_some()),
+        ];
+        fields.into_iter().filter(|(_, set)| *set).map(|(name, _)| name).collect()
+    }
+
     /// Applies the tagged system messages it adds or clears to `list`.
     pub fn apply_tagged_system_messages(&mut self, list: &mut crate::domain::MessageList) {
         for tag in self.clear_system_tags.drain(..) {

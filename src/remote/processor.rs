@@ -561,20 +561,55 @@ impl Processor for RemoteProcessor {
     }
 }
 
+/// The `Replacement` fields each hook takes; any other is refused.
+fn replaceable(hook: Hook) -> &'static [&'static str] {
+    const TAGGED: [&str; 2] = ["add_tagged_system_messages", "clear_system_tags"];
+    match hook {
+        Hook::ProcessInput => &["messages", "system_messages", TAGGED[0], TAGGED[1]],
+        Hook::ProcessInputStep => &[
+            "messages",
+            "system_messages",
+            TAGGED[0],
+            TAGGED[1],
+            "model",
+            "tool_choice",
+            "active_tools",
+            "tools",
+            "model_settings",
+            "provider_options",
+            "structured_output",
+        ],
+        Hook::ProcessLlmRequest => &["prompt", "response"],
+        Hook::ProcessOutputStream => &["part", "parts"],
+        Hook::ProcessOutputStep => &["messages", TAGGED[0], TAGGED[1]],
+        Hook::ProcessToolResult => &["tool_result", "messages", TAGGED[0], TAGGED[1]],
+        Hook::ProcessOutputResult => &["messages"],
+        Hook::ProcessApiError | Hook::ProcessLlmResponse => &[],
+    }
+}
+
 /// Why an outcome is not one `hook` may answer with, if it is not: `drop` belongs to
-/// processOutputStream, `retry_api_call` to processAPIError, and processLLMResponse replaces
-/// nothing. Such an answer is a bug in the processor, reported as its failure.
-fn outcome_refusal(hook: Hook, outcome: &Outcome) -> Option<&'static str> {
+/// processOutputStream, `retry_api_call` to processAPIError, and a replacement may set only the
+/// fields its hook takes. Such an answer is a bug in the processor, reported as its failure
+/// (fail closed), never taken for `continue`.
+fn outcome_refusal(hook: Hook, outcome: &Outcome) -> Option<String> {
     match (outcome, hook) {
         (Outcome::Drop, Hook::ProcessOutputStream)
         | (Outcome::RetryApiCall(_), Hook::ProcessApiError)
         | (Outcome::Continue | Outcome::Abort(_) | Outcome::Failure(_), _) => None,
-        (Outcome::Drop, _) => Some("`drop`, which only processOutputStream may"),
-        (Outcome::RetryApiCall(_), _) => Some("`retry_api_call`, which only processAPIError may"),
-        (Outcome::Replace(_), Hook::ProcessLlmResponse) => {
-            Some("`replace`, but processLLMResponse replaces nothing")
+        (Outcome::Drop, _) => Some("`drop`, which only processOutputStream may".to_owned()),
+        (Outcome::RetryApiCall(_), _) => Some("`retry_api_call`, which only processAPIError may".to_owned()),
+        (Outcome::Replace(replacement), _) => {
+            let allowed = replaceable(hook);
+            let refused = replacement.set_fields().into_iter().find(|field| !allowed.contains(field))?;
+            Some(match allowed {
+                [] => format!("`replace.{refused}`, but {hook} replaces nothing"),
+                _ => format!(
+                    "`replace.{refused}`, which {hook} does not take (it takes {})",
+                    allowed.join(", ")
+                ),
+            })
         }
-        (Outcome::Replace(_), _) => None,
     }
 }
 
