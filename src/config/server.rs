@@ -62,8 +62,8 @@ pub struct LimitsConfig {
     #[serde(default = "default_max_steps_limit")]
     pub max_steps: u32,
     /// Runs at once; more wait up to `queue_timeout_ms` for a slot, then get
-    /// RESOURCE_EXHAUSTED. 0 (the default): no limit.
-    #[serde(default)]
+    /// RESOURCE_EXHAUSTED. Default 256; 0: no limit.
+    #[serde(default = "default_max_concurrent_runs")]
     pub max_concurrent_runs: usize,
     /// How long a run waits for a slot. Default 1000.
     #[serde(default = "default_queue_timeout_ms")]
@@ -76,6 +76,10 @@ pub struct LimitsConfig {
     /// are refused at once). Default 10000.
     #[serde(default = "default_shutdown_grace_ms")]
     pub shutdown_grace_ms: u64,
+    /// A streaming client that leaves no room for the next chunk for this long is cut off: its
+    /// stream ends with RESOURCE_EXHAUSTED and its run stops (nothing saved). Default 10000.
+    #[serde(default = "default_slow_client_ms")]
+    pub slow_client_ms: u64,
 }
 
 impl Default for LimitsConfig {
@@ -84,12 +88,21 @@ impl Default for LimitsConfig {
             max_request_bytes: default_max_request_bytes(),
             max_message_bytes: default_max_message_bytes(),
             max_steps: default_max_steps_limit(),
-            max_concurrent_runs: 0,
+            max_concurrent_runs: default_max_concurrent_runs(),
             queue_timeout_ms: default_queue_timeout_ms(),
             max_run_ms: 0,
             shutdown_grace_ms: default_shutdown_grace_ms(),
+            slow_client_ms: default_slow_client_ms(),
         }
     }
+}
+
+fn default_max_concurrent_runs() -> usize {
+    256
+}
+
+fn default_slow_client_ms() -> u64 {
+    10_000
 }
 
 fn default_shutdown_grace_ms() -> u64 {

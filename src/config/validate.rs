@@ -14,6 +14,9 @@ impl Config {
         if self.remote.ping_interval_ms == 0 {
             return Err(self.invalid_at(0, "remote.ping_interval_ms must be positive".to_owned()));
         }
+        if self.limits.slow_client_ms == 0 {
+            return Err(self.invalid_at(0, "limits.slow_client_ms must be positive".to_owned()));
+        }
         for (index, agent) in self.agents.iter().enumerate() {
             check_agent(agent.get_ref()).map_err(|(key_offset, reason)| {
                 self.invalid_at(key_offset.unwrap_or(agent.span().start), format!("agents[{index}].{reason}"))

@@ -10,6 +10,10 @@ use tokio_util::task::task_tracker::TaskTrackerToken;
 
 use super::RunError;
 
+/// How long stopped runs may take to send their last chunk (a client that does not read gets
+/// it no later than this).
+pub(super) const CONCLUDE_GRACE: Duration = Duration::from_secs(1);
+
 /// Runs in flight, and whether the runtime is shutting down.
 #[derive(Debug, Default)]
 pub(super) struct Lifecycle {
@@ -42,7 +46,7 @@ impl Lifecycle {
     }
 
     /// Refuses new runs, lets those in flight finish within `grace`, then stops the rest and
-    /// waits for them to conclude.
+    /// waits for them to conclude — at most [`CONCLUDE_GRACE`], whatever their clients do.
     pub(super) async fn shut_down(&self, grace: Duration) -> ShutdownReport {
         self.draining.cancel();
         self.runs.close();
@@ -51,7 +55,9 @@ impl Lifecycle {
         if tokio::time::timeout(grace, self.runs.wait()).await.is_err() {
             stopped = self.runs.len();
             self.stop.cancel();
-            self.runs.wait().await;
+            if tokio::time::timeout(CONCLUDE_GRACE, self.runs.wait()).await.is_err() {
+                tracing::warn!(runs = self.runs.len(), "stopped runs still concluding: shutting down without them");
+            }
         }
         ShutdownReport { in_flight, stopped }
     }

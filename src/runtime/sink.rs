@@ -1,10 +1,18 @@
 //! Where a run's chunks go: a channel to a streaming client, or nowhere for a unary call.
+//!
+//! Every send is bounded: a client that leaves no room for a chunk within its `slow_client`
+//! limit is cut off — the run stops as if the client had gone (nothing saved unless it
+//! finished), and the client's stream ends with a status saying why ([`ChunkSink::cut_off`]).
+
+use std::time::Duration;
 
 use tokio::sync::mpsc;
+use tokio::sync::mpsc::error::SendTimeoutError;
+use tokio_util::sync::CancellationToken;
 
 use crate::domain::Chunk;
 
-/// The client is gone; the run must stop.
+/// The client is gone, or was cut off; the run must stop.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ClientGone;
 
@@ -12,32 +20,62 @@ pub struct ClientGone;
 #[derive(Debug, Clone)]
 pub struct ChunkSink {
     sender: Option<mpsc::Sender<Chunk>>,
+    slow_client: Duration,
+    cut_off: CancellationToken,
 }
 
 impl ChunkSink {
-    /// Streams chunks into `sender`; the run stops when its receiver is dropped.
-    pub fn channel(sender: mpsc::Sender<Chunk>) -> ChunkSink {
-        ChunkSink { sender: Some(sender) }
+    /// Streams chunks into `sender`; the run stops when its receiver is dropped, or when the
+    /// receiver leaves no room for a chunk for `slow_client`.
+    pub fn channel(sender: mpsc::Sender<Chunk>, slow_client: Duration) -> ChunkSink {
+        ChunkSink { sender: Some(sender), slow_client, cut_off: CancellationToken::new() }
     }
 
     /// Drops every chunk (the unary call gets the result instead).
     pub fn discard() -> ChunkSink {
-        ChunkSink { sender: None }
+        ChunkSink { sender: None, slow_client: Duration::MAX, cut_off: CancellationToken::new() }
     }
 
-    /// Delivers a chunk, waiting when the client reads slowly.
+    /// Delivers a chunk, waiting at most the slow-client limit when the client reads slowly.
     pub async fn send(&self, chunk: Chunk) -> Result<(), ClientGone> {
-        match &self.sender {
-            Some(sender) => sender.send(chunk).await.map_err(|_| ClientGone),
-            None => Ok(()),
+        let Some(sender) = &self.sender else { return Ok(()) };
+        if self.cut_off.is_cancelled() {
+            return Err(ClientGone);
+        }
+        match sender.send_timeout(chunk, self.slow_client).await {
+            Ok(()) => Ok(()),
+            Err(SendTimeoutError::Closed(_)) => Err(ClientGone),
+            Err(SendTimeoutError::Timeout(_)) => {
+                tracing::warn!(
+                    limit_ms = self.slow_client.as_millis(),
+                    "a client left no room for a chunk within slow_client_ms: cut off"
+                );
+                crate::telemetry::metrics::global().count("agentwire_slow_clients_total", &[], 1);
+                self.cut_off.cancel();
+                Err(ClientGone)
+            }
         }
     }
 
-    /// Resolves when the client is gone; never for a discarding sink.
+    /// Resolves when the client is gone or cut off; never for a discarding sink.
     pub async fn closed(&self) {
         match &self.sender {
-            Some(sender) => sender.closed().await,
+            Some(sender) => tokio::select! {
+                () = sender.closed() => {}
+                () = self.cut_off.cancelled() => {}
+            },
             None => std::future::pending().await,
         }
+    }
+
+    /// Cancelled when the client was cut off for reading too slowly: the stream to it ends with
+    /// a status saying so.
+    pub fn cut_off(&self) -> &CancellationToken {
+        &self.cut_off
+    }
+
+    /// The slow-client limit.
+    pub fn slow_client(&self) -> Duration {
+        self.slow_client
     }
 }

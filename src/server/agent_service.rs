@@ -2,6 +2,7 @@
 
 use std::pin::Pin;
 use std::sync::Arc;
+use std::time::Duration;
 
 use futures::Stream;
 use tokio::sync::mpsc;
@@ -26,11 +27,18 @@ pub(super) struct AgentServiceImpl {
     runtime: Arc<Runtime>,
     auth: Arc<Auth>,
     slots: RunSlots,
+    /// `[limits] slow_client_ms`: how long a streaming client may leave no room for a chunk.
+    slow_client: Duration,
 }
 
 impl AgentServiceImpl {
-    pub(super) fn new(runtime: Arc<Runtime>, auth: Arc<Auth>, slots: RunSlots) -> AgentServiceImpl {
-        AgentServiceImpl { runtime, auth, slots }
+    pub(super) fn new(
+        runtime: Arc<Runtime>,
+        auth: Arc<Auth>,
+        slots: RunSlots,
+        slow_client: Duration,
+    ) -> AgentServiceImpl {
+        AgentServiceImpl { runtime, auth, slots, slow_client }
     }
 
     /// The run a request asks for, if its caller may: the agent, and the resource its memory
@@ -61,13 +69,29 @@ impl pb::agent_service_server::AgentService for AgentServiceImpl {
         let run = self.runtime.prepare(run_request).await?;
         let run_id: Arc<str> = Arc::from(run.run_id());
         let (sender, receiver) = mpsc::channel(CHUNK_BUFFER);
-        // The run stops by itself when the client drops the stream (the sink closes).
+        let sink = ChunkSink::channel(sender, self.slow_client);
+        let cut_off = sink.cut_off().clone();
+        let limit_ms = sink.slow_client().as_millis();
+        // The run stops by itself when the client drops the stream (the sink closes) or reads
+        // too slowly (the sink cuts it off; the stream then ends with a status saying so).
         tokio::spawn(async move {
-            run.execute(ChunkSink::channel(sender)).await;
+            run.execute(sink).await;
             drop(slot);
         });
+        // The run's chunks to their end — or, once the client is cut off, its status.
+        let cut_status = cut_off.clone();
+        let status = move || {
+            cut_status.is_cancelled().then(|| {
+                Err(Status::resource_exhausted(format!(
+                    "the client read too slowly: no room for the next chunk within limits.slow_client_ms \
+                     ({limit_ms} ms); the run was stopped and nothing was saved"
+                )))
+            })
+        };
         let chunks = ReceiverStream::new(receiver).map(move |chunk| Ok(chunk_to_pb(&run_id, chunk)));
-        Ok(Response::new(Box::pin(chunks)))
+        let stream = futures::StreamExt::take_until(chunks, cut_off.cancelled_owned())
+            .chain(futures::stream::iter(std::iter::from_fn(status).take(1)));
+        Ok(Response::new(Box::pin(stream)))
     }
 
     async fn generate(

@@ -168,16 +168,29 @@ pub async fn serve(
         runtime,
         auth,
         RunSlots::new(&options.limits),
+        std::time::Duration::from_millis(options.limits.slow_client_ms),
     ))
     .max_decoding_message_size(max_request);
     // On shutdown: new runs are refused, runs in flight finish (with their remote processors
     // still connected) within the grace period, then the processor sessions drain — they would
     // otherwise keep tonic's graceful stop waiting forever — and tonic stops.
+    let (drained, drained_rx) = tokio::sync::oneshot::channel::<()>();
     let shutdown = async move {
         shutdown.await;
         let report = draining.shut_down(grace).await;
         tracing::info!(in_flight = report.in_flight, stopped = report.stopped, "runs concluded");
         pool.drain().await;
+        let _ = drained.send(());
+    };
+    // Once drained, connections get CLOSE_GRACE to finish; then they are closed whatever their
+    // clients do (idle connections that never spoke HTTP/2, streams nobody reads), so that a
+    // shutdown always ends.
+    let closed_anyway = async move {
+        if drained_rx.await.is_err() {
+            return std::future::pending().await;
+        }
+        tokio::time::sleep(CLOSE_GRACE).await;
+        tracing::warn!("connections still open {} ms after the drain: closed", CLOSE_GRACE.as_millis());
     };
 
     let (health_reporter, health_service) = tonic_health::server::health_reporter();
@@ -213,14 +226,19 @@ pub async fn serve(
     if let Some(tls) = options.tls {
         server = server.tls_config(tls).map_err(|error| ServeError::Transport(error.to_string()))?;
     }
-    server
+    let serving = server
         .add_service(health_service)
         .add_service(reflection_v1)
         .add_service(reflection_v1alpha)
         .add_service(agent_service)
         .add_service(processor_service)
         .add_optional_service(memory_service)
-        .serve_with_incoming_shutdown(incoming, shutdown)
-        .await
-        .map_err(|error| ServeError::Transport(error.to_string()))
+        .serve_with_incoming_shutdown(incoming, shutdown);
+    tokio::select! {
+        served = serving => served.map_err(|error| ServeError::Transport(error.to_string())),
+        () = closed_anyway => Ok(()),
+    }
 }
+
+/// How long connections may stay open after a shutdown's drain before they are closed.
+const CLOSE_GRACE: std::time::Duration = std::time::Duration::from_secs(1);

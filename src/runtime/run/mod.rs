@@ -401,16 +401,30 @@ impl Run {
             Err(RunStop::Tripwire(tripwire)) => {
                 result.tripwire = Some(tripwire.clone());
                 // The client may be gone already; the result still says what happened.
-                let _ = self.sink.send(Chunk::Tripwire(tripwire)).await;
+                self.send_last(Chunk::Tripwire(tripwire)).await;
             }
             Err(RunStop::Failed(failure)) => {
                 result.finish_reason = FinishReason::Error;
                 result.error = Some(failure.clone());
-                let _ = self.sink.send(Chunk::Error(failure)).await;
+                self.send_last(Chunk::Error(failure)).await;
             }
             Err(RunStop::Cancelled) => result.cancelled = true,
         }
         result
+    }
+
+    /// Sends a stopped run's terminal chunk, if the client takes it: within the slow-client
+    /// limit, and during a shutdown that stopped the run, within the shutdown's last grace.
+    async fn send_last(&self, chunk: Chunk) {
+        let stop = self.runtime.lifecycle.stop();
+        let shutdown_over = async {
+            stop.cancelled().await;
+            tokio::time::sleep(super::lifecycle::CONCLUDE_GRACE).await;
+        };
+        tokio::select! {
+            _ = self.sink.send(chunk) => {}
+            () = shutdown_over => {}
+        }
     }
 
     // ---- the response's messages ----------------------------------------------------------
