@@ -28,6 +28,12 @@ pub struct RemoteConfig {
     /// On shutdown, how long remote calls in flight may take to be answered. Default 5 s.
     #[serde(default = "default_drain_timeout_ms")]
     pub drain_timeout_ms: u64,
+    /// A session that has not said `Hello` this long after connecting is closed. Default 10 s.
+    #[serde(default = "default_hello_timeout_ms")]
+    pub hello_timeout_ms: u64,
+    /// Sessions that may be waiting to say `Hello` at once; more are refused at once. Default 64.
+    #[serde(default = "default_max_pending_hellos")]
+    pub max_pending_hellos: usize,
 }
 
 impl Default for RemoteConfig {
@@ -35,12 +41,22 @@ impl Default for RemoteConfig {
         RemoteConfig {
             ping_interval_ms: default_ping_interval_ms(),
             drain_timeout_ms: default_drain_timeout_ms(),
+            hello_timeout_ms: default_hello_timeout_ms(),
+            max_pending_hellos: default_max_pending_hellos(),
         }
     }
 }
 
 fn default_ping_interval_ms() -> u64 {
     10_000
+}
+
+fn default_hello_timeout_ms() -> u64 {
+    10_000
+}
+
+fn default_max_pending_hellos() -> usize {
+    64
 }
 
 fn default_drain_timeout_ms() -> u64 {

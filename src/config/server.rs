@@ -150,6 +150,10 @@ pub struct ApiKeyConfig {
     /// leaking, so no caller reads them unless a key is allowed to.
     #[serde(default)]
     pub instructions: Vec<String>,
+    /// May see the server's operations: `ProcessorService.ListProcessors` (the connected
+    /// processors, their instances and load). Default false.
+    #[serde(default)]
+    pub admin: bool,
     /// Requests per second it may make, on average (none: no limit).
     #[serde(default)]
     pub rate_per_second: Option<f64>,

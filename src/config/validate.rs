@@ -14,6 +14,9 @@ impl Config {
         if self.remote.ping_interval_ms == 0 {
             return Err(self.invalid_at(0, "remote.ping_interval_ms must be positive".to_owned()));
         }
+        if self.remote.hello_timeout_ms == 0 {
+            return Err(self.invalid_at(0, "remote.hello_timeout_ms must be positive".to_owned()));
+        }
         if self.limits.slow_client_ms == 0 {
             return Err(self.invalid_at(0, "limits.slow_client_ms must be positive".to_owned()));
         }

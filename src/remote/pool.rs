@@ -46,11 +46,20 @@ pub struct PoolTiming {
     pub ping_interval: Duration,
     /// On shutdown, how long calls in flight may take to be answered.
     pub drain_timeout: Duration,
+    /// How long a new session may take to say `Hello`.
+    pub hello_timeout: Duration,
+    /// Sessions that may be waiting to say `Hello` at once.
+    pub max_pending_hellos: usize,
 }
 
 impl Default for PoolTiming {
     fn default() -> PoolTiming {
-        PoolTiming { ping_interval: Duration::from_secs(10), drain_timeout: Duration::from_secs(5) }
+        PoolTiming {
+            ping_interval: Duration::from_secs(10),
+            drain_timeout: Duration::from_secs(5),
+            hello_timeout: Duration::from_secs(10),
+            max_pending_hellos: 64,
+        }
     }
 }
 
@@ -119,6 +128,20 @@ impl RemotePool {
     /// session needs one.
     pub fn allow_token(&self, token: String, processor_ids: impl IntoIterator<Item = String>) {
         self.tokens.lock().expect("tokens lock").push((token, processor_ids.into_iter().collect()));
+    }
+
+    /// Checks a session's token before it says anything: when tokens are configured, only a
+    /// known token may even begin a session.
+    pub fn authenticate(&self, token: Option<&str>) -> Result<(), TokenError> {
+        let tokens = self.tokens.lock().expect("tokens lock");
+        if tokens.is_empty() {
+            return Ok(());
+        }
+        let token = token.ok_or(TokenError::MissingToken)?;
+        match tokens.iter().any(|(known, _)| same_secret(known, token)) {
+            true => Ok(()),
+            false => Err(TokenError::InvalidToken),
+        }
     }
 
     /// Checks a session's token for a processor id.

@@ -170,6 +170,8 @@ impl Runtime {
         runtime.remote.set_timing(PoolTiming {
             ping_interval: Duration::from_millis(config.remote.ping_interval_ms),
             drain_timeout: Duration::from_millis(config.remote.drain_timeout_ms),
+            hello_timeout: Duration::from_millis(config.remote.hello_timeout_ms),
+            max_pending_hellos: config.remote.max_pending_hellos,
         });
         for (index, agent) in config.agents.iter().enumerate() {
             let offset = agent.span().start;

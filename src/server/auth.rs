@@ -25,6 +25,9 @@ pub enum AuthError {
     /// The key went over a limit.
     #[error(transparent)]
     Limited(#[from] LimitError),
+    /// The key is not an admin key, and the call is an operator's.
+    #[error("API key `{0}` may not see the server's operations: that takes an admin key ([[auth.keys]] admin = true)")]
+    NotAdmin(String),
     /// The key may not use this resource or agent.
     #[error("API key `{key}` may not use {what} `{id}`")]
     Forbidden {
@@ -58,6 +61,8 @@ pub(super) struct Grant {
     agents: Patterns,
     /// The agents whose instructions it may read.
     instructions: Patterns,
+    /// May see the server's operations (`ListProcessors`).
+    admin: bool,
     rate: Option<Rate>,
 }
 
@@ -121,6 +126,7 @@ impl Auth {
             resources: Patterns(key.resources.clone()),
             agents: Patterns(key.agents.clone()),
             instructions: Patterns(key.instructions.clone()),
+            admin: key.admin,
             rate,
         };
         if self.by_digest.insert(digest, Arc::new(grant)).is_some() {
@@ -206,6 +212,16 @@ impl Access {
             Access::Key(grant) => {
                 Err(AuthError::Forbidden { key: grant.name.clone(), what: "thread", id: id.to_owned() })
             }
+        }
+    }
+
+    /// `Ok` when the caller may see the server's operations: an admin key, or anyone on an open
+    /// server.
+    pub(super) fn admin(&self) -> Result<(), AuthError> {
+        match self {
+            Access::Open => Ok(()),
+            Access::Key(grant) if grant.admin => Ok(()),
+            Access::Key(grant) => Err(AuthError::NotAdmin(grant.name.clone())),
         }
     }
 

@@ -157,7 +157,7 @@ pub async fn serve(
         .max_decoding_message_size(max_request)
     });
     let processor_service = pb::processor_service_server::ProcessorServiceServer::new(
-        ProcessorServiceImpl::new(Arc::clone(runtime.remote_pool())),
+        ProcessorServiceImpl::new(Arc::clone(runtime.remote_pool()), Arc::clone(&auth)),
     )
     .max_decoding_message_size(processor_service::MAX_FRAME_BYTES as usize)
     .max_encoding_message_size(processor_service::MAX_FRAME_BYTES as usize);

@@ -7,11 +7,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::Stream;
-use tokio::sync::mpsc;
+use tokio::sync::{Semaphore, mpsc};
 use tokio_stream::StreamExt;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status, Streaming};
 
+use super::auth::Auth;
 use super::pb;
 use super::remote_convert::hook_from_pb;
 use super::value::from_struct;
@@ -30,11 +31,37 @@ pub(super) const MAX_FRAME_BYTES: u32 = 4 * 1024 * 1024;
 #[derive(Debug)]
 pub(super) struct ProcessorServiceImpl {
     pool: Arc<RemotePool>,
+    auth: Arc<Auth>,
+    /// Sessions waiting to say `Hello` ([remote] max_pending_hellos).
+    pending_hellos: Arc<Semaphore>,
 }
 
 impl ProcessorServiceImpl {
-    pub(super) fn new(pool: Arc<RemotePool>) -> ProcessorServiceImpl {
-        ProcessorServiceImpl { pool }
+    pub(super) fn new(pool: Arc<RemotePool>, auth: Arc<Auth>) -> ProcessorServiceImpl {
+        let pending_hellos = Arc::new(Semaphore::new(pool.timing().max_pending_hellos));
+        ProcessorServiceImpl { pool, auth, pending_hellos }
+    }
+
+    /// The session's first message, which must be `Hello`: within `[remote] hello_timeout_ms`,
+    /// and only while fewer than `max_pending_hellos` sessions are waiting to say theirs.
+    async fn hello(&self, inbound: &mut Streaming<pb::ProcessorMessage>) -> Result<pb::Hello, Status> {
+        let timing = self.pool.timing();
+        let Ok(_waiting) = Arc::clone(&self.pending_hellos).try_acquire_owned() else {
+            return Err(Status::resource_exhausted(format!(
+                "{} sessions are already waiting to say hello ([remote] max_pending_hellos); try again",
+                timing.max_pending_hellos
+            )));
+        };
+        let first = tokio::time::timeout(timing.hello_timeout, inbound.message()).await.map_err(|_| {
+            Status::deadline_exceeded(format!(
+                "no hello within [remote] hello_timeout_ms ({} ms) of connecting",
+                timing.hello_timeout.as_millis()
+            ))
+        })??;
+        match first {
+            Some(pb::ProcessorMessage { message: Some(pb::processor_message::Message::Hello(hello)) }) => Ok(hello),
+            _ => Err(Status::invalid_argument("the first message of a session must be `hello`")),
+        }
     }
 }
 
@@ -185,8 +212,9 @@ impl pb::processor_service_server::ProcessorService for ProcessorServiceImpl {
 
     async fn list_processors(
         &self,
-        _request: Request<pb::ListProcessorsRequest>,
+        request: Request<pb::ListProcessorsRequest>,
     ) -> Result<Response<pb::ListProcessorsResponse>, Status> {
+        self.auth.access(&request)?.admin()?;
         let instances = self
             .pool
             .all_sessions()
@@ -218,13 +246,9 @@ impl pb::processor_service_server::ProcessorService for ProcessorServiceImpl {
             .get("authorization")
             .and_then(|value| value.to_str().ok())
             .map(|value| value.strip_prefix("Bearer ").unwrap_or(value).to_owned());
+        self.pool.authenticate(token.as_deref())?;
         let mut inbound = request.into_inner();
-        let hello = match inbound.message().await? {
-            Some(pb::ProcessorMessage { message: Some(pb::processor_message::Message::Hello(hello)) }) => {
-                hello
-            }
-            _ => return Err(Status::invalid_argument("the first message of a session must be `hello`")),
-        };
+        let hello = self.hello(&mut inbound).await?;
         self.pool.authorize(token.as_deref(), &hello.processor_id)?;
         if self.pool.is_draining() {
             return Err(Status::unavailable("the server is shutting down; reconnect later"));

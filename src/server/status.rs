@@ -39,7 +39,7 @@ impl From<AuthError> for Status {
     fn from(error: AuthError) -> Status {
         let code = match &error {
             AuthError::Unauthenticated(_) => Code::Unauthenticated,
-            AuthError::Forbidden { .. } => Code::PermissionDenied,
+            AuthError::Forbidden { .. } | AuthError::NotAdmin(_) => Code::PermissionDenied,
             AuthError::Limited(_) => Code::ResourceExhausted,
         };
         Status::new(code, error.to_string())
