@@ -31,7 +31,7 @@ script = [{ text = "one two three four five six seven eight nine ten", chunk_del
 async fn requests_over_max_request_bytes_are_refused() {
     let server = TestServer::start(CONFIG).await;
     let refused = server.client().await.generate(request("echo", &"x".repeat(4000))).await.unwrap_err();
-    assert!(matches!(refused.code(), Code::OutOfRange | Code::ResourceExhausted), "{refused:?}");
+    assert_eq!(refused.code(), Code::ResourceExhausted, "{refused:?}");
     assert!(refused.message().contains("2048"), "{}", refused.message());
     assert_eq!(server.generate(request("echo", "small")).await.text, "echo: small");
 }
@@ -164,4 +164,63 @@ async fn steps_are_capped_server_wide() {
     };
     let error = error.to_string();
     assert!(error.contains("max_steps") && error.contains("limits.max_steps = 3"), "{error}");
+}
+
+/// Raw bytes for a gRPC call: what a client with a broken encoder sends.
+#[derive(Debug, Clone, Copy, Default)]
+struct RawCodec;
+
+impl tonic::codec::Codec for RawCodec {
+    type Encode = Vec<u8>;
+    type Decode = Vec<u8>;
+    type Encoder = RawCodec;
+    type Decoder = RawCodec;
+
+    fn encoder(&mut self) -> RawCodec {
+        RawCodec
+    }
+
+    fn decoder(&mut self) -> RawCodec {
+        RawCodec
+    }
+}
+
+impl tonic::codec::Encoder for RawCodec {
+    type Item = Vec<u8>;
+    type Error = tonic::Status;
+
+    fn encode(&mut self, item: Vec<u8>, buf: &mut tonic::codec::EncodeBuf<'_>) -> Result<(), tonic::Status> {
+        bytes::BufMut::put_slice(buf, &item);
+        Ok(())
+    }
+}
+
+impl tonic::codec::Decoder for RawCodec {
+    type Item = Vec<u8>;
+    type Error = tonic::Status;
+
+    fn decode(&mut self, buf: &mut tonic::codec::DecodeBuf<'_>) -> Result<Option<Vec<u8>>, tonic::Status> {
+        let remaining = bytes::Buf::remaining(buf);
+        Ok(Some(bytes::Buf::copy_to_bytes(buf, remaining).to_vec()))
+    }
+}
+
+/// A request body that is not a protobuf message is the client's error: INVALID_ARGUMENT, for a
+/// unary call and a streaming one alike (tonic would say INTERNAL).
+#[tokio::test]
+async fn a_malformed_request_body_is_invalid_argument() {
+    let server = TestServer::start(CONFIG).await;
+    for method in ["/agentwire.v1.AgentService/Generate", "/agentwire.v1.AgentService/Stream"] {
+        let mut grpc = tonic::client::Grpc::new(server.channel().await);
+        grpc.ready().await.unwrap();
+        let path = tonic::codegen::http::uri::PathAndQuery::from_static(method);
+        let garbage = vec![0xff, 0xff, 0xff, 0xff];
+        let refused = if method.ends_with("Generate") {
+            grpc.unary(Request::new(garbage), path, RawCodec).await.map(|_| ()).unwrap_err()
+        } else {
+            grpc.server_streaming(Request::new(garbage), path, RawCodec).await.map(|_| ()).unwrap_err()
+        };
+        assert_eq!(refused.code(), Code::InvalidArgument, "{method}: {refused:?}");
+        assert!(refused.message().contains("failed to decode"), "{}", refused.message());
+    }
 }

@@ -6,6 +6,7 @@
 
 mod agent_service;
 mod auth;
+mod client_errors;
 mod convert;
 mod limits;
 mod memory_service;
@@ -227,6 +228,7 @@ pub async fn serve(
         server = server.tls_config(tls).map_err(|error| ServeError::Transport(error.to_string()))?;
     }
     let serving = server
+        .layer(client_errors::ClientErrorsLayer)
         .add_service(health_service)
         .add_service(reflection_v1)
         .add_service(reflection_v1alpha)
