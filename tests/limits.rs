@@ -224,3 +224,32 @@ async fn a_malformed_request_body_is_invalid_argument() {
         assert!(refused.message().contains("failed to decode"), "{}", refused.message());
     }
 }
+
+/// Ids longer than ids may be are refused with INVALID_ARGUMENT naming the field (they are
+/// storage keys), and no error echoes what the caller sent at full length: a long role comes
+/// back cut, so the status stays far below any client's header limit.
+#[tokio::test]
+async fn long_ids_are_refused_and_errors_never_echo_at_full_length() {
+    let server = TestServer::start(&CONFIG.replace("max_request_bytes = 2048\n", "")).await;
+    let long = "x".repeat(100_000);
+    let mut run = request("echo", "hi");
+    run.thread_id = long.clone();
+    let refused = server.client().await.generate(run).await.unwrap_err();
+    assert_eq!(refused.code(), Code::InvalidArgument);
+    assert!(refused.message().starts_with("thread_id: 100000 bytes is longer than an id may be"), "{}", refused.message());
+
+    let refused = server.client().await.generate(request(&long, "hi")).await.unwrap_err();
+    assert_eq!(refused.code(), Code::InvalidArgument, "not NOT_FOUND echoing the id: {refused:?}");
+
+    let mut memory = agentwire::server::pb::memory_service_client::MemoryServiceClient::new(server.channel().await);
+    let lookup = pb::GetThreadRequest { thread_id: long.clone(), ..Default::default() };
+    assert_eq!(memory.get_thread(lookup).await.unwrap_err().code(), Code::InvalidArgument);
+
+    let mut run = request("echo", "");
+    run.messages = vec![pb::Message { role: long, ..common::message("user", "hi") }];
+    let refused = server.client().await.generate(run).await.unwrap_err();
+    assert_eq!(refused.code(), Code::InvalidArgument);
+    assert!(refused.message().len() <= 1024, "{} bytes", refused.message().len());
+    assert!(refused.message().starts_with("messages[0].role: unknown role"), "{}", &refused.message()[..60]);
+    assert!(refused.message().ends_with("more bytes)"), "{}", &refused.message()[900..]);
+}

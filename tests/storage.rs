@@ -49,7 +49,8 @@ async fn save_run_appends_in_order_and_is_idempotent() {
     assert_eq!(texts(&store.last_messages("t", 2).await.unwrap()), ["two", "three"]);
 }
 
-/// A thread of another resource is refused, naming both resources, and nothing is written.
+/// A thread of another resource is refused (the error keeps both resources, its message only the
+/// caller's), and nothing is written.
 #[tokio::test]
 async fn a_thread_belongs_to_one_resource() {
     let (_dir, store) = open();

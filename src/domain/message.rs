@@ -118,6 +118,10 @@ impl Part {
     }
 }
 
+/// The longest id a client may give (a message, thread, resource, agent or processor id), in
+/// bytes: ids are storage keys, and a longer one is refused with INVALID_ARGUMENT.
+pub const MAX_ID_BYTES: usize = 512;
+
 /// A message of the conversation.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Message {

@@ -20,7 +20,9 @@ pub use self::chunk::{
 };
 pub use self::hook::{Hook, HookSet};
 pub use self::json_schema::{JsonSchema, SchemaError};
-pub use self::message::{Message, Part, Role, ToolCall, ToolResult, new_id, now_millis, text_of};
+pub use self::message::{
+    MAX_ID_BYTES, Message, Part, Role, ToolCall, ToolResult, new_id, now_millis, text_of,
+};
 pub use self::message_list::{MessageList, MessageSource, ReconcileScope};
 pub use self::prompt::{
     CONTINUE_TURN, EARLIER_CONVERSATION_TURN, ModelSettings, PromptMessage, ToolChoice, ToolDefinition,

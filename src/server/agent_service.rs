@@ -8,12 +8,13 @@ use futures::Stream;
 use tokio::sync::mpsc;
 use tokio_stream::StreamExt;
 use tokio_stream::wrappers::ReceiverStream;
-use tonic::{Request, Response, Status};
+use tonic::{Code, Request, Response, Status};
 
 use super::auth::{Access, Auth};
 use super::convert::chunk_to_pb;
 use super::limits::RunSlots;
 use super::pb;
+use super::status::status;
 use crate::domain::TraceContext;
 use crate::runtime::{Agent, ChunkSink, RunError, RunRequest, Runtime};
 use crate::telemetry::propagation;
@@ -82,7 +83,7 @@ impl pb::agent_service_server::AgentService for AgentServiceImpl {
         let cut_status = cut_off.clone();
         let status = move || {
             cut_status.is_cancelled().then(|| {
-                Err(Status::resource_exhausted(format!(
+                Err(status(Code::ResourceExhausted, format!(
                     "the client read too slowly: no room for the next chunk within limits.slow_client_ms \
                      ({limit_ms} ms); the run was stopped and nothing was saved"
                 )))

@@ -2,16 +2,17 @@
 
 use super::pb;
 use super::value::{from_proto, from_struct, to_proto, to_struct};
-use crate::domain::{
-    Chunk, DataChunk, Message, Part, Role, RunFailure, StepResult, ToolCall, ToolResult, TraceContext,
-    Tripwire, Usage, now_millis,
-};
+use crate::domain::{MAX_ID_BYTES, Chunk, DataChunk, Message, Part, Role, RunFailure, StepResult, ToolCall, ToolResult, TraceContext,
+    Tripwire, Usage, now_millis,};
 use crate::runtime::{Agent, RunError, RunRequest, RunResult};
 
 impl TryFrom<pb::RunRequest> for RunRequest {
     type Error = RunError;
 
     fn try_from(request: pb::RunRequest) -> Result<RunRequest, RunError> {
+        id_fits("agent_id", &request.agent_id)?;
+        id_fits("thread_id", &request.thread_id)?;
+        id_fits("resource_id", &request.resource_id)?;
         if !request.text.is_empty() && !request.messages.is_empty() {
             return Err(RunError::invalid("text", "give `text` or `messages`, not both"));
         }
@@ -42,6 +43,17 @@ impl TryFrom<pb::RunRequest> for RunRequest {
     }
 }
 
+/// `Ok` when an id the client gave fits [`MAX_ID_BYTES`]; the error names the field.
+pub(super) fn id_fits(field: &str, id: &str) -> Result<(), RunError> {
+    if id.len() > MAX_ID_BYTES {
+        return Err(RunError::invalid(
+            field,
+            format!("{} bytes is longer than an id may be ({MAX_ID_BYTES} bytes)", id.len()),
+        ));
+    }
+    Ok(())
+}
+
 /// A client's message; `field` names it in errors (`messages[2]`).
 pub(super) fn message_from_pb(message: pb::Message, field: &str) -> Result<Message, RunError> {
     let Some(role) = Role::parse(&message.role) else {
@@ -58,6 +70,7 @@ pub(super) fn message_from_pb(message: pb::Message, field: &str) -> Result<Messa
         .map(|(index, part)| part_from_pb(part, &format!("{field}.parts[{index}]")))
         .collect::<Result<Vec<_>, _>>()?;
     let mut converted = Message::new(role, parts);
+    id_fits(&format!("{field}.id"), &message.id)?;
     if !message.id.is_empty() {
         converted.id = message.id;
     }

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use tonic::{Request, Response, Status};
 
 use super::auth::{Access, Auth};
+use super::convert::id_fits;
 use super::pb;
 use super::value::{from_struct, to_struct};
 use crate::memory::embedder::{Embedders, LEXICAL};
@@ -94,6 +95,7 @@ impl MemoryServiceImpl {
         resource_id: &str,
     ) -> Result<Thread, Status> {
         required("thread_id", thread_id)?;
+        id_fits("resource_id", resource_id)?;
         let thread = self.store.get_thread(thread_id).await?;
         let Some(thread) = thread else {
             access.missing_thread(thread_id)?;
@@ -113,6 +115,7 @@ impl MemoryServiceImpl {
 
     /// `Ok` when the caller may use the thread's resource (a key may not name a missing thread).
     async fn thread_in_reach(&self, access: &Access, thread_id: &str) -> Result<(), Status> {
+        id_fits("thread_id", thread_id)?;
         if matches!(access, Access::Open) {
             return Ok(());
         }
@@ -131,11 +134,12 @@ impl MemoryServiceImpl {
     }
 }
 
+/// `Ok` when an id is given and fits [`crate::domain::MAX_ID_BYTES`].
 fn required(field: &str, value: &str) -> Result<(), Status> {
     if value.is_empty() {
         return Err(RunError::invalid(field, "is required").into());
     }
-    Ok(())
+    Ok(id_fits(field, value)?)
 }
 
 /// A requested count: 0 means `default`; above `max` is refused, naming `field`.
@@ -156,7 +160,10 @@ fn page_size(page_size: u32) -> Result<usize, Status> {
 fn scope_of(scope: Option<pb::WorkingMemoryScope>) -> Result<WorkingMemoryScope, Status> {
     use pb::working_memory_scope::Scope;
     match scope.and_then(|scope| scope.scope) {
-        Some(Scope::ResourceId(id)) if !id.is_empty() => Ok(WorkingMemoryScope::Resource(id)),
+        Some(Scope::ResourceId(id)) if !id.is_empty() => {
+            id_fits("scope.resource_id", &id)?;
+            Ok(WorkingMemoryScope::Resource(id))
+        }
         Some(Scope::ThreadId(id)) if !id.is_empty() => Ok(WorkingMemoryScope::Thread(id)),
         _ => Err(RunError::invalid("scope", "needs a resource_id or a thread_id").into()),
     }
@@ -205,6 +212,7 @@ impl pb::memory_service_server::MemoryService for MemoryServiceImpl {
         let access = self.auth.access(&request)?;
         let request = request.into_inner();
         required("resource_id", &request.resource_id)?;
+        id_fits("thread_id", &request.thread_id)?;
         access.resource(&request.resource_id)?;
         let new = NewThread {
             id: request.thread_id,

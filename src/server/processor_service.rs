@@ -10,10 +10,12 @@ use futures::Stream;
 use tokio::sync::{Semaphore, mpsc};
 use tokio_stream::StreamExt;
 use tokio_stream::wrappers::ReceiverStream;
-use tonic::{Request, Response, Status, Streaming};
+use tonic::{Code, Request, Response, Status, Streaming};
 
 use super::auth::Auth;
+use super::convert::id_fits;
 use super::pb;
+use super::status::status;
 use super::remote_convert::hook_from_pb;
 use super::value::from_struct;
 use crate::domain::{Hook, HookSet, JsonSchema, StreamWindow, new_id};
@@ -47,13 +49,13 @@ impl ProcessorServiceImpl {
     async fn hello(&self, inbound: &mut Streaming<pb::ProcessorMessage>) -> Result<pb::Hello, Status> {
         let timing = self.pool.timing();
         let Ok(_waiting) = Arc::clone(&self.pending_hellos).try_acquire_owned() else {
-            return Err(Status::resource_exhausted(format!(
+            return Err(status(Code::ResourceExhausted, format!(
                 "{} sessions are already waiting to say hello ([remote] max_pending_hellos); try again",
                 timing.max_pending_hellos
             )));
         };
         let first = tokio::time::timeout(timing.hello_timeout, inbound.message()).await.map_err(|_| {
-            Status::deadline_exceeded(format!(
+            status(Code::DeadlineExceeded, format!(
                 "no hello within [remote] hello_timeout_ms ({} ms) of connecting",
                 timing.hello_timeout.as_millis()
             ))
@@ -76,15 +78,18 @@ fn accept(hello: pb::Hello, protocol_version: u32, pool: &RemotePool) -> Result<
     if hello.processor_id.is_empty() {
         return Err(Status::invalid_argument("hello.processor_id is required"));
     }
+    for (field, id) in [("hello.processor_id", &hello.processor_id), ("hello.instance_id", &hello.instance_id)] {
+        id_fits(field, id)?;
+    }
     let (min, max) = PROTOCOL_VERSIONS;
     if hello.min_protocol_version > max || hello.max_protocol_version < min {
-        return Err(Status::failed_precondition(format!(
+        return Err(status(Code::FailedPrecondition, format!(
             "unsupported protocol versions [{}:{}], this server speaks [{min}:{max}]",
             hello.min_protocol_version, hello.max_protocol_version
         )));
     }
     if !pool.is_expected(&hello.processor_id) {
-        return Err(Status::not_found(format!(
+        return Err(status(Code::NotFound, format!(
             "no agent uses remote processor `{}` (declare it with kind = \"remote\")",
             hello.processor_id
         )));
@@ -94,7 +99,7 @@ fn accept(hello: pb::Hello, protocol_version: u32, pool: &RemotePool) -> Result<
         match pb::Hook::try_from(*hook).ok().and_then(hook_from_pb) {
             Some(hook) => hooks.push(hook),
             None => {
-                return Err(Status::invalid_argument(format!("hello.hooks[{index}]: unknown hook {hook}")));
+                return Err(status(Code::InvalidArgument, format!("hello.hooks[{index}]: unknown hook {hook}")));
             }
         }
     }
@@ -113,13 +118,13 @@ fn accept(hello: pb::Hello, protocol_version: u32, pool: &RemotePool) -> Result<
             .and_then(hook_from_pb)
             .filter(|hook| hooks.contains(*hook))
             .ok_or_else(|| {
-                Status::invalid_argument(format!("{field}.hook: {} is not one of hello.hooks", options.hook))
+                status(Code::InvalidArgument, format!("{field}.hook: {} is not one of hello.hooks", options.hook))
             })?;
         match pb::HookMode::try_from(options.mode) {
             Ok(pb::HookMode::Unspecified | pb::HookMode::Blocking) => {}
             Ok(pb::HookMode::Observe) => observed.push(hook),
             Err(_) => {
-                return Err(Status::invalid_argument(format!("{field}.mode: unknown mode {}", options.mode)));
+                return Err(status(Code::InvalidArgument, format!("{field}.mode: unknown mode {}", options.mode)));
             }
         }
         if let Some(asked) = &options.window {
@@ -127,12 +132,12 @@ fn accept(hello: pb::Hello, protocol_version: u32, pool: &RemotePool) -> Result<
         }
         if options.data_parts {
             if hook != Hook::ProcessOutputStream {
-                return Err(Status::invalid_argument(format!(
+                return Err(status(Code::InvalidArgument, format!(
                     "{field}.data_parts: only processOutputStream takes data-* chunks, not {hook}"
                 )));
             }
             if protocol_version < 2 {
-                return Err(Status::invalid_argument(format!(
+                return Err(status(Code::InvalidArgument, format!(
                     "{field}.data_parts needs protocol version 2 (this session agreed on {protocol_version})"
                 )));
             }
@@ -171,17 +176,17 @@ fn tools_of(specs: &[pb::ToolSpec]) -> Result<Vec<ToolSpec>, Status> {
     for (index, spec) in specs.iter().enumerate() {
         let field = format!("hello.tools[{index}]");
         if spec.name.is_empty() {
-            return Err(Status::invalid_argument(format!("{field}.name is required")));
+            return Err(status(Code::InvalidArgument, format!("{field}.name is required")));
         }
         if tools.iter().any(|tool| tool.name == spec.name) {
-            return Err(Status::invalid_argument(format!("{field}.name: `{}` is offered twice", spec.name)));
+            return Err(status(Code::InvalidArgument, format!("{field}.name: `{}` is offered twice", spec.name)));
         }
         let schema = spec.parameters.clone().map_or_else(
             || serde_json::json!({ "type": "object" }),
             |fields| serde_json::Value::Object(from_struct(fields)),
         );
         let parameters = JsonSchema::new(schema)
-            .map_err(|reason| Status::invalid_argument(format!("{field}.parameters: {reason}")))?;
+            .map_err(|reason| status(Code::InvalidArgument, format!("{field}.parameters: {reason}")))?;
         tools.push(ToolSpec { name: spec.name.clone(), description: spec.description.clone(), parameters });
     }
     Ok(tools)
@@ -190,13 +195,13 @@ fn tools_of(specs: &[pb::ToolSpec]) -> Result<Vec<ToolSpec>, Status> {
 /// The window a Hello asks for, checked.
 fn window_of(hook: Hook, asked: &pb::StreamWindow, field: &str) -> Result<StreamWindow, Status> {
     if hook != Hook::ProcessOutputStream {
-        return Err(Status::invalid_argument(format!(
+        return Err(status(Code::InvalidArgument, format!(
             "{field}.window: only processOutputStream takes windows, not {hook}"
         )));
     }
     let max_chunks = usize::try_from(asked.max_chunks).unwrap_or(usize::MAX);
     if !(1..=StreamWindow::MAX_CHUNKS).contains(&max_chunks) {
-        return Err(Status::invalid_argument(format!(
+        return Err(status(Code::InvalidArgument, format!(
             "{field}.window.max_chunks: {} is not in 1..={}",
             asked.max_chunks,
             StreamWindow::MAX_CHUNKS

@@ -1,5 +1,7 @@
 //! Errors to `Status`, in one exhaustive match: a new error variant does not compile until
-//! someone picks its gRPC code.
+//! someone picks its gRPC code. Messages are cut to [`MAX_MESSAGE_BYTES`]: they may echo what the
+//! caller sent (an id, a name), and a long one would push the status past the client's header
+//! limit and turn into another error.
 
 use tonic::{Code, Status};
 
@@ -19,19 +21,19 @@ impl From<RunError> for Status {
             RunError::Store(store_error) => store_code(store_error),
             RunError::ShuttingDown => Code::Unavailable,
         };
-        Status::new(code, error.to_string())
+        status(code, error.to_string())
     }
 }
 
 impl From<StoreError> for Status {
     fn from(error: StoreError) -> Status {
-        Status::new(store_code(&error), error.to_string())
+        status(store_code(&error), error.to_string())
     }
 }
 
 impl From<LimitError> for Status {
     fn from(error: LimitError) -> Status {
-        Status::new(Code::ResourceExhausted, error.to_string())
+        status(Code::ResourceExhausted, error.to_string())
     }
 }
 
@@ -42,7 +44,7 @@ impl From<AuthError> for Status {
             AuthError::Forbidden { .. } | AuthError::NotAdmin(_) => Code::PermissionDenied,
             AuthError::Limited(_) => Code::ResourceExhausted,
         };
-        Status::new(code, error.to_string())
+        status(code, error.to_string())
     }
 }
 
@@ -52,7 +54,7 @@ impl From<TokenError> for Status {
             TokenError::MissingToken | TokenError::InvalidToken => Code::Unauthenticated,
             TokenError::NotAllowed(_) => Code::PermissionDenied,
         };
-        Status::new(code, error.to_string())
+        status(code, error.to_string())
     }
 }
 
@@ -61,7 +63,7 @@ impl From<EmbedError> for Status {
         let code = match &error {
             EmbedError::Failed { .. } => Code::Unavailable,
         };
-        Status::new(code, error.to_string())
+        status(code, error.to_string())
     }
 }
 
@@ -77,4 +79,19 @@ fn store_code(error: &StoreError) -> Code {
             Code::Internal
         }
     }
+}
+
+/// The longest status message sent; longer ones are cut, saying by how much.
+pub(super) const MAX_MESSAGE_BYTES: usize = 1024;
+
+/// A status whose message is at most [`MAX_MESSAGE_BYTES`] (cut on a character boundary).
+pub(super) fn status(code: Code, message: String) -> Status {
+    if message.len() <= MAX_MESSAGE_BYTES {
+        return Status::new(code, message);
+    }
+    let mut end = MAX_MESSAGE_BYTES - 64;
+    while !message.is_char_boundary(end) {
+        end -= 1;
+    }
+    Status::new(code, format!("{}… ({} more bytes)", &message[..end], message.len() - end))
 }

@@ -25,8 +25,9 @@ pub enum StoreError {
     /// The thread does not exist.
     #[error("thread `{0}` not found")]
     ThreadNotFound(String),
-    /// The thread exists and belongs to another resource. The caller is at fault.
-    #[error("thread `{thread_id}` belongs to resource `{owner}`, not to `{requested}`")]
+    /// The thread exists and belongs to another resource. The caller is at fault. The message
+    /// never names the owner: that is another tenant's.
+    #[error("thread `{thread_id}` belongs to another resource, not to `{requested}`")]
     ThreadOwnedElsewhere {
         /// The thread.
         thread_id: String,
