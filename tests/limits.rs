@@ -236,12 +236,17 @@ async fn long_ids_are_refused_and_errors_never_echo_at_full_length() {
     run.thread_id = long.clone();
     let refused = server.client().await.generate(run).await.unwrap_err();
     assert_eq!(refused.code(), Code::InvalidArgument);
-    assert!(refused.message().starts_with("thread_id: 100000 bytes is longer than an id may be"), "{}", refused.message());
+    assert!(
+        refused.message().starts_with("thread_id: 100000 bytes is longer than an id may be"),
+        "{}",
+        refused.message()
+    );
 
     let refused = server.client().await.generate(request(&long, "hi")).await.unwrap_err();
     assert_eq!(refused.code(), Code::InvalidArgument, "not NOT_FOUND echoing the id: {refused:?}");
 
-    let mut memory = agentwire::server::pb::memory_service_client::MemoryServiceClient::new(server.channel().await);
+    let mut memory =
+        agentwire::server::pb::memory_service_client::MemoryServiceClient::new(server.channel().await);
     let lookup = pb::GetThreadRequest { thread_id: long.clone(), ..Default::default() };
     assert_eq!(memory.get_thread(lookup).await.unwrap_err().code(), Code::InvalidArgument);
 

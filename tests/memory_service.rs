@@ -226,7 +226,11 @@ async fn bad_requests_are_refused_clearly() {
     let mut client = memory(&server).await;
     let foreign = client.get_thread(thread_request("t", "mallory")).await.unwrap_err();
     assert_eq!(foreign.code(), Code::FailedPrecondition);
-    assert!(foreign.message().contains("mallory") && !foreign.message().contains("alice"), "{}", foreign.message());
+    assert!(
+        foreign.message().contains("mallory") && !foreign.message().contains("alice"),
+        "{}",
+        foreign.message()
+    );
     let messages_of_foreign = client
         .list_messages(pb::ListMessagesRequest {
             thread_id: "t".into(),

@@ -55,12 +55,14 @@ async fn a_session_without_hello_is_closed() {
 /// While `max_pending_hellos` sessions wait to say `Hello`, another is refused at once.
 #[tokio::test]
 async fn waiting_sessions_are_capped() {
-    let server = TestServer::start(&CONFIG.replace("hello_timeout_ms = 300", "hello_timeout_ms = 5000")).await;
+    let server =
+        TestServer::start(&CONFIG.replace("hello_timeout_ms = 300", "hello_timeout_ms = 5000")).await;
     let waiting = {
         let server_channel = server.channel().await;
         tokio::spawn(async move {
             let (sender, receiver) = mpsc::channel::<pb::ProcessorMessage>(1);
-            let response = ProcessorServiceClient::new(server_channel).connect(ReceiverStream::new(receiver)).await;
+            let response =
+                ProcessorServiceClient::new(server_channel).connect(ReceiverStream::new(receiver)).await;
             drop(sender);
             response.map(|_| ())
         })
@@ -78,8 +80,10 @@ async fn waiting_sessions_are_capped() {
 /// anything.
 #[tokio::test]
 async fn an_unknown_token_is_refused_before_hello() {
-    let config = format!("{CONFIG}\n[[processor_tokens]]\ntoken = \"guard-token\"\nprocessors = [\"guard\"]\n");
-    let server = TestServer::start(&config.replace("hello_timeout_ms = 300", "hello_timeout_ms = 60000")).await;
+    let config =
+        format!("{CONFIG}\n[[processor_tokens]]\ntoken = \"guard-token\"\nprocessors = [\"guard\"]\n");
+    let server =
+        TestServer::start(&config.replace("hello_timeout_ms = 300", "hello_timeout_ms = 60000")).await;
     for token in [None, Some("wrong")] {
         let (response, _sender) = silent_session(&server, token).await;
         assert_eq!(response.expect_err("refused").code(), Code::Unauthenticated, "{token:?}");

@@ -79,7 +79,11 @@ async fn clients_that_stop_reading_are_cut_off_and_free_their_slots() {
 async fn sigterm_ends_the_server_whatever_its_clients_do() {
     let dir = tempfile::tempdir().unwrap();
     let config_path = dir.path().join("agentwire.toml");
-    std::fs::write(&config_path, config().replace("slow_client_ms = 300", "slow_client_ms = 60000\nshutdown_grace_ms = 1000")).unwrap();
+    std::fs::write(
+        &config_path,
+        config().replace("slow_client_ms = 300", "slow_client_ms = 60000\nshutdown_grace_ms = 1000"),
+    )
+    .unwrap();
     let mut served = Served::start(&["--config", config_path.to_str().unwrap()]);
     let idle: Vec<std::net::TcpStream> =
         (0..4).map(|_| std::net::TcpStream::connect(&served.addr).expect("connects")).collect();

@@ -178,12 +178,50 @@ pub struct StorageConfig {
     /// it stores (recall keeps its own in-memory copy of the vectors it searches).
     #[serde(default = "default_cache_mb")]
     pub cache_mb: u64,
+    /// A thread's title, in bytes. Default 1 KiB.
+    #[serde(default = "default_max_title_bytes")]
+    pub max_title_bytes: usize,
+    /// A thread's metadata, as JSON, in bytes. Default 16 KiB.
+    #[serde(default = "default_max_metadata_bytes")]
+    pub max_metadata_bytes: usize,
+    /// A working-memory document, in bytes (the API's and the model's updates alike). Default 64 KiB.
+    #[serde(default = "default_max_working_memory_bytes")]
+    pub max_working_memory_bytes: usize,
 }
 
 impl Default for StorageConfig {
     fn default() -> StorageConfig {
-        StorageConfig { max_file_bytes: default_max_file_bytes(), cache_mb: default_cache_mb() }
+        StorageConfig {
+            max_file_bytes: default_max_file_bytes(),
+            cache_mb: default_cache_mb(),
+            max_title_bytes: default_max_title_bytes(),
+            max_metadata_bytes: default_max_metadata_bytes(),
+            max_working_memory_bytes: default_max_working_memory_bytes(),
+        }
     }
+}
+
+impl StorageConfig {
+    /// The size limits of stored values.
+    pub fn field_limits(&self) -> crate::domain::FieldLimits {
+        crate::domain::FieldLimits {
+            title: self.max_title_bytes,
+            metadata: self.max_metadata_bytes,
+            working_memory: self.max_working_memory_bytes,
+        }
+    }
+}
+
+fn default_max_title_bytes() -> usize {
+    crate::domain::FieldLimits::default().title
+}
+
+fn default_max_metadata_bytes() -> usize {
+    crate::domain::FieldLimits::default().metadata
+}
+
+fn default_max_working_memory_bytes() -> usize {
+    crate::domain::FieldLimits::default().working_memory
 }
 
 fn default_cache_mb() -> u64 {

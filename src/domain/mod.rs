@@ -6,6 +6,7 @@
 //! hook is called for, and [`JsonSchema`]. Nothing here knows tokio, tonic, the store or a model.
 
 mod chunk;
+mod field_limits;
 mod hook;
 mod json_schema;
 mod message;
@@ -18,6 +19,7 @@ mod window;
 pub use self::chunk::{
     Chunk, DATA_PREFIX, DataChunk, ErrorSource, FinishReason, RunFailure, Tripwire, Usage,
 };
+pub use self::field_limits::{FieldLimits, TooLarge};
 pub use self::hook::{Hook, HookSet};
 pub use self::json_schema::{JsonSchema, SchemaError};
 pub use self::message::{

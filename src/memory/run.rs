@@ -7,6 +7,7 @@ use serde_json::Value;
 
 use super::embedder::Embedder;
 use crate::config::MemoryConfig;
+use crate::domain::FieldLimits;
 use crate::storage::{EmbeddingRecord, Store};
 
 /// Memory for one run.
@@ -26,6 +27,8 @@ pub struct MemoryRun {
     pub(super) embedder: Arc<dyn Embedder>,
     /// Embeddings of the run's messages, saved with them.
     pub(super) pending_embeddings: Mutex<Vec<EmbeddingRecord>>,
+    /// How large the working memory the model writes may be.
+    pub field_limits: FieldLimits,
 }
 
 impl MemoryRun {
@@ -45,6 +48,7 @@ impl MemoryRun {
             working: Mutex::new(WorkingState::default()),
             embedder,
             pending_embeddings: Mutex::new(Vec::new()),
+            field_limits: FieldLimits::default(),
         }
     }
 }

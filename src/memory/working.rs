@@ -295,6 +295,10 @@ impl Tool for UpdateWorkingMemory {
         let updated = config
             .apply(&state.content, &update)
             .map_err(|reason| ToolError::Failed { tool: TOOL_NAME.to_owned(), reason })?;
+        self.run.field_limits.working_memory("memory", &updated).map_err(|too_large| ToolError::Failed {
+            tool: TOOL_NAME.to_owned(),
+            reason: too_large.to_string(),
+        })?;
         state.content.clone_from(&updated);
         state.updates.push(update);
         Ok(json!({ "success": true, "memory": updated }))

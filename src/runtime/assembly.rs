@@ -46,13 +46,14 @@ impl Runtime {
             }));
         }
         let embedder = Arc::clone(&agent.embedder);
-        let run = MemoryRun::new(
+        let mut run = MemoryRun::new(
             Arc::clone(store),
             Arc::clone(config),
             embedder,
             request.thread_id.clone(),
             resource_id,
         );
+        run.field_limits = self.field_limits;
         Ok(Some(run.processors()))
     }
 }

@@ -73,6 +73,7 @@ impl Runtime {
             models,
             store,
             max_file_bytes: config.storage.max_file_bytes,
+            field_limits: config.storage.field_limits(),
             embedders: Embedders::default(),
             remote,
             max_run: (config.limits.max_run_ms > 0)

@@ -56,7 +56,10 @@ impl Lifecycle {
             stopped = self.runs.len();
             self.stop.cancel();
             if tokio::time::timeout(CONCLUDE_GRACE, self.runs.wait()).await.is_err() {
-                tracing::warn!(runs = self.runs.len(), "stopped runs still concluding: shutting down without them");
+                tracing::warn!(
+                    runs = self.runs.len(),
+                    "stopped runs still concluding: shutting down without them"
+                );
             }
         }
         ShutdownReport { in_flight, stopped }

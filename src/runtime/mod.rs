@@ -52,6 +52,8 @@ pub struct Runtime {
     store: Option<Arc<dyn Store>>,
     /// The largest file part a run with memory may store.
     max_file_bytes: usize,
+    /// How large a stored title, metadata or working memory may be.
+    field_limits: crate::domain::FieldLimits,
     /// Embedders agents may name for recall.
     embedders: Embedders,
     /// The connected instances of remote processors.
@@ -90,6 +92,11 @@ impl Runtime {
     /// The store, if memory is kept.
     pub fn store(&self) -> Option<&Arc<dyn Store>> {
         self.store.as_ref()
+    }
+
+    /// How large a stored title, metadata or working memory may be (`[storage]`).
+    pub fn field_limits(&self) -> crate::domain::FieldLimits {
+        self.field_limits
     }
 
     /// Checks a request and readies its run: the agent, the input, the processor overrides and

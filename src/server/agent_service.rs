@@ -81,14 +81,15 @@ impl pb::agent_service_server::AgentService for AgentServiceImpl {
         });
         // The run's chunks to their end — or, once the client is cut off, its status.
         let cut_status = cut_off.clone();
-        let status = move || {
-            cut_status.is_cancelled().then(|| {
+        let status =
+            move || {
+                cut_status.is_cancelled().then(|| {
                 Err(status(Code::ResourceExhausted, format!(
                     "the client read too slowly: no room for the next chunk within limits.slow_client_ms \
                      ({limit_ms} ms); the run was stopped and nothing was saved"
                 )))
             })
-        };
+            };
         let chunks = ReceiverStream::new(receiver).map(move |chunk| Ok(chunk_to_pb(&run_id, chunk)));
         let stream = futures::StreamExt::take_until(chunks, cut_off.cancelled_owned())
             .chain(futures::stream::iter(std::iter::from_fn(status).take(1)));

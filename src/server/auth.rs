@@ -26,7 +26,9 @@ pub enum AuthError {
     #[error(transparent)]
     Limited(#[from] LimitError),
     /// The key is not an admin key, and the call is an operator's.
-    #[error("API key `{0}` may not see the server's operations: that takes an admin key ([[auth.keys]] admin = true)")]
+    #[error(
+        "API key `{0}` may not see the server's operations: that takes an admin key ([[auth.keys]] admin = true)"
+    )]
     NotAdmin(String),
     /// The key may not use this resource or agent.
     #[error("API key `{key}` may not use {what} `{id}`")]

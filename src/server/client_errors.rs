@@ -12,8 +12,11 @@ use tonic::Code;
 use tonic::codegen::http::{HeaderMap, HeaderValue, Request, Response};
 
 /// The prefixes of tonic's messages for request bodies that do not decode.
-const UNDECODABLE: [&str; 3] =
-    ["failed to decode Protobuf message", "protocol error: received message", "Unexpected EOF decoding stream"];
+const UNDECODABLE: [&str; 3] = [
+    "failed to decode Protobuf message",
+    "protocol error: received message",
+    "Unexpected EOF decoding stream",
+];
 
 /// The prefix of tonic's message for a request body over the size limit.
 const TOO_LARGE: &str = "Error, decoded message length too large";
@@ -61,11 +64,15 @@ where
 
 /// Rewrites the `grpc-status` of an answer to an undecodable or oversized request.
 fn rename(headers: &mut HeaderMap) {
-    let status = headers.get("grpc-status").and_then(|value| value.to_str().ok()).and_then(|value| value.parse().ok());
+    let status =
+        headers.get("grpc-status").and_then(|value| value.to_str().ok()).and_then(|value| value.parse().ok());
     let Some(status) = status.map(Code::from_i32) else { return };
-    let message = headers.get("grpc-message").map(|value| percent_decoded(value.as_bytes())).unwrap_or_default();
+    let message =
+        headers.get("grpc-message").map(|value| percent_decoded(value.as_bytes())).unwrap_or_default();
     let renamed = match status {
-        Code::Internal if UNDECODABLE.iter().any(|prefix| message.starts_with(prefix)) => Code::InvalidArgument,
+        Code::Internal if UNDECODABLE.iter().any(|prefix| message.starts_with(prefix)) => {
+            Code::InvalidArgument
+        }
         Code::OutOfRange if message.starts_with(TOO_LARGE) => Code::ResourceExhausted,
         _ => return,
     };

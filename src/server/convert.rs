@@ -2,8 +2,10 @@
 
 use super::pb;
 use super::value::{from_proto, from_struct, to_proto, to_struct};
-use crate::domain::{MAX_ID_BYTES, Chunk, DataChunk, Message, Part, Role, RunFailure, StepResult, ToolCall, ToolResult, TraceContext,
-    Tripwire, Usage, now_millis,};
+use crate::domain::{
+    Chunk, DataChunk, MAX_ID_BYTES, Message, Part, Role, RunFailure, StepResult, ToolCall, ToolResult,
+    TraceContext, Tripwire, Usage, now_millis,
+};
 use crate::runtime::{Agent, RunError, RunRequest, RunResult};
 
 impl TryFrom<pb::RunRequest> for RunRequest {

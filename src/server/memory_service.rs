@@ -8,6 +8,7 @@ use super::auth::{Access, Auth};
 use super::convert::id_fits;
 use super::pb;
 use super::value::{from_struct, to_struct};
+use crate::domain::FieldLimits;
 use crate::memory::embedder::{Embedders, LEXICAL};
 use crate::runtime::RunError;
 use crate::storage::{
@@ -31,11 +32,18 @@ pub(super) struct MemoryServiceImpl {
     /// The embedders a search may embed its query with.
     embedders: Embedders,
     auth: Arc<Auth>,
+    /// How large titles, metadata and working memory may be.
+    limits: FieldLimits,
 }
 
 impl MemoryServiceImpl {
-    pub(super) fn new(store: Arc<dyn Store>, embedders: Embedders, auth: Arc<Auth>) -> MemoryServiceImpl {
-        MemoryServiceImpl { store, embedders, auth }
+    pub(super) fn new(
+        store: Arc<dyn Store>,
+        embedders: Embedders,
+        auth: Arc<Auth>,
+        limits: FieldLimits,
+    ) -> MemoryServiceImpl {
+        MemoryServiceImpl { store, embedders, auth, limits }
     }
 
     /// The hits of `query` in `scope`, embedded with the named embedder, or else with the one the
@@ -220,6 +228,8 @@ impl pb::memory_service_server::MemoryService for MemoryServiceImpl {
             title: request.title,
             metadata: request.metadata.map(from_struct).unwrap_or_default(),
         };
+        self.limits.title("title", &new.title)?;
+        self.limits.metadata("metadata", &new.metadata)?;
         Ok(Response::new(self.store.create_thread(new).await?.into()))
     }
 
@@ -256,6 +266,12 @@ impl pb::memory_service_server::MemoryService for MemoryServiceImpl {
         let request = request.into_inner();
         self.owned_thread(&access, &request.thread_id, &request.resource_id).await?;
         let update = ThreadUpdate { title: request.title, metadata: request.metadata.map(from_struct) };
+        if let Some(title) = &update.title {
+            self.limits.title("title", title)?;
+        }
+        if let Some(metadata) = &update.metadata {
+            self.limits.metadata("metadata", metadata)?;
+        }
         Ok(Response::new(self.store.update_thread(&request.thread_id, update).await?.into()))
     }
 
@@ -315,13 +331,15 @@ impl pb::memory_service_server::MemoryService for MemoryServiceImpl {
         let request = request.into_inner();
         let scope = scope_of(request.scope)?;
         self.scope_in_reach(&access, &scope).await?;
+        self.limits.working_memory("content", &request.content)?;
         let expected_version = match request.expected_version {
             Some(version) => version,
             None => self.store.get_working_memory(&scope).await?.map_or(0, |record| record.version),
         };
         self.store.put_working_memory(&scope, request.content, expected_version).await?;
-        let record =
-            self.store.get_working_memory(&scope).await?.unwrap_or_else(|| unreachable!("just written"));
+        let record = self.store.get_working_memory(&scope).await?.ok_or_else(|| {
+            Status::aborted("the working memory was deleted as it was written (its resource or thread went); read it again")
+        })?;
         Ok(Response::new(pb::WorkingMemory {
             scope: Some(scope_to_pb(&scope)),
             content: record.content,

@@ -154,6 +154,7 @@ pub async fn serve(
             Arc::clone(store),
             runtime.embedders().clone(),
             Arc::clone(&auth),
+            runtime.field_limits(),
         ))
         .max_decoding_message_size(max_request)
     });

@@ -15,8 +15,8 @@ use tonic::{Code, Request, Response, Status, Streaming};
 use super::auth::Auth;
 use super::convert::id_fits;
 use super::pb;
-use super::status::status;
 use super::remote_convert::hook_from_pb;
+use super::status::status;
 use super::value::from_struct;
 use crate::domain::{Hook, HookSet, JsonSchema, StreamWindow, new_id};
 use crate::remote::{
@@ -49,19 +49,27 @@ impl ProcessorServiceImpl {
     async fn hello(&self, inbound: &mut Streaming<pb::ProcessorMessage>) -> Result<pb::Hello, Status> {
         let timing = self.pool.timing();
         let Ok(_waiting) = Arc::clone(&self.pending_hellos).try_acquire_owned() else {
-            return Err(status(Code::ResourceExhausted, format!(
-                "{} sessions are already waiting to say hello ([remote] max_pending_hellos); try again",
-                timing.max_pending_hellos
-            )));
+            return Err(status(
+                Code::ResourceExhausted,
+                format!(
+                    "{} sessions are already waiting to say hello ([remote] max_pending_hellos); try again",
+                    timing.max_pending_hellos
+                ),
+            ));
         };
         let first = tokio::time::timeout(timing.hello_timeout, inbound.message()).await.map_err(|_| {
-            status(Code::DeadlineExceeded, format!(
-                "no hello within [remote] hello_timeout_ms ({} ms) of connecting",
-                timing.hello_timeout.as_millis()
-            ))
+            status(
+                Code::DeadlineExceeded,
+                format!(
+                    "no hello within [remote] hello_timeout_ms ({} ms) of connecting",
+                    timing.hello_timeout.as_millis()
+                ),
+            )
         })??;
         match first {
-            Some(pb::ProcessorMessage { message: Some(pb::processor_message::Message::Hello(hello)) }) => Ok(hello),
+            Some(pb::ProcessorMessage { message: Some(pb::processor_message::Message::Hello(hello)) }) => {
+                Ok(hello)
+            }
             _ => Err(Status::invalid_argument("the first message of a session must be `hello`")),
         }
     }
@@ -78,28 +86,39 @@ fn accept(hello: pb::Hello, protocol_version: u32, pool: &RemotePool) -> Result<
     if hello.processor_id.is_empty() {
         return Err(Status::invalid_argument("hello.processor_id is required"));
     }
-    for (field, id) in [("hello.processor_id", &hello.processor_id), ("hello.instance_id", &hello.instance_id)] {
+    for (field, id) in
+        [("hello.processor_id", &hello.processor_id), ("hello.instance_id", &hello.instance_id)]
+    {
         id_fits(field, id)?;
     }
     let (min, max) = PROTOCOL_VERSIONS;
     if hello.min_protocol_version > max || hello.max_protocol_version < min {
-        return Err(status(Code::FailedPrecondition, format!(
-            "unsupported protocol versions [{}:{}], this server speaks [{min}:{max}]",
-            hello.min_protocol_version, hello.max_protocol_version
-        )));
+        return Err(status(
+            Code::FailedPrecondition,
+            format!(
+                "unsupported protocol versions [{}:{}], this server speaks [{min}:{max}]",
+                hello.min_protocol_version, hello.max_protocol_version
+            ),
+        ));
     }
     if !pool.is_expected(&hello.processor_id) {
-        return Err(status(Code::NotFound, format!(
-            "no agent uses remote processor `{}` (declare it with kind = \"remote\")",
-            hello.processor_id
-        )));
+        return Err(status(
+            Code::NotFound,
+            format!(
+                "no agent uses remote processor `{}` (declare it with kind = \"remote\")",
+                hello.processor_id
+            ),
+        ));
     }
     let mut hooks = Vec::new();
     for (index, hook) in hello.hooks.iter().enumerate() {
         match pb::Hook::try_from(*hook).ok().and_then(hook_from_pb) {
             Some(hook) => hooks.push(hook),
             None => {
-                return Err(status(Code::InvalidArgument, format!("hello.hooks[{index}]: unknown hook {hook}")));
+                return Err(status(
+                    Code::InvalidArgument,
+                    format!("hello.hooks[{index}]: unknown hook {hook}"),
+                ));
             }
         }
     }
@@ -118,13 +137,19 @@ fn accept(hello: pb::Hello, protocol_version: u32, pool: &RemotePool) -> Result<
             .and_then(hook_from_pb)
             .filter(|hook| hooks.contains(*hook))
             .ok_or_else(|| {
-                status(Code::InvalidArgument, format!("{field}.hook: {} is not one of hello.hooks", options.hook))
+                status(
+                    Code::InvalidArgument,
+                    format!("{field}.hook: {} is not one of hello.hooks", options.hook),
+                )
             })?;
         match pb::HookMode::try_from(options.mode) {
             Ok(pb::HookMode::Unspecified | pb::HookMode::Blocking) => {}
             Ok(pb::HookMode::Observe) => observed.push(hook),
             Err(_) => {
-                return Err(status(Code::InvalidArgument, format!("{field}.mode: unknown mode {}", options.mode)));
+                return Err(status(
+                    Code::InvalidArgument,
+                    format!("{field}.mode: unknown mode {}", options.mode),
+                ));
             }
         }
         if let Some(asked) = &options.window {
@@ -132,14 +157,18 @@ fn accept(hello: pb::Hello, protocol_version: u32, pool: &RemotePool) -> Result<
         }
         if options.data_parts {
             if hook != Hook::ProcessOutputStream {
-                return Err(status(Code::InvalidArgument, format!(
-                    "{field}.data_parts: only processOutputStream takes data-* chunks, not {hook}"
-                )));
+                return Err(status(
+                    Code::InvalidArgument,
+                    format!("{field}.data_parts: only processOutputStream takes data-* chunks, not {hook}"),
+                ));
             }
             if protocol_version < 2 {
-                return Err(status(Code::InvalidArgument, format!(
-                    "{field}.data_parts needs protocol version 2 (this session agreed on {protocol_version})"
-                )));
+                return Err(status(
+                    Code::InvalidArgument,
+                    format!(
+                        "{field}.data_parts needs protocol version 2 (this session agreed on {protocol_version})"
+                    ),
+                ));
             }
             data_parts = true;
         }
@@ -179,7 +208,10 @@ fn tools_of(specs: &[pb::ToolSpec]) -> Result<Vec<ToolSpec>, Status> {
             return Err(status(Code::InvalidArgument, format!("{field}.name is required")));
         }
         if tools.iter().any(|tool| tool.name == spec.name) {
-            return Err(status(Code::InvalidArgument, format!("{field}.name: `{}` is offered twice", spec.name)));
+            return Err(status(
+                Code::InvalidArgument,
+                format!("{field}.name: `{}` is offered twice", spec.name),
+            ));
         }
         let schema = spec.parameters.clone().map_or_else(
             || serde_json::json!({ "type": "object" }),
@@ -195,17 +227,21 @@ fn tools_of(specs: &[pb::ToolSpec]) -> Result<Vec<ToolSpec>, Status> {
 /// The window a Hello asks for, checked.
 fn window_of(hook: Hook, asked: &pb::StreamWindow, field: &str) -> Result<StreamWindow, Status> {
     if hook != Hook::ProcessOutputStream {
-        return Err(status(Code::InvalidArgument, format!(
-            "{field}.window: only processOutputStream takes windows, not {hook}"
-        )));
+        return Err(status(
+            Code::InvalidArgument,
+            format!("{field}.window: only processOutputStream takes windows, not {hook}"),
+        ));
     }
     let max_chunks = usize::try_from(asked.max_chunks).unwrap_or(usize::MAX);
     if !(1..=StreamWindow::MAX_CHUNKS).contains(&max_chunks) {
-        return Err(status(Code::InvalidArgument, format!(
-            "{field}.window.max_chunks: {} is not in 1..={}",
-            asked.max_chunks,
-            StreamWindow::MAX_CHUNKS
-        )));
+        return Err(status(
+            Code::InvalidArgument,
+            format!(
+                "{field}.window.max_chunks: {} is not in 1..={}",
+                asked.max_chunks,
+                StreamWindow::MAX_CHUNKS
+            ),
+        ));
     }
     let max_delay = (asked.max_delay_ms > 0).then(|| Duration::from_millis(u64::from(asked.max_delay_ms)));
     Ok(StreamWindow::new(max_chunks, max_delay))

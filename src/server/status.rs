@@ -7,6 +7,7 @@ use tonic::{Code, Status};
 
 use super::auth::AuthError;
 use super::limits::LimitError;
+use crate::domain::TooLarge;
 use crate::memory::embedder::EmbedError;
 use crate::remote::TokenError;
 use crate::runtime::RunError;
@@ -28,6 +29,12 @@ impl From<RunError> for Status {
 impl From<StoreError> for Status {
     fn from(error: StoreError) -> Status {
         status(store_code(&error), error.to_string())
+    }
+}
+
+impl From<TooLarge> for Status {
+    fn from(error: TooLarge) -> Status {
+        status(Code::ResourceExhausted, error.to_string())
     }
 }
 
