@@ -185,6 +185,9 @@ async fn serve_config(config: Config, listen: SocketAddr, data_dir: PathBuf) -> 
     let store =
         SledStore::open_with_cache(&data_dir.join("store"), config.storage.cache_mb.max(1) * 1024 * 1024)
             .map_err(|error| format!("cannot open the store in `{}`: {error}", data_dir.display()))?;
+    let recall_bytes =
+        usize::try_from(config.storage.recall_index_mb.max(1) * 1024 * 1024).unwrap_or(usize::MAX);
+    store.set_recall_budget(recall_bytes);
     let flushed_on_exit = store.clone();
     let runtime = Runtime::new(&config, Components::builtin().with_store(Arc::new(store)))
         .map_err(|error| error.to_string())?;

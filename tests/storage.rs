@@ -286,3 +286,51 @@ async fn cached_values_expire_and_are_scoped() {
     store.delete_resource("alice").await.unwrap();
     assert_eq!(store.cache_get(&alice, "k").await.unwrap(), None, "gone with its resource");
 }
+
+/// Recall's in-memory vectors stay within their budget: searching many resources drops the least
+/// recently searched ones, and a dropped resource searched again is read back from disk with the
+/// same results.
+#[tokio::test]
+async fn recall_memory_stays_within_its_budget() {
+    let (_dir, store) = open();
+    let dimension = 64;
+    for resource in 0..12 {
+        let messages: Vec<Message> = (0..50).map(|index| message(&format!("r{resource} m{index}"))).collect();
+        let embeddings = messages
+            .iter()
+            .enumerate()
+            .map(|(index, message)| {
+                let vector: Vec<f32> =
+                    (0..dimension).map(|d| ((d * (index + 1) + resource) % 7) as f32 + 0.1).collect();
+                EmbeddingRecord {
+                    message_id: message.id.clone(),
+                    embedder: "test".into(),
+                    vector: unit(&vector),
+                }
+            })
+            .collect();
+        let thread = format!("t{resource}");
+        let resource = format!("r{resource}");
+        store.save_run(RunSave { embeddings, ..save(&thread, &resource, messages) }).await.unwrap();
+    }
+    let query = |resource: usize| VectorQuery {
+        scope: RecallScope::Resource(format!("r{resource}")),
+        embedder: "test".into(),
+        vector: unit(&vec![1.0; dimension]),
+        top_k: 3,
+        threshold: None,
+    };
+    let first = store.search(query(0)).await.unwrap();
+    let one_resource = store.recall_index_bytes();
+    assert!(one_resource > 50 * dimension * 4, "{one_resource} bytes for 50 vectors of {dimension}");
+    store.set_recall_budget(3 * one_resource);
+    for resource in 0..12 {
+        assert_eq!(store.search(query(resource)).await.unwrap().len(), 3);
+        assert!(store.recall_index_bytes() <= 3 * one_resource, "{} bytes", store.recall_index_bytes());
+    }
+    let again = store.search(query(0)).await.unwrap();
+    let ids = |hits: &[agentwire::storage::Hit]| {
+        hits.iter().map(|hit| (hit.thread_id.clone(), hit.seq)).collect::<Vec<_>>()
+    };
+    assert_eq!(ids(&again), ids(&first), "read back from disk, the same hits");
+}

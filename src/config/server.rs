@@ -178,6 +178,11 @@ pub struct StorageConfig {
     /// it stores (recall keeps its own in-memory copy of the vectors it searches).
     #[serde(default = "default_cache_mb")]
     pub cache_mb: u64,
+    /// The memory semantic recall's in-memory vectors may take, in MiB: past it the least
+    /// recently searched resources are dropped (and read from disk again when searched).
+    /// Default 256.
+    #[serde(default = "default_recall_index_mb")]
+    pub recall_index_mb: u64,
     /// A thread's title, in bytes. Default 1 KiB.
     #[serde(default = "default_max_title_bytes")]
     pub max_title_bytes: usize,
@@ -194,6 +199,7 @@ impl Default for StorageConfig {
         StorageConfig {
             max_file_bytes: default_max_file_bytes(),
             cache_mb: default_cache_mb(),
+            recall_index_mb: default_recall_index_mb(),
             max_title_bytes: default_max_title_bytes(),
             max_metadata_bytes: default_max_metadata_bytes(),
             max_working_memory_bytes: default_max_working_memory_bytes(),
@@ -222,6 +228,10 @@ fn default_max_metadata_bytes() -> usize {
 
 fn default_max_working_memory_bytes() -> usize {
     crate::domain::FieldLimits::default().working_memory
+}
+
+fn default_recall_index_mb() -> u64 {
+    256
 }
 
 fn default_cache_mb() -> u64 {

@@ -10,6 +10,7 @@ mod group_commit;
 mod keys;
 mod sled_store;
 mod types;
+mod vector_index;
 mod vectors;
 
 pub use self::sled_store::{DEFAULT_CACHE_BYTES, SledStore};
@@ -17,6 +18,7 @@ pub use self::types::{
     CacheScope, DeleteReport, Direction, EmbeddingRecord, Hit, MessagePage, NewThread, RecallScope, RunSave,
     StoredMessage, Thread, ThreadPage, ThreadUpdate, VectorQuery, WorkingMemoryRecord, WorkingMemoryScope,
 };
+pub use self::vector_index::DEFAULT_INDEX_BYTES;
 pub use self::vectors::dot;
 
 /// Why a storage operation failed.

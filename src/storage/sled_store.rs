@@ -17,6 +17,7 @@ use sled::Transactional;
 use sled::transaction::{ConflictableTransactionError, TransactionError, TransactionalTree};
 
 use super::group_commit::GroupCommit;
+use super::vector_index::{DEFAULT_INDEX_BYTES, VectorIndex};
 use super::vectors::ResourceVectors;
 use super::{
     CacheScope, DeleteReport, Direction, Hit, MessagePage, NewThread, RecallScope, RunSave, Store,
@@ -52,7 +53,7 @@ struct Inner {
     meta: sled::Tree,
     group_commit: GroupCommit,
     /// Vectors of the resources searched so far, kept in step with every write.
-    index: Mutex<HashMap<String, ResourceVectors>>,
+    index: Mutex<VectorIndex>,
 }
 
 fn engine(error: sled::Error) -> StoreError {
@@ -151,6 +152,17 @@ impl SledStore {
         SledStore::open_with_cache(path, DEFAULT_CACHE_BYTES)
     }
 
+    /// Caps the memory of recall's in-memory vectors at `bytes`: the least recently searched
+    /// resources are dropped past it, and loaded again from disk when searched.
+    pub fn set_recall_budget(&self, bytes: usize) {
+        self.inner.index.lock().expect("index lock").set_budget(bytes);
+    }
+
+    /// The memory recall's in-memory vectors take now, in bytes.
+    pub fn recall_index_bytes(&self) -> usize {
+        self.inner.index.lock().expect("index lock").bytes()
+    }
+
     /// [`SledStore::open`] with a page cache of `cache_bytes` (sled's own default, 1 GiB, lets
     /// the server's memory grow with its data).
     pub fn open_with_cache(path: &Path, cache_bytes: u64) -> Result<SledStore, StoreError> {
@@ -181,7 +193,7 @@ impl SledStore {
             response_cache: tree("response_cache")?,
             cache_puts: AtomicU64::new(0),
             group_commit: GroupCommit::start(db.clone())?,
-            index: Mutex::new(HashMap::new()),
+            index: Mutex::new(VectorIndex::new(DEFAULT_INDEX_BYTES)),
             meta,
             db,
         };
@@ -326,7 +338,7 @@ impl Inner {
         ))?;
         if !written_vectors.is_empty() {
             let mut index = self.index.lock().expect("index lock");
-            if let Some(resource) = index.get_mut(&save.resource_id) {
+            if let Some(resource) = index.loaded_mut(&save.resource_id) {
                 for (seq, vector) in &written_vectors {
                     resource.insert(&save.thread_id, *seq, vector);
                 }
@@ -448,7 +460,7 @@ impl Inner {
                 Ok(())
             },
         ))?;
-        if let Some(resource) = self.index.lock().expect("index lock").get_mut(&thread.resource_id) {
+        if let Some(resource) = self.index.lock().expect("index lock").loaded_mut(&thread.resource_id) {
             resource.remove_thread(thread_id);
         }
         self.clear_cache_scope(&CacheScope::Thread(thread_id.to_owned()))?;
@@ -560,7 +572,7 @@ impl Inner {
             Some(_) => self.check_embedder(&query.embedder, query.vector.len())?,
         }
         let mut index = self.index.lock().expect("index lock");
-        if !index.contains_key(&resource_id) {
+        let vectors = index.searched(&resource_id, || {
             let mut loaded = ResourceVectors::default();
             for entry in self.vectors.scan_prefix(keys::vectors_prefix(&resource_id)) {
                 let (key, value) = entry.map_err(engine)?;
@@ -569,9 +581,9 @@ impl Inner {
                 };
                 loaded.insert(&thread_id, seq, &vector_of(&value));
             }
-            index.insert(resource_id.clone(), loaded);
-        }
-        Ok(index[&resource_id].search(&query.vector, query.top_k, query.threshold, thread))
+            Ok(loaded)
+        })?;
+        Ok(vectors.search(&query.vector, query.top_k, query.threshold, thread))
     }
 
     fn get_working_memory(

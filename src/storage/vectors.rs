@@ -31,6 +31,8 @@ pub(super) struct ResourceVectors {
     scales: Vec<f32>,
     /// Where an entry is, by (thread, seq), for overwrites.
     positions: HashMap<(String, u64), usize>,
+    /// The bytes of the thread ids held (twice each: in `entries` and in `positions`).
+    id_bytes: usize,
 }
 
 /// Quantizes a vector to int8; returns its scale.
@@ -60,6 +62,7 @@ impl ResourceVectors {
             Some(&position) => position,
             None => {
                 let position = self.entries.len();
+                self.id_bytes += 2 * key.0.len();
                 self.positions.insert(key.clone(), position);
                 self.entries.push(key);
                 self.data.resize(self.data.len() + self.dimension, 0.0);
@@ -71,6 +74,17 @@ impl ResourceVectors {
         let range = position * self.dimension..(position + 1) * self.dimension;
         self.data[range.clone()].copy_from_slice(vector);
         self.scales[position] = quantize(vector, &mut self.quantized[range]);
+    }
+
+    /// About how much memory these vectors take, in bytes: f32 and int8 copies, scales, and the
+    /// keys with their map overhead.
+    pub(super) fn memory_bytes(&self) -> usize {
+        const PER_ENTRY: usize = 2 * std::mem::size_of::<(String, u64)>() + std::mem::size_of::<usize>() + 16;
+        self.data.len() * 4
+            + self.quantized.len()
+            + self.scales.len() * 4
+            + self.entries.len() * PER_ENTRY
+            + self.id_bytes
     }
 
     /// Removes every vector of a thread.
