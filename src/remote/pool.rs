@@ -133,31 +133,32 @@ impl RemotePool {
     /// Checks a session's token before it says anything: when tokens are configured, only a
     /// known token may even begin a session.
     pub fn authenticate(&self, token: Option<&str>) -> Result<(), TokenError> {
-        let tokens = self.tokens.lock().expect("tokens lock");
-        if tokens.is_empty() {
-            return Ok(());
-        }
-        let token = token.ok_or(TokenError::MissingToken)?;
-        match tokens.iter().any(|(known, _)| same_secret(known, token)) {
-            true => Ok(()),
-            false => Err(TokenError::InvalidToken),
-        }
+        self.with_grant(token, |_| Ok(()))
     }
 
     /// Checks a session's token for a processor id.
     pub fn authorize(&self, token: Option<&str>, processor_id: &str) -> Result<(), TokenError> {
+        self.with_grant(token, |allowed| match allowed.contains(processor_id) {
+            true => Ok(()),
+            false => Err(TokenError::NotAllowed(processor_id.to_owned())),
+        })
+    }
+
+    /// `check` on the processor ids the token may register as; `Ok` without it when no tokens
+    /// are configured, an error when the token is missing or unknown.
+    fn with_grant(
+        &self,
+        token: Option<&str>,
+        check: impl FnOnce(&HashSet<String>) -> Result<(), TokenError>,
+    ) -> Result<(), TokenError> {
         let tokens = self.tokens.lock().expect("tokens lock");
         if tokens.is_empty() {
             return Ok(());
         }
         let token = token.ok_or(TokenError::MissingToken)?;
-        let Some((_, allowed)) = tokens.iter().find(|(known, _)| same_secret(known, token)) else {
-            return Err(TokenError::InvalidToken);
-        };
-        if allowed.contains(processor_id) {
-            Ok(())
-        } else {
-            Err(TokenError::NotAllowed(processor_id.to_owned()))
+        match tokens.iter().find(|(known, _)| same_secret(known, token)) {
+            Some((_, allowed)) => check(allowed),
+            None => Err(TokenError::InvalidToken),
         }
     }
 

@@ -43,8 +43,6 @@ pub struct SessionSpec {
     pub window: Option<StreamWindow>,
     /// True when its processOutputStream also takes `data-*` chunks (v2).
     pub data_parts: bool,
-    /// The protocol version both sides agreed on.
-    pub protocol_version: u32,
     /// How many calls it takes at once (0: no limit).
     pub max_concurrency: usize,
     /// The tools it executes.
@@ -84,8 +82,6 @@ pub struct Session {
     pub window: Option<StreamWindow>,
     /// True when its processOutputStream also takes `data-*` chunks.
     pub data_parts: bool,
-    /// The protocol version both sides agreed on.
-    pub protocol_version: u32,
     /// The tools it executes.
     pub tools: Vec<ToolSpec>,
     /// Bounds the calls in flight to its `max_concurrency`.
@@ -133,7 +129,6 @@ impl Session {
             observed: spec.observed,
             window: spec.window,
             data_parts: spec.data_parts,
-            protocol_version: spec.protocol_version,
             tools: spec.tools,
             permits: (spec.max_concurrency > 0).then(|| Arc::new(Semaphore::new(spec.max_concurrency))),
             max_concurrency: spec.max_concurrency,

@@ -73,9 +73,4 @@ impl ChunkSink {
     pub fn cut_off(&self) -> &CancellationToken {
         &self.cut_off
     }
-
-    /// The slow-client limit.
-    pub fn slow_client(&self) -> Duration {
-        self.slow_client
-    }
 }

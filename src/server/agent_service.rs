@@ -72,27 +72,19 @@ impl pb::agent_service_server::AgentService for AgentServiceImpl {
         let (sender, receiver) = mpsc::channel(CHUNK_BUFFER);
         let sink = ChunkSink::channel(sender, self.slow_client);
         let cut_off = sink.cut_off().clone();
-        let limit_ms = sink.slow_client().as_millis();
         // The run stops by itself when the client drops the stream (the sink closes) or reads
         // too slowly (the sink cuts it off; the stream then ends with a status saying so).
         tokio::spawn(async move {
             run.execute(sink).await;
             drop(slot);
         });
-        // The run's chunks to their end — or, once the client is cut off, its status.
-        let cut_status = cut_off.clone();
-        let status =
-            move || {
-                cut_status.is_cancelled().then(|| {
-                Err(status(Code::ResourceExhausted, format!(
-                    "the client read too slowly: no room for the next chunk within limits.slow_client_ms \
-                     ({limit_ms} ms); the run was stopped and nothing was saved"
-                )))
-            })
-            };
+        // The run's chunks to their end — or, once the client is cut off, the status saying so.
         let chunks = ReceiverStream::new(receiver).map(move |chunk| Ok(chunk_to_pb(&run_id, chunk)));
-        let stream = futures::StreamExt::take_until(chunks, cut_off.cancelled_owned())
-            .chain(futures::stream::iter(std::iter::from_fn(status).take(1)));
+        let limit = self.slow_client;
+        let was_cut = cut_off.clone();
+        let cut_status = futures::stream::iter([()])
+            .filter_map(move |()| was_cut.is_cancelled().then(|| Err(slow_client_status(limit))));
+        let stream = futures::StreamExt::take_until(chunks, cut_off.cancelled_owned()).chain(cut_status);
         Ok(Response::new(Box::pin(stream)))
     }
 
@@ -134,6 +126,18 @@ impl pb::agent_service_server::AgentService for AgentServiceImpl {
             None => Err(RunError::AgentNotFound(agent_id).into()),
         }
     }
+}
+
+/// How the stream of a client cut off for reading too slowly ends.
+fn slow_client_status(limit: Duration) -> Status {
+    status(
+        Code::ResourceExhausted,
+        format!(
+            "the client read too slowly: no room for the next chunk within limits.slow_client_ms ({} ms); \
+             the run was stopped and nothing was saved",
+            limit.as_millis()
+        ),
+    )
 }
 
 /// An agent as this caller may see it: without its instructions unless the caller's key may read

@@ -180,7 +180,6 @@ fn accept(hello: pb::Hello, protocol_version: u32, pool: &RemotePool) -> Result<
         observed: HookSet::of(&observed),
         window,
         data_parts,
-        protocol_version,
         max_concurrency: usize::try_from(hello.max_concurrency).unwrap_or(usize::MAX),
         tools,
     })

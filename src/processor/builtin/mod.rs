@@ -56,6 +56,11 @@ pub use self::word_counter::WordCounter;
 use super::ProcessorRegistry;
 use crate::domain::{Message, MessageList, Part};
 
+/// `true`, for options that default to on (`#[serde(default = "super::yes")]`).
+fn yes() -> bool {
+    true
+}
+
 /// What a detector that cannot rewrite does with a finding.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]

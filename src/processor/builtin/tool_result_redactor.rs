@@ -25,16 +25,12 @@ struct Options {
     #[serde(default = "default_replacement")]
     replacement: String,
     /// Match field names ignoring ASCII case (default true: `SSN`, `ssn` and `Ssn` alike).
-    #[serde(default = "yes")]
+    #[serde(default = "super::yes")]
     ignore_case: bool,
 }
 
 fn default_replacement() -> String {
     "[REDACTED]".to_owned()
-}
-
-fn yes() -> bool {
-    true
 }
 
 /// Redacts named fields of tool results.

@@ -12,20 +12,16 @@ use crate::processor::{BuildError, HookError, InputArgs, InputOutcome, Processor
 
 pub(super) const KIND: &str = "unicode-normalizer";
 
-fn yes() -> bool {
-    true
-}
-
 #[derive(Debug, Clone, Copy, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Options {
-    #[serde(default = "yes")]
+    #[serde(default = "super::yes")]
     nfkc: bool,
-    #[serde(default = "yes")]
+    #[serde(default = "super::yes")]
     strip_control: bool,
-    #[serde(default = "yes")]
+    #[serde(default = "super::yes")]
     strip_zero_width: bool,
-    #[serde(default = "yes")]
+    #[serde(default = "super::yes")]
     collapse_whitespace: bool,
 }
 
