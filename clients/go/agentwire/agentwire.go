@@ -189,22 +189,19 @@ type Call struct{ *agentwirev1.HookCall }
 
 // Text is the text of the call's messages, joined with spaces.
 func (c Call) Text() string {
-	var texts []string
-	for _, message := range c.GetMessages() {
-		for _, part := range message.GetParts() {
-			if text := part.GetText(); text != nil {
-				texts = append(texts, text.GetText())
-			}
-		}
-	}
-	return strings.Join(texts, " ")
+	return joinedText(c.GetMessages())
 }
 
 // InputText is the text of the messages the client sent in this run, joined with spaces (not
 // the remembered history: what a guard of the user's input checks).
 func (c Call) InputText() string {
+	return joinedText(c.InputMessages())
+}
+
+// joinedText is the text parts of messages, joined with spaces.
+func joinedText(messages []*agentwirev1.Message) string {
 	var texts []string
-	for _, message := range c.InputMessages() {
+	for _, message := range messages {
 		for _, part := range message.GetParts() {
 			if text := part.GetText(); text != nil {
 				texts = append(texts, text.GetText())

@@ -128,18 +128,12 @@ export class Call {
 
   /** The text of the call's messages, joined with spaces. */
   get text(): string {
-    return this.raw.messages
-      .flatMap((message) => message.parts)
-      .flatMap((part) => (part.part.case === "text" ? [part.part.value.text] : []))
-      .join(" ");
+    return joinedText(this.raw.messages);
   }
 
   /** The text of the messages the client sent in this run, joined with spaces (not the remembered history). */
   get inputText(): string {
-    return this.inputMessages
-      .flatMap((message) => message.parts)
-      .flatMap((part) => (part.part.case === "text" ? [part.part.value.text] : []))
-      .join(" ");
+    return joinedText(this.inputMessages);
   }
 
   /** When the answer is due (the handler's signal aborts then). */
@@ -184,6 +178,14 @@ export class Call {
       }),
     );
   }
+}
+
+/** The text parts of `messages`, joined with spaces. */
+function joinedText(messages: Message[]): string {
+  return messages
+    .flatMap((message) => message.parts)
+    .flatMap((part) => (part.part.case === "text" ? [part.part.value.text] : []))
+    .join(" ");
 }
 
 /** A text chunk, for `replace({ response })` or `replace({ parts })`. */

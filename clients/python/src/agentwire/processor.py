@@ -138,7 +138,7 @@ class Call:
     @property
     def text(self) -> str:
         """The text of the call's messages, joined with spaces."""
-        return " ".join(part.text.text for message in self.raw.messages for part in message.parts if part.HasField("text"))
+        return _joined_text(self.raw.messages)
 
     @property
     def deadline(self) -> float:
@@ -149,7 +149,7 @@ class Call:
     def input_text(self) -> str:
         """The text of the messages the client sent in this run, joined with spaces (not the
         remembered history: what a guard of the user's input checks)."""
-        return " ".join(part.text.text for message in self.input_messages for part in message.parts if part.HasField("text"))
+        return _joined_text(self.input_messages)
 
     @property
     def part(self) -> Optional[agent_pb2.Chunk]:
@@ -181,6 +181,11 @@ def abort(reason: str, retry: bool = False, metadata: Any = None) -> processor_p
     if metadata is not None:
         json_format.ParseDict(metadata, result.abort.metadata)
     return result
+
+
+def _joined_text(messages: Iterable[agent_pb2.Message]) -> str:
+    """The text parts of `messages`, joined with spaces."""
+    return " ".join(part.text.text for message in messages for part in message.parts if part.HasField("text"))
 
 
 def text_delta(text: str) -> agent_pb2.Chunk:

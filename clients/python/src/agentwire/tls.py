@@ -31,16 +31,25 @@ class TLS:
 TLSOption = Union[TLS, bool, None]
 
 
+def _credentials(tls: TLSOption) -> Optional[grpc.ChannelCredentials]:
+    """None for plaintext (`tls` None or False), the system roots for True, else as `tls` says."""
+    if tls is None or tls is False:
+        return None
+    return (TLS() if tls is True else tls).credentials()
+
+
 def channel_to(address: str, tls: TLSOption) -> grpc.Channel:
     """A channel to `address`: plaintext when `tls` is None or False, TLS with the system roots
     when True, or as a `TLS` says."""
-    if tls is None or tls is False:
+    credentials = _credentials(tls)
+    if credentials is None:
         return grpc.insecure_channel(address)
-    return grpc.secure_channel(address, (TLS() if tls is True else tls).credentials())
+    return grpc.secure_channel(address, credentials)
 
 
 def aio_channel_to(address: str, tls: TLSOption, interceptors: Optional[list] = None) -> "grpc.aio.Channel":
     """`channel_to` for asyncio (`grpc.aio`)."""
-    if tls is None or tls is False:
+    credentials = _credentials(tls)
+    if credentials is None:
         return grpc.aio.insecure_channel(address, interceptors=interceptors)
-    return grpc.aio.secure_channel(address, (TLS() if tls is True else tls).credentials(), interceptors=interceptors)
+    return grpc.aio.secure_channel(address, credentials, interceptors=interceptors)
