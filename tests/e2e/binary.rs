@@ -1,0 +1,100 @@
+//! The `agentwire` binary as a newcomer uses it: `serve` prints its address, answers, and stops
+//! cleanly on SIGTERM; `run` streams an answer and flags a tripwire; a bad config stops start-up.
+
+use crate::common;
+
+use std::process::Command;
+
+use common::binary::{BINARY, Served};
+
+fn example_config() -> String {
+    concat!(env!("CARGO_MANIFEST_DIR"), "/examples/agentwire.toml").to_owned()
+}
+
+/// `serve` prints exactly the ready line with its port, and `agents` and `run` talk to it.
+#[test]
+fn serve_then_run_and_list() {
+    let served = Served::start(&["--config", &example_config()]);
+    let listed = Command::new(BINARY).args(["agents", "--addr", &served.addr]).output().unwrap();
+    assert!(listed.status.success());
+    assert!(String::from_utf8_lossy(&listed.stdout).contains("guarded"));
+
+    let answered = Command::new(BINARY)
+        .args(["run", "--agent", "echo", "--addr", &served.addr, "hi there"])
+        .output()
+        .unwrap();
+    assert!(answered.status.success());
+    assert_eq!(String::from_utf8_lossy(&answered.stdout).trim(), "echo: hi there");
+
+    let blocked = Command::new(BINARY)
+        .args(["run", "--agent", "guarded", "--addr", &served.addr, "my secret"])
+        .output()
+        .unwrap();
+    assert_eq!(blocked.status.code(), Some(2), "a tripwire exits with 2");
+    let stderr = String::from_utf8_lossy(&blocked.stderr);
+    assert!(stderr.contains("TRIPWIRE") && stderr.contains("no-secrets"), "{stderr}");
+}
+
+/// SIGTERM stops the server gracefully with exit code 0.
+#[test]
+fn sigterm_stops_the_server_cleanly() {
+    let mut served = Served::start(&[]);
+    let status = served.terminate();
+    assert!(status.success(), "exit status {status:?}");
+}
+
+/// A config with an unknown key stops start-up with a message naming it.
+#[test]
+fn bad_config_stops_start_up() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("agentwire.toml");
+    std::fs::write(&path, "[[agents]]\nid = \"a\"\nmodel = \"mock/echo\"\nspeed = 3\n").unwrap();
+    let output = Command::new(BINARY)
+        .args(["serve", "--listen", "127.0.0.1:0", "--config"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("speed") && stderr.contains("line 4"), "{stderr}");
+    assert!(output.stdout.is_empty(), "no ready line");
+}
+
+/// Without API keys the server will not listen beyond loopback, unless told to; with keys, `run`
+/// and `agents` pass `--key` (or `AGENTWIRE_API_KEY`).
+#[test]
+fn keys_guard_what_is_served_beyond_loopback() {
+    let data_dir = tempfile::tempdir().unwrap();
+    let refused = Command::new(BINARY)
+        .args(["serve", "--listen", "0.0.0.0:0", "--data-dir"])
+        .arg(data_dir.path())
+        .output()
+        .unwrap();
+    assert!(!refused.status.success());
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("refusing to serve 0.0.0.0:0 without API keys")
+    );
+
+    let config = data_dir.path().join("keyed.toml");
+    std::fs::write(
+        &config,
+        "[[auth.keys]]\nname = \"ops\"\nkey_env = \"TEST_OPS_KEY\"\nresources = [\"*\"]\n\n\
+         [[agents]]\nid = \"echo\"\nmodel = \"mock/echo\"\n",
+    )
+    .unwrap();
+    let served =
+        Served::start_with(&["--config", config.to_str().unwrap()], &[("TEST_OPS_KEY", "ops-secret")]);
+    let without = Command::new(BINARY)
+        .args(["agents", "--addr", &served.addr])
+        .env_remove("AGENTWIRE_API_KEY")
+        .output()
+        .unwrap();
+    assert!(!without.status.success());
+    assert!(String::from_utf8_lossy(&without.stderr).contains("API key is required"));
+    let with = Command::new(BINARY)
+        .args(["run", "--agent", "echo", "--addr", &served.addr, "hi"])
+        .env("AGENTWIRE_API_KEY", "ops-secret")
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&with.stdout).trim(), "echo: hi");
+}

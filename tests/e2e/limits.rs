@@ -1,0 +1,260 @@
+//! `[limits]` and per-key rates through the server: each refusal has its gRPC code and names its
+//! limit and the limit's value; a run over its time ends with an error and saves nothing.
+
+use crate::common;
+
+use agentwire::server::pb;
+use agentwire::server::pb::agent_service_client::AgentServiceClient;
+use common::{TestServer, error, in_thread, request};
+use tonic::{Code, Request};
+
+const CONFIG: &str = r#"
+[limits]
+max_request_bytes = 2048
+max_concurrent_runs = 1
+queue_timeout_ms = 100
+max_run_ms = 300
+
+[[agents]]
+id = "echo"
+model = "mock/echo"
+
+[[agents]]
+id = "slow"
+model = "mock/script"
+memory = { last_messages = 10 }
+script = [{ text = "one two three four five six seven eight nine ten", chunk_delay_ms = 100 }]
+"#;
+
+/// A request larger than max_request_bytes is refused with RESOURCE_EXHAUSTED naming the limit.
+#[tokio::test]
+async fn requests_over_max_request_bytes_are_refused() {
+    let server = TestServer::start(CONFIG).await;
+    let refused = server.client().await.generate(request("echo", &"x".repeat(4000))).await.unwrap_err();
+    assert_eq!(refused.code(), Code::ResourceExhausted, "{refused:?}");
+    assert!(refused.message().contains("2048"), "{}", refused.message());
+    assert_eq!(server.generate(request("echo", "small")).await.text, "echo: small");
+}
+
+/// Runs beyond max_concurrent_runs wait in the queue, then are refused after queue_timeout_ms.
+#[tokio::test]
+async fn runs_beyond_max_concurrent_runs_wait_then_are_refused() {
+    let server = TestServer::start(CONFIG).await;
+    let mut first = server.client().await.stream(request("slow", "go")).await.unwrap().into_inner();
+    first.message().await.unwrap().expect("the first run started");
+    let refused = server.client().await.generate(request("echo", "me too")).await.unwrap_err();
+    assert_eq!(refused.code(), Code::ResourceExhausted);
+    assert!(
+        refused.message().contains("max_concurrent_runs (1)")
+            && refused.message().contains("queue_timeout_ms (100)"),
+        "{}",
+        refused.message()
+    );
+    while first.message().await.unwrap().is_some() {}
+    assert_eq!(server.generate(request("echo", "now")).await.text, "echo: now", "the slot came back");
+}
+
+/// A run longer than max_run_ms ends with an error chunk and saves nothing.
+#[tokio::test]
+async fn a_run_over_max_run_ms_ends_with_an_error_and_saves_nothing() {
+    let server = TestServer::start(CONFIG).await;
+    let chunks = server.stream(in_thread("slow", "go", "t")).await;
+    let failure = error(&chunks).expect("an error chunk");
+    assert!(failure.message.contains("max_run_ms (300 ms)"), "{}", failure.message);
+    assert!(server.stored_texts("t").await.is_empty(), "nothing saved");
+}
+
+/// A key over its per-second rate is refused with RESOURCE_EXHAUSTED naming the rate.
+#[tokio::test]
+async fn a_key_over_its_rate_is_refused() {
+    let server = TestServer::start(
+        r#"
+[[auth.keys]]
+name = "batch-job"
+key = "k"
+resources = ["*"]
+rate_per_second = 1
+burst = 2
+
+[[agents]]
+id = "echo"
+model = "mock/echo"
+"#,
+    )
+    .await;
+    let mut agents = AgentServiceClient::new(server.channel().await);
+    let call = || {
+        let mut request = Request::new(pb::ListAgentsRequest {});
+        request.metadata_mut().insert("authorization", "Bearer k".parse().unwrap());
+        request
+    };
+    agents.list_agents(call()).await.expect("within the burst");
+    agents.list_agents(call()).await.expect("within the burst");
+    let refused = agents.list_agents(call()).await.unwrap_err();
+    assert_eq!(refused.code(), Code::ResourceExhausted);
+    assert!(
+        refused.message().contains("`batch-job`") && refused.message().contains("rate limit of 1"),
+        "{}",
+        refused.message()
+    );
+}
+
+const SMALL_MESSAGES: &str = r#"
+[limits]
+max_message_bytes = 64
+max_steps = 3
+
+[[agents]]
+id = "echo"
+model = "mock/echo"
+
+[[agents]]
+id = "looping"
+model = "mock/script"
+script = [{ tool_calls = [{ name = "calculator", args = { expression = "1 + 1" } }] }]
+tools = ["calculator"]
+"#;
+
+/// A message over `max_message_bytes` is refused, naming the message, its size and the limit;
+/// one within it runs, whatever else the request holds.
+#[tokio::test]
+async fn messages_over_max_message_bytes_are_refused() {
+    let server = TestServer::start(SMALL_MESSAGES).await;
+    let refused = server.client().await.generate(request("echo", &"x".repeat(65))).await.unwrap_err();
+    assert_eq!(refused.code(), Code::ResourceExhausted);
+    assert_eq!(refused.message(), "messages[0]: 65 bytes exceeds the limit limits.max_message_bytes = 64");
+
+    let text = |text: &str| pb::Message {
+        role: "user".into(),
+        parts: vec![pb::Part { part: Some(pb::part::Part::Text(pb::TextPart { text: text.into() })) }],
+        ..Default::default()
+    };
+    let two = pb::RunRequest {
+        agent_id: "echo".into(),
+        messages: vec![text(&"a".repeat(60)), text(&"b".repeat(70))],
+        ..Default::default()
+    };
+    let refused = server.client().await.generate(two).await.unwrap_err();
+    assert!(refused.message().starts_with("messages[1]: 70 bytes"), "{}", refused.message());
+    assert_eq!(
+        server.generate(request("echo", &"x".repeat(64))).await.text,
+        format!("echo: {}", "x".repeat(64))
+    );
+}
+
+/// `[limits] max_steps` caps every run: a request may not ask for more, an agent's default
+/// yields to it, and an agent that names more does not start.
+#[tokio::test]
+async fn steps_are_capped_server_wide() {
+    let server = TestServer::start(SMALL_MESSAGES).await;
+    let asked = pb::RunRequest { max_steps: Some(4), ..request("looping", "go") };
+    let refused = server.client().await.generate(asked).await.unwrap_err();
+    assert_eq!(refused.code(), Code::InvalidArgument);
+    assert!(refused.message().contains("max_steps") && refused.message().contains("limits.max_steps = 3"));
+
+    let looped = server.generate(request("looping", "go")).await;
+    assert_eq!(looped.steps.len(), 3, "the agent's default of 5 steps yields to the limit");
+
+    let config =
+        format!("{SMALL_MESSAGES}\n[[agents]]\nid = \"greedy\"\nmodel = \"mock/echo\"\nmax_steps = 10\n");
+    let config = agentwire::config::Config::parse(&config).unwrap();
+    let Err(error) = agentwire::runtime::Runtime::new(&config, agentwire::runtime::Components::builtin())
+    else {
+        panic!("an agent over the limit does not start");
+    };
+    let error = error.to_string();
+    assert!(error.contains("max_steps") && error.contains("limits.max_steps = 3"), "{error}");
+}
+
+/// Raw bytes for a gRPC call: what a client with a broken encoder sends.
+#[derive(Debug, Clone, Copy, Default)]
+struct RawCodec;
+
+impl tonic::codec::Codec for RawCodec {
+    type Encode = Vec<u8>;
+    type Decode = Vec<u8>;
+    type Encoder = RawCodec;
+    type Decoder = RawCodec;
+
+    fn encoder(&mut self) -> RawCodec {
+        RawCodec
+    }
+
+    fn decoder(&mut self) -> RawCodec {
+        RawCodec
+    }
+}
+
+impl tonic::codec::Encoder for RawCodec {
+    type Item = Vec<u8>;
+    type Error = tonic::Status;
+
+    fn encode(&mut self, item: Vec<u8>, buf: &mut tonic::codec::EncodeBuf<'_>) -> Result<(), tonic::Status> {
+        bytes::BufMut::put_slice(buf, &item);
+        Ok(())
+    }
+}
+
+impl tonic::codec::Decoder for RawCodec {
+    type Item = Vec<u8>;
+    type Error = tonic::Status;
+
+    fn decode(&mut self, buf: &mut tonic::codec::DecodeBuf<'_>) -> Result<Option<Vec<u8>>, tonic::Status> {
+        let remaining = bytes::Buf::remaining(buf);
+        Ok(Some(bytes::Buf::copy_to_bytes(buf, remaining).to_vec()))
+    }
+}
+
+/// A request body that is not a protobuf message is the client's error: INVALID_ARGUMENT, for a
+/// unary call and a streaming one alike (tonic would say INTERNAL).
+#[tokio::test]
+async fn a_malformed_request_body_is_invalid_argument() {
+    let server = TestServer::start(CONFIG).await;
+    for method in ["/agentwire.v1.AgentService/Generate", "/agentwire.v1.AgentService/Stream"] {
+        let mut grpc = tonic::client::Grpc::new(server.channel().await);
+        grpc.ready().await.unwrap();
+        let path = tonic::codegen::http::uri::PathAndQuery::from_static(method);
+        let garbage = vec![0xff, 0xff, 0xff, 0xff];
+        let refused = if method.ends_with("Generate") {
+            grpc.unary(Request::new(garbage), path, RawCodec).await.map(|_| ()).unwrap_err()
+        } else {
+            grpc.server_streaming(Request::new(garbage), path, RawCodec).await.map(|_| ()).unwrap_err()
+        };
+        assert_eq!(refused.code(), Code::InvalidArgument, "{method}: {refused:?}");
+        assert!(refused.message().contains("failed to decode"), "{}", refused.message());
+    }
+}
+
+/// Ids longer than ids may be are refused with INVALID_ARGUMENT naming the field (they are
+/// storage keys), and no error echoes what the caller sent at full length: a long role comes
+/// back cut, so the status stays far below any client's header limit.
+#[tokio::test]
+async fn long_ids_are_refused_and_errors_never_echo_at_full_length() {
+    let server = TestServer::start(&CONFIG.replace("max_request_bytes = 2048\n", "")).await;
+    let long = "x".repeat(100_000);
+    let mut run = request("echo", "hi");
+    run.thread_id = long.clone();
+    let refused = server.client().await.generate(run).await.unwrap_err();
+    assert_eq!(refused.code(), Code::InvalidArgument);
+    assert!(
+        refused.message().starts_with("thread_id: 100000 bytes is longer than an id may be"),
+        "{}",
+        refused.message()
+    );
+
+    let refused = server.client().await.generate(request(&long, "hi")).await.unwrap_err();
+    assert_eq!(refused.code(), Code::InvalidArgument, "not NOT_FOUND echoing the id: {refused:?}");
+
+    let mut memory =
+        agentwire::server::pb::memory_service_client::MemoryServiceClient::new(server.channel().await);
+    let lookup = pb::GetThreadRequest { thread_id: long.clone(), ..Default::default() };
+    assert_eq!(memory.get_thread(lookup).await.unwrap_err().code(), Code::InvalidArgument);
+
+    let mut run = request("echo", "");
+    run.messages = vec![pb::Message { role: long, ..common::message("user", "hi") }];
+    let refused = server.client().await.generate(run).await.unwrap_err();
+    assert_eq!(refused.code(), Code::InvalidArgument);
+    assert!(refused.message().len() <= 1024, "{} bytes", refused.message().len());
+    assert!(refused.message().starts_with("messages[0].role: unknown role"), "{}", &refused.message()[..60]);
+    assert!(refused.message().ends_with("more bytes)"), "{}", &refused.message()[900..]);
+}

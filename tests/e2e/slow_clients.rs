@@ -1,0 +1,105 @@
+//! Clients that stop reading, and connections that never speak: a streaming client that leaves
+//! no room for the next chunk past `slow_client_ms` is cut off with RESOURCE_EXHAUSTED, its run
+//! stops and frees its slot (nothing saved), so a handful of them cannot lock everyone out; and
+//! SIGTERM ends the real binary whatever its idle connections and unread streams do.
+
+use crate::common;
+
+use std::time::Duration;
+
+use common::binary::Served;
+use common::{TestServer, in_thread, request};
+use tonic::Code;
+
+/// A server with two run slots, a short slow-client limit, and an agent whose answer is far
+/// larger than any buffer between it and a client that does not read.
+fn config() -> String {
+    let words = "word ".repeat(200_000);
+    format!(
+        r#"
+[limits]
+max_concurrent_runs = 2
+queue_timeout_ms = 200
+slow_client_ms = 300
+
+[[agents]]
+id = "talker"
+model = "mock/script"
+memory = {{ last_messages = 10 }}
+script = [{{ text = "{words}" }}]
+
+[[agents]]
+id = "echo"
+model = "mock/echo"
+"#
+    )
+}
+
+/// Two clients that start a stream and stop reading take both slots only until they are cut
+/// off: a third run then gets a slot; each stalled stream ends with RESOURCE_EXHAUSTED naming
+/// `slow_client_ms`, and nothing of their runs is saved.
+#[tokio::test]
+async fn clients_that_stop_reading_are_cut_off_and_free_their_slots() {
+    let server = TestServer::start(&config()).await;
+    let mut stalled = Vec::new();
+    for index in 0..2 {
+        let mut client = server.client().await;
+        let stream = client.stream(in_thread("talker", "talk", &format!("stalled-{index}"))).await.unwrap();
+        stalled.push((client, stream.into_inner()));
+    }
+    // Both slots are taken until the cut-off frees them; then the echo run gets one.
+    let mut answer = None;
+    for _ in 0..50 {
+        match server.client().await.generate(request("echo", "am I in?")).await {
+            Ok(response) => {
+                answer = Some(response.into_inner().text);
+                break;
+            }
+            Err(status) => assert_eq!(status.code(), Code::ResourceExhausted, "{status}"),
+        }
+    }
+    assert_eq!(answer.as_deref(), Some("echo: am I in?"), "a slot was freed by the cut-off");
+    for (index, (_client, mut stream)) in stalled.into_iter().enumerate() {
+        let status = loop {
+            match stream.message().await {
+                Ok(Some(_)) => continue,
+                Ok(None) => panic!("stream {index} ended without the cut-off status"),
+                Err(status) => break status,
+            }
+        };
+        assert_eq!(status.code(), Code::ResourceExhausted);
+        assert!(status.message().contains("slow_client_ms (300 ms)"), "{}", status.message());
+        assert!(server.stored_texts(&format!("stalled-{index}")).await.is_empty(), "nothing is saved");
+    }
+}
+
+/// SIGTERM ends the real binary although idle TCP connections never spoke HTTP/2 and a stream
+/// is never read: after the drain, connections are closed.
+#[tokio::test]
+async fn sigterm_ends_the_server_whatever_its_clients_do() {
+    let dir = tempfile::tempdir().unwrap();
+    let config_path = dir.path().join("agentwire.toml");
+    std::fs::write(
+        &config_path,
+        config().replace("slow_client_ms = 300", "slow_client_ms = 60000\nshutdown_grace_ms = 1000"),
+    )
+    .unwrap();
+    let mut served = Served::start(&["--config", config_path.to_str().unwrap()]);
+    let idle: Vec<std::net::TcpStream> =
+        (0..4).map(|_| std::net::TcpStream::connect(&served.addr).expect("connects")).collect();
+    let channel = tonic::transport::Endpoint::from_shared(format!("http://{}", served.addr))
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
+    let mut client = agentwire::server::pb::agent_service_client::AgentServiceClient::new(channel);
+    let _unread = client.stream(in_thread("talker", "talk", "unread")).await.unwrap().into_inner();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let exit = tokio::task::spawn_blocking(move || served.terminate());
+    let status = tokio::time::timeout(Duration::from_secs(30), exit)
+        .await
+        .expect("the server exits after SIGTERM")
+        .unwrap();
+    assert!(status.success(), "{status:?}");
+    drop(idle);
+}
