@@ -188,6 +188,7 @@ async fn serve_config(config: Config, listen: SocketAddr, data_dir: PathBuf) -> 
     let recall_bytes =
         usize::try_from(config.storage.recall_index_mb.max(1) * 1024 * 1024).unwrap_or(usize::MAX);
     store.set_recall_budget(recall_bytes);
+    store.set_min_free_bytes(config.storage.min_free_mb.saturating_mul(1024 * 1024));
     let flushed_on_exit = store.clone();
     let runtime = Runtime::new(&config, Components::builtin().with_store(Arc::new(store)))
         .map_err(|error| error.to_string())?;

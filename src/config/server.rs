@@ -183,6 +183,11 @@ pub struct StorageConfig {
     /// Default 256.
     #[serde(default = "default_recall_index_mb")]
     pub recall_index_mb: u64,
+    /// The free space, in MiB, writes leave on the data directory's disk: below it runs that
+    /// would save and memory writes are refused with UNAVAILABLE (reads and deletes still
+    /// work) until space is freed, so the database never fills the disk. Default 128.
+    #[serde(default = "default_min_free_mb")]
+    pub min_free_mb: u64,
     /// A thread's title, in bytes. Default 1 KiB.
     #[serde(default = "default_max_title_bytes")]
     pub max_title_bytes: usize,
@@ -200,6 +205,7 @@ impl Default for StorageConfig {
             max_file_bytes: default_max_file_bytes(),
             cache_mb: default_cache_mb(),
             recall_index_mb: default_recall_index_mb(),
+            min_free_mb: default_min_free_mb(),
             max_title_bytes: default_max_title_bytes(),
             max_metadata_bytes: default_max_metadata_bytes(),
             max_working_memory_bytes: default_max_working_memory_bytes(),
@@ -232,6 +238,10 @@ fn default_max_working_memory_bytes() -> usize {
 
 fn default_recall_index_mb() -> u64 {
     256
+}
+
+fn default_min_free_mb() -> u64 {
+    128
 }
 
 fn default_cache_mb() -> u64 {

@@ -31,6 +31,8 @@ impl Runtime {
         if request.thread_id.is_empty() {
             return Ok(None);
         }
+        // A run that would be saved is refused up front while the store cannot take the save.
+        store.check_writable()?;
         let resource_id = if request.resource_id.is_empty() {
             request.thread_id.clone()
         } else {

@@ -43,7 +43,8 @@ async fn answer(mut connection: TcpStream, runtime: Arc<Runtime>) {
     let _ = connection.shutdown().await;
 }
 
-/// The registry, with the gauges read now: remote instances per processor, store size.
+/// The registry, with the gauges read now: remote instances per processor, the store's size,
+/// writability and free disk space.
 fn scrape(runtime: &Runtime) -> String {
     let mut instances: BTreeMap<String, usize> = BTreeMap::new();
     for session in runtime.remote_pool().all_sessions() {
@@ -57,8 +58,25 @@ fn scrape(runtime: &Runtime) -> String {
             value: count as f64,
         })
         .collect();
-    if let Some(bytes) = runtime.store().and_then(|store| store.size_bytes()) {
-        gauges.push(Gauge { name: "agentwire_store_bytes", labels: Vec::new(), value: bytes as f64 });
+    if let Some(store) = runtime.store() {
+        if let Some(bytes) = store.size_bytes() {
+            gauges.push(Gauge { name: "agentwire_store_bytes", labels: Vec::new(), value: bytes as f64 });
+        }
+        if let Some(writability) = store.writability() {
+            let now = writability.borrow().clone();
+            gauges.push(Gauge {
+                name: "agentwire_store_writable",
+                labels: vec![("state", now.name().to_owned())],
+                value: if now.check().is_ok() { 1.0 } else { 0.0 },
+            });
+        }
+        if let Some(bytes) = store.free_bytes() {
+            gauges.push(Gauge {
+                name: "agentwire_store_free_bytes",
+                labels: Vec::new(),
+                value: bytes as f64,
+            });
+        }
     }
     crate::telemetry::metrics::global().render(&gauges)
 }

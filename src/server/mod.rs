@@ -140,6 +140,29 @@ pub enum ServeError {
     Transport(String),
 }
 
+/// Keeps the health of the services that write (agents, memory) in step with the store: NOT_SERVING
+/// while it cannot take writes, SERVING again once it can. The server itself stays SERVING.
+async fn report_writability(
+    mut writability: tokio::sync::watch::Receiver<crate::storage::Writability>,
+    health: tonic_health::server::HealthReporter,
+) {
+    loop {
+        let status = if writability.borrow_and_update().check().is_ok() {
+            tonic_health::ServingStatus::Serving
+        } else {
+            tonic_health::ServingStatus::NotServing
+        };
+        use tonic::server::NamedService;
+        type Agents = pb::agent_service_server::AgentServiceServer<AgentServiceImpl>;
+        type Memory = pb::memory_service_server::MemoryServiceServer<MemoryServiceImpl>;
+        health.set_service_status(<Agents as NamedService>::NAME, status).await;
+        health.set_service_status(<Memory as NamedService>::NAME, status).await;
+        if writability.changed().await.is_err() {
+            return;
+        }
+    }
+}
+
 /// Serves the runtime on `listener` until `shutdown` resolves, then stops gracefully.
 pub async fn serve(
     listener: TcpListener,
@@ -149,6 +172,7 @@ pub async fn serve(
 ) -> Result<(), ServeError> {
     let auth = Arc::new(options.auth);
     let max_request = options.limits.max_request_bytes;
+    let store_writability = runtime.store().and_then(|store| store.writability());
     let memory_service = runtime.store().map(|store| {
         pb::memory_service_server::MemoryServiceServer::new(MemoryServiceImpl::new(
             Arc::clone(store),
@@ -204,6 +228,9 @@ pub async fn serve(
         health_reporter
             .set_serving::<pb::memory_service_server::MemoryServiceServer<MemoryServiceImpl>>()
             .await;
+    }
+    if let Some(writability) = store_writability {
+        tokio::spawn(report_writability(writability, health_reporter.clone()));
     }
 
     let reflection_v1 = tonic_reflection::server::Builder::configure()

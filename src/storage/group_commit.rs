@@ -52,11 +52,11 @@ impl GroupCommit {
     /// Returns once everything committed before the call is on disk.
     pub(super) async fn durable(&self) -> Result<(), StoreError> {
         let (sender, receiver) = oneshot::channel();
-        let stopped = || StoreError::Engine("the flush thread stopped".to_owned());
+        let stopped = || StoreError::Unavailable("the flush thread stopped".to_owned());
         self.waiters.as_ref().ok_or_else(stopped)?.send(sender).map_err(|_| stopped())?;
         match receiver.await {
             Ok(Ok(())) => Ok(()),
-            Ok(Err(error)) => Err(StoreError::Engine(format!("flush failed: {error}"))),
+            Ok(Err(error)) => Err(StoreError::Unavailable(format!("flush failed: {error}"))),
             Err(_) => Err(stopped()),
         }
     }

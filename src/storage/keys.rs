@@ -7,6 +7,9 @@ use super::CacheScope;
 pub(super) const FORMAT_VERSION: u32 = 1;
 /// `meta` key of the format version.
 pub(super) const META_FORMAT: &[u8] = b"format_version";
+/// `meta` key of the last open (milliseconds since the epoch): the write that proves an opened
+/// database can write.
+pub(super) const META_OPENED: &[u8] = b"opened_at";
 
 fn push_str(key: &mut Vec<u8>, value: &str) {
     let length = u16::try_from(value.len()).unwrap_or(u16::MAX);

@@ -8,18 +8,21 @@
 
 mod group_commit;
 mod keys;
+mod reopening;
 mod sled_store;
 mod types;
 mod vector_index;
 mod vectors;
+mod writability;
 
-pub use self::sled_store::{DEFAULT_CACHE_BYTES, SledStore};
+pub use self::sled_store::{DEFAULT_CACHE_BYTES, DEFAULT_MIN_FREE_BYTES, SledStore};
 pub use self::types::{
     CacheScope, DeleteReport, Direction, EmbeddingRecord, Hit, MessagePage, NewThread, RecallScope, RunSave,
     StoredMessage, Thread, ThreadPage, ThreadUpdate, VectorQuery, WorkingMemoryRecord, WorkingMemoryScope,
 };
 pub use self::vector_index::DEFAULT_INDEX_BYTES;
 pub use self::vectors::dot;
+pub use self::writability::Writability;
 
 /// Why a storage operation failed.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -76,10 +79,30 @@ pub enum StoreError {
         /// What could not be decoded.
         reason: String,
     },
-    /// The storage engine failed (IO, disk full...).
+    /// The disk under the store is nearly full: writes are refused before they reach it, and
+    /// work again once space is freed.
+    #[error(
+        "the store's disk is nearly full ({} MiB free, writes need {} MiB: [storage] min_free_mb); \
+         nothing was written, and writes resume once space is freed",
+        free_bytes / MIB,
+        min_free_bytes.div_ceil(MIB)
+    )]
+    DiskLow {
+        /// Free bytes on the disk.
+        free_bytes: u64,
+        /// The reserve writes keep.
+        min_free_bytes: u64,
+    },
+    /// The store could not write (e.g. the disk filled under it) and is reopening from what is
+    /// on disk; it takes calls again once it can write.
+    #[error("the store cannot write ({0}); it reopens once it can, and nothing unsaved is visible")]
+    Unavailable(String),
+    /// The storage engine failed otherwise.
     #[error("storage failed: {0}")]
     Engine(String),
 }
+
+const MIB: u64 = 1024 * 1024;
 
 /// Where agents keep their memory.
 #[async_trait::async_trait]
@@ -155,6 +178,22 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     /// Bytes the store takes on disk, when it can tell (for metrics).
     fn size_bytes(&self) -> Option<u64> {
         None
+    }
+
+    /// Free bytes on the disk under the store, when it can tell (for metrics).
+    fn free_bytes(&self) -> Option<u64> {
+        None
+    }
+
+    /// Whether the store takes writes now, to watch (health, metrics); `None` for a store that
+    /// always does.
+    fn writability(&self) -> Option<tokio::sync::watch::Receiver<Writability>> {
+        None
+    }
+
+    /// `Ok` when a write would be taken now: a run that would write is refused up front when not.
+    fn check_writable(&self) -> Result<(), StoreError> {
+        self.writability().map_or(Ok(()), |watched| watched.borrow().check())
     }
 
     /// A cached value of `scope`, unless it expired.

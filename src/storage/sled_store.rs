@@ -8,7 +8,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use serde::Serialize;
@@ -17,12 +17,13 @@ use sled::Transactional;
 use sled::transaction::{ConflictableTransactionError, TransactionError, TransactionalTree};
 
 use super::group_commit::GroupCommit;
+use super::reopening::Reopening;
 use super::vector_index::{DEFAULT_INDEX_BYTES, VectorIndex};
 use super::vectors::ResourceVectors;
 use super::{
     CacheScope, DeleteReport, Direction, Hit, MessagePage, NewThread, RecallScope, RunSave, Store,
     StoreError, StoredMessage, Thread, ThreadPage, ThreadUpdate, VectorQuery, WorkingMemoryRecord,
-    WorkingMemoryScope, keys,
+    WorkingMemoryScope, Writability, keys,
 };
 use crate::domain::{Message, new_id, now_millis};
 
@@ -32,10 +33,16 @@ const META_EMBEDDER: &[u8] = b"embedder";
 /// The page cache of a store opened with [`SledStore::open`]: 64 MiB.
 pub const DEFAULT_CACHE_BYTES: u64 = 64 * 1024 * 1024;
 
+/// The free space writes keep on the store's disk unless configured: 128 MiB (`[storage]
+/// min_free_mb` defaults to the same).
+pub const DEFAULT_MIN_FREE_BYTES: u64 = 128 * 1024 * 1024;
+
 /// The store, in a sled database. Cheap to clone.
 #[derive(Debug, Clone)]
 pub struct SledStore {
-    inner: Arc<Inner>,
+    engine: Arc<Reopening<Inner>>,
+    /// The recall budget, kept for a reopened database.
+    recall_budget: Arc<AtomicUsize>,
 }
 
 #[derive(Debug)]
@@ -56,8 +63,12 @@ struct Inner {
     index: Mutex<VectorIndex>,
 }
 
+/// sled's IO errors (a full disk among them) make the store unavailable until it reopens.
 fn engine(error: sled::Error) -> StoreError {
-    StoreError::Engine(error.to_string())
+    match error {
+        sled::Error::Io(error) => StoreError::Unavailable(error.to_string()),
+        other => StoreError::Engine(other.to_string()),
+    }
 }
 
 fn encode<T: Serialize>(value: &T) -> Vec<u8> {
@@ -155,17 +166,101 @@ impl SledStore {
     /// Caps the memory of recall's in-memory vectors at `bytes`: the least recently searched
     /// resources are dropped past it, and loaded again from disk when searched.
     pub fn set_recall_budget(&self, bytes: usize) {
-        self.inner.index.lock().expect("index lock").set_budget(bytes);
+        self.recall_budget.store(bytes, Ordering::Relaxed);
+        if let Some(inner) = self.engine.current() {
+            inner.index.lock().expect("index lock").set_budget(bytes);
+        }
+    }
+
+    /// Refuses writes (runs, threads, working memory) while less than `bytes` are free on the
+    /// store's disk, so that the database never fills it (default [`DEFAULT_MIN_FREE_BYTES`]).
+    pub fn set_min_free_bytes(&self, bytes: u64) {
+        self.engine.set_min_free_bytes(bytes);
     }
 
     /// The memory recall's in-memory vectors take now, in bytes.
     pub fn recall_index_bytes(&self) -> usize {
-        self.inner.index.lock().expect("index lock").bytes()
+        self.engine.current().map_or(0, |inner| inner.index.lock().expect("index lock").bytes())
     }
 
     /// [`SledStore::open`] with a page cache of `cache_bytes` (sled's own default, 1 GiB, lets
     /// the server's memory grow with its data).
     pub fn open_with_cache(path: &Path, cache_bytes: u64) -> Result<SledStore, StoreError> {
+        let recall_budget = Arc::new(AtomicUsize::new(DEFAULT_INDEX_BYTES));
+        let budget = Arc::clone(&recall_budget);
+        let at = path.to_owned();
+        let opener = Box::new(move || Inner::open(&at, cache_bytes, budget.load(Ordering::Relaxed)));
+        std::fs::create_dir_all(path).map_err(|error| {
+            StoreError::Unavailable(format!("cannot create `{}`: {error}", path.display()))
+        })?;
+        let engine = Reopening::open(path.to_owned(), opener, DEFAULT_MIN_FREE_BYTES)?;
+        Ok(SledStore { engine, recall_budget })
+    }
+
+    /// Runs a sled operation on a blocking thread.
+    async fn blocking<T, F>(&self, operation: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Inner) -> Result<T, StoreError> + Send + 'static,
+    {
+        self.blocking_on(self.engine.engine()?, operation).await
+    }
+
+    /// Runs a sled operation on `inner` on a blocking thread. An IO error closes the database,
+    /// to be reopened from disk (see [`Reopening`]).
+    async fn blocking_on<T, F>(&self, inner: Arc<Inner>, operation: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Inner) -> Result<T, StoreError> + Send + 'static,
+    {
+        let held = Arc::clone(&inner);
+        let outcome = tokio::task::spawn_blocking(move || operation(&held))
+            .await
+            .map_err(|error| StoreError::Engine(format!("storage task failed: {error}")))
+            .and_then(|outcome| outcome);
+        if let Err(StoreError::Unavailable(reason)) = &outcome {
+            self.engine.failed(&inner, reason);
+        }
+        outcome
+    }
+
+    /// Runs a write on a blocking thread and returns once it is on disk. Refused while the disk
+    /// is nearly full, unless `frees_space` (deletes make room).
+    async fn durable_write<T, F>(&self, frees_space: bool, operation: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Inner) -> Result<T, StoreError> + Send + 'static,
+    {
+        match self.engine.check_space() {
+            Err(StoreError::DiskLow { .. }) if frees_space => {}
+            checked => checked?,
+        }
+        let inner = self.engine.engine()?;
+        let outcome = self.blocking_on(Arc::clone(&inner), operation).await?;
+        if let Err(error) = inner.group_commit.durable().await {
+            if let StoreError::Unavailable(reason) = &error {
+                self.engine.failed(&inner, reason);
+            }
+            return Err(error);
+        }
+        Ok(outcome)
+    }
+
+    /// Writes everything to disk (runs' writes already are; this catches the rest, e.g. cache
+    /// entries). The server calls it on its way out.
+    pub fn flush(&self) -> Result<(), StoreError> {
+        self.engine.engine()?.db.flush().map(|_| ()).map_err(engine)
+    }
+
+    /// Bytes on disk, for operators.
+    pub fn size_on_disk(&self) -> Result<u64, StoreError> {
+        self.engine.engine()?.db.size_on_disk().map_err(engine)
+    }
+}
+
+impl Inner {
+    /// Opens the database in `path`, checks its format version and proves it can write.
+    fn open(path: &Path, cache_bytes: u64, recall_budget: usize) -> Result<Inner, StoreError> {
         let db = open_waiting_for_lock(path, cache_bytes)?;
         let meta = db.open_tree("meta").map_err(engine)?;
         match meta.get(keys::META_FORMAT).map_err(engine)? {
@@ -179,11 +274,13 @@ impl SledStore {
             }
             None => {
                 meta.insert(keys::META_FORMAT, &keys::FORMAT_VERSION.to_be_bytes()).map_err(engine)?;
-                db.flush().map_err(engine)?;
             }
         }
+        // The probe: a database that cannot make a small write durable is not open.
+        meta.insert(keys::META_OPENED, &now_millis().to_be_bytes()).map_err(engine)?;
+        db.flush().map_err(engine)?;
         let tree = |name: &str| db.open_tree(name).map_err(engine);
-        let inner = Inner {
+        Ok(Inner {
             threads: tree("threads")?,
             resource_threads: tree("resource_threads")?,
             messages: tree("messages")?,
@@ -193,45 +290,10 @@ impl SledStore {
             response_cache: tree("response_cache")?,
             cache_puts: AtomicU64::new(0),
             group_commit: GroupCommit::start(db.clone())?,
-            index: Mutex::new(VectorIndex::new(DEFAULT_INDEX_BYTES)),
+            index: Mutex::new(VectorIndex::new(recall_budget)),
             meta,
             db,
-        };
-        Ok(SledStore { inner: Arc::new(inner) })
-    }
-
-    /// Runs a sled operation on a blocking thread.
-    async fn blocking<T, F>(&self, operation: F) -> Result<T, StoreError>
-    where
-        T: Send + 'static,
-        F: FnOnce(&Inner) -> Result<T, StoreError> + Send + 'static,
-    {
-        let inner = Arc::clone(&self.inner);
-        tokio::task::spawn_blocking(move || operation(&inner))
-            .await
-            .map_err(|error| StoreError::Engine(format!("storage task failed: {error}")))?
-    }
-
-    /// Runs a write on a blocking thread and returns once it is on disk.
-    async fn durable_write<T, F>(&self, operation: F) -> Result<T, StoreError>
-    where
-        T: Send + 'static,
-        F: FnOnce(&Inner) -> Result<T, StoreError> + Send + 'static,
-    {
-        let outcome = self.blocking(operation).await?;
-        self.inner.group_commit.durable().await?;
-        Ok(outcome)
-    }
-
-    /// Writes everything to disk (runs' writes already are; this catches the rest, e.g. cache
-    /// entries). The server calls it on its way out.
-    pub fn flush(&self) -> Result<(), StoreError> {
-        self.inner.db.flush().map(|_| ()).map_err(engine)
-    }
-
-    /// Bytes on disk, for operators.
-    pub fn size_on_disk(&self) -> Result<u64, StoreError> {
-        self.inner.db.size_on_disk().map_err(engine)
+        })
     }
 }
 
@@ -676,11 +738,11 @@ fn cache_entry(bytes: &[u8]) -> Result<(i64, &[u8]), StoreError> {
 #[async_trait::async_trait]
 impl Store for SledStore {
     async fn save_run(&self, save: RunSave) -> Result<(), StoreError> {
-        self.durable_write(move |inner| inner.save_run(&save)).await
+        self.durable_write(false, move |inner| inner.save_run(&save)).await
     }
 
     async fn create_thread(&self, thread: NewThread) -> Result<Thread, StoreError> {
-        self.durable_write(move |inner| inner.create_thread(thread)).await
+        self.durable_write(false, move |inner| inner.create_thread(thread)).await
     }
 
     async fn get_thread(&self, thread_id: &str) -> Result<Option<Thread>, StoreError> {
@@ -700,17 +762,17 @@ impl Store for SledStore {
 
     async fn update_thread(&self, thread_id: &str, update: ThreadUpdate) -> Result<Thread, StoreError> {
         let thread_id = thread_id.to_owned();
-        self.durable_write(move |inner| inner.update_thread(&thread_id, update)).await
+        self.durable_write(false, move |inner| inner.update_thread(&thread_id, update)).await
     }
 
     async fn delete_thread(&self, thread_id: &str) -> Result<DeleteReport, StoreError> {
         let thread_id = thread_id.to_owned();
-        self.durable_write(move |inner| inner.delete_thread(&thread_id)).await
+        self.durable_write(true, move |inner| inner.delete_thread(&thread_id)).await
     }
 
     async fn delete_resource(&self, resource_id: &str) -> Result<DeleteReport, StoreError> {
         let resource_id = resource_id.to_owned();
-        self.durable_write(move |inner| inner.delete_resource(&resource_id)).await
+        self.durable_write(true, move |inner| inner.delete_resource(&resource_id)).await
     }
 
     async fn last_messages(&self, thread_id: &str, limit: usize) -> Result<Vec<StoredMessage>, StoreError> {
@@ -759,11 +821,20 @@ impl Store for SledStore {
         expected_version: u64,
     ) -> Result<u64, StoreError> {
         let scope = scope.clone();
-        self.durable_write(move |inner| inner.put_working_memory(&scope, &content, expected_version)).await
+        self.durable_write(false, move |inner| inner.put_working_memory(&scope, &content, expected_version))
+            .await
     }
 
     fn size_bytes(&self) -> Option<u64> {
         self.size_on_disk().ok()
+    }
+
+    fn free_bytes(&self) -> Option<u64> {
+        Some(self.engine.free_bytes())
+    }
+
+    fn writability(&self) -> Option<tokio::sync::watch::Receiver<Writability>> {
+        Some(self.engine.writability())
     }
 
     async fn cache_get(&self, scope: &CacheScope, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
@@ -778,6 +849,7 @@ impl Store for SledStore {
         value: Vec<u8>,
         expires_at: i64,
     ) -> Result<(), StoreError> {
+        self.engine.check_space()?;
         let (scope, key) = (scope.clone(), key.to_owned());
         self.blocking(move |inner| inner.cache_put(&scope, &key, &value, expires_at)).await
     }

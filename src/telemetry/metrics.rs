@@ -28,6 +28,12 @@ const DESCRIPTIONS: &[(&str, &str, &str)] = &[
     ("agentwire_model_tokens_total", "counter", "Model tokens, by model and direction (input, output)."),
     ("agentwire_remote_instances", "gauge", "Connected remote processor instances, by processor."),
     ("agentwire_store_bytes", "gauge", "Bytes the store takes on disk."),
+    (
+        "agentwire_store_writable",
+        "gauge",
+        "1 while the store takes writes, else 0; `state` says why not (disk_low, failed).",
+    ),
+    ("agentwire_store_free_bytes", "gauge", "Free bytes on the disk under the store."),
 ];
 
 /// A value read at scrape time.

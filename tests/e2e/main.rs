@@ -14,6 +14,7 @@ mod cancellation;
 mod config;
 mod crash;
 mod field_limits;
+mod full_disk;
 mod health_reflection;
 mod hook_order;
 mod input_hooks;

@@ -14,7 +14,7 @@ pub struct Served {
     pub addr: String,
     stderr: Arc<Mutex<String>>,
     stderr_reader: Option<std::thread::JoinHandle<()>>,
-    _data_dir: tempfile::TempDir,
+    _data_dir: Option<tempfile::TempDir>,
 }
 
 impl Served {
@@ -26,9 +26,24 @@ impl Served {
     /// [`Served::start`] with environment variables.
     pub fn start_with(args: &[&str], env: &[(&str, &str)]) -> Served {
         let data_dir = tempfile::tempdir().unwrap();
+        let data = data_dir.path().to_owned();
+        Served::spawn(&data, args, env, Some(data_dir))
+    }
+
+    /// [`Served::start`] with the data directory `data_dir`, which outlives the server.
+    pub fn start_in(data_dir: &std::path::Path, args: &[&str]) -> Served {
+        Served::spawn(data_dir, args, &[], None)
+    }
+
+    fn spawn(
+        data_dir: &std::path::Path,
+        args: &[&str],
+        env: &[(&str, &str)],
+        owned: Option<tempfile::TempDir>,
+    ) -> Served {
         let mut child = Command::new(BINARY)
             .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
-            .arg(data_dir.path())
+            .arg(data_dir)
             .args(args)
             .envs(env.iter().copied())
             .stdout(Stdio::piped())
@@ -51,13 +66,7 @@ impl Served {
             let _ = child.wait();
             panic!("no ready line; stderr: {}", stderr.lock().unwrap());
         };
-        Served {
-            addr: addr.to_owned(),
-            child,
-            stderr,
-            stderr_reader: Some(stderr_reader),
-            _data_dir: data_dir,
-        }
+        Served { addr: addr.to_owned(), child, stderr, stderr_reader: Some(stderr_reader), _data_dir: owned }
     }
 
     /// What the server logged so far.
