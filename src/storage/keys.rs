@@ -3,8 +3,9 @@
 
 use super::CacheScope;
 
-/// The storage format this build reads and writes, recorded at open.
-pub(super) const FORMAT_VERSION: u32 = 1;
+/// The storage format this build reads and writes, recorded at open. 2: message ids are scoped
+/// by resource (`resource_message_ids`; format 1 had one global `message_ids` tree).
+pub(super) const FORMAT_VERSION: u32 = 2;
 /// `meta` key of the format version.
 pub(super) const META_FORMAT: &[u8] = b"format_version";
 /// `meta` key of the last open (milliseconds since the epoch): the write that proves an opened
@@ -61,9 +62,18 @@ pub(super) fn seq_of_message_key(key: &[u8]) -> u64 {
     u64::from_be_bytes(bytes)
 }
 
-/// `message_ids`: message id → `messages` key.
-pub(super) fn message_id(message_id: &str) -> Vec<u8> {
-    string_key(message_id)
+/// `resource_message_ids`: resource | message id → `messages` key. Scoped by resource, so one
+/// tenant's ids neither hide another's messages nor tell it which ids exist elsewhere.
+pub(super) fn message_id(resource_id: &str, message_id: &str) -> Vec<u8> {
+    let mut key = string_key(resource_id);
+    push_str(&mut key, message_id);
+    key
+}
+
+/// The string a key starts with: the thread id of a `messages` key, the id of a `threads` key.
+pub(super) fn leading_str(key: &[u8]) -> Option<String> {
+    let length = usize::from(u16::from_be_bytes([*key.first()?, *key.get(1)?]));
+    String::from_utf8(key.get(2..2 + length)?.to_vec()).ok()
 }
 
 /// `vectors` prefix of a resource.
@@ -152,6 +162,7 @@ mod tests {
     fn vector_keys_and_cursors_round_trip() {
         let key = vector("user-1", "thread-9", 42);
         assert_eq!(parse_vector_key(&key), Some(("thread-9".to_owned(), 42)));
+        assert_eq!(leading_str(&message("thread-9", 7)), Some("thread-9".to_owned()));
         assert_eq!(decode_cursor(&encode_cursor(&key)), Some(key));
         assert_eq!(decode_cursor("zz"), None);
     }

@@ -9,8 +9,10 @@
 mod group_commit;
 mod keys;
 mod reopening;
+mod sled_codec;
 mod sled_store;
 mod types;
+mod upgrade;
 mod vector_index;
 mod vectors;
 mod writability;

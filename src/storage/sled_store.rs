@@ -1,7 +1,7 @@
 //! [`SledStore`]: the store in an embedded sled database in the server's data directory.
 //!
 //! Trees: `threads` (id → thread), `resource_threads` (resource | created_at | thread → ()),
-//! `messages` (thread | seq → message), `message_ids` (id → message key), `vectors`
+//! `messages` (thread | seq → message), `resource_message_ids` (resource | id → message key), `vectors`
 //! (resource | thread | seq → f32 vector), `working_memory` (scope → record), `response_cache`
 //! (scope | key → expiry and value), `meta` (format version, embedder). Multi-tree writes are one sled transaction; sled calls run on blocking
 //! threads; writes return once group-committed to disk.
@@ -11,13 +11,13 @@ use std::path::Path;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use serde::Serialize;
-use serde::de::DeserializeOwned;
 use sled::Transactional;
 use sled::transaction::{ConflictableTransactionError, TransactionError, TransactionalTree};
 
 use super::group_commit::GroupCommit;
 use super::reopening::Reopening;
+use super::sled_codec::{decode, encode, engine};
+use super::upgrade;
 use super::vector_index::{DEFAULT_INDEX_BYTES, VectorIndex};
 use super::vectors::ResourceVectors;
 use super::{
@@ -61,22 +61,6 @@ struct Inner {
     group_commit: GroupCommit,
     /// Vectors of the resources searched so far, kept in step with every write.
     index: Mutex<VectorIndex>,
-}
-
-/// sled's IO errors (a full disk among them) make the store unavailable until it reopens.
-fn engine(error: sled::Error) -> StoreError {
-    match error {
-        sled::Error::Io(error) => StoreError::Unavailable(error.to_string()),
-        other => StoreError::Engine(other.to_string()),
-    }
-}
-
-fn encode<T: Serialize>(value: &T) -> Vec<u8> {
-    serde_json::to_vec(value).expect("records serialise")
-}
-
-fn decode<T: DeserializeOwned>(tree: &'static str, bytes: &[u8]) -> Result<T, StoreError> {
-    serde_json::from_slice(bytes).map_err(|error| StoreError::Corrupt { tree, reason: error.to_string() })
 }
 
 fn vector_bytes(vector: &[f32]) -> Vec<u8> {
@@ -268,7 +252,9 @@ impl Inner {
                 let found = u32::from_be_bytes(bytes.as_ref().try_into().map_err(|_| {
                     StoreError::Corrupt { tree: "meta", reason: "format version is not 4 bytes".to_owned() }
                 })?);
-                if found != keys::FORMAT_VERSION {
+                if found == 1 {
+                    upgrade::from_v1(&db)?;
+                } else if found != keys::FORMAT_VERSION {
                     return Err(StoreError::UnsupportedFormat { found, supported: keys::FORMAT_VERSION });
                 }
             }
@@ -284,7 +270,7 @@ impl Inner {
             threads: tree("threads")?,
             resource_threads: tree("resource_threads")?,
             messages: tree("messages")?,
-            message_ids: tree("message_ids")?,
+            message_ids: tree("resource_message_ids")?,
             vectors: tree("vectors")?,
             working_memory: tree("working_memory")?,
             response_cache: tree("response_cache")?,
@@ -367,7 +353,7 @@ impl Inner {
                 };
                 let mut seqs: HashMap<&str, u64> = HashMap::new();
                 for message in &save.messages {
-                    let id_key = keys::message_id(&message.id);
+                    let id_key = keys::message_id(&save.resource_id, &message.id);
                     if message_ids.get(&id_key)?.is_some() {
                         continue; // saved before: saving is idempotent
                     }
@@ -513,7 +499,7 @@ impl Inner {
                     messages.remove(key)?;
                 }
                 for id in &message_ids {
-                    ids.remove(keys::message_id(id))?;
+                    ids.remove(keys::message_id(&thread.resource_id, id))?;
                 }
                 for key in &vector_keys {
                     vectors.remove(key)?;

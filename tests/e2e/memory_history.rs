@@ -325,6 +325,49 @@ async fn a_thread_of_another_resource_is_refused() {
     assert!(!status.message().contains("alice"), "the owner stays unnamed: {}", status.message());
 }
 
+/// A message id is one resource's: another tenant's input message with an id alice used is
+/// saved all the same (it used to be skipped silently, which also told the tenant the id existed).
+#[tokio::test]
+async fn message_ids_do_not_cross_resources() {
+    let server = builder().start().await;
+    let with_id = |resource: &str, thread: &str, text: &str| {
+        let mut message = common::message("user", text);
+        message.id = "shared-id".into();
+        pb::RunRequest {
+            agent_id: "echo".into(),
+            messages: vec![message],
+            thread_id: thread.into(),
+            resource_id: resource.into(),
+            ..Default::default()
+        }
+    };
+    server.generate(with_id("alice", "alice-thread", "alice asks")).await;
+    server.generate(with_id("bob", "bob-thread", "bob asks")).await;
+    let mut memory = pb::memory_service_client::MemoryServiceClient::new(server.channel().await);
+    let list = pb::ListMessagesRequest {
+        thread_id: "bob-thread".into(),
+        resource_id: "bob".into(),
+        page_size: 10,
+        ..Default::default()
+    };
+    let bobs: Vec<String> = memory
+        .list_messages(list)
+        .await
+        .unwrap()
+        .into_inner()
+        .messages
+        .iter()
+        .map(common::message_text)
+        .collect();
+    assert_eq!(bobs, ["bob asks", "echo: bob asks"]);
+    // Within alice's resource the id still makes a resend idempotent.
+    server.generate(with_id("alice", "alice-thread", "alice asks")).await;
+    assert_eq!(
+        server.stored_texts("alice-thread").await,
+        ["alice asks", "echo: alice asks", "echo: alice asks"]
+    );
+}
+
 /// Without a thread, a memory agent runs and remembers nothing.
 #[tokio::test]
 async fn runs_without_a_thread_remember_nothing() {

@@ -49,6 +49,30 @@ async fn save_run_appends_in_order_and_is_idempotent() {
     assert_eq!(texts(&store.last_messages("t", 2).await.unwrap()), ["two", "three"]);
 }
 
+/// Message ids are scoped by resource: an id one resource used neither hides another
+/// resource's message with the same id nor is it seen there; within a resource it still makes
+/// saving idempotent.
+#[tokio::test]
+async fn message_ids_are_scoped_by_resource() {
+    let (_dir, store) = open();
+    let store: &dyn Store = &store;
+    let mut alice = message("alice's");
+    alice.id = "m-1".into();
+    let mut bob = message("bob's");
+    bob.id = "m-1".into();
+    store.save_run(save("alice-thread", "alice", vec![alice.clone()])).await.unwrap();
+    store.save_run(save("bob-thread", "bob", vec![bob])).await.unwrap();
+    assert_eq!(texts(&store.last_messages("bob-thread", 10).await.unwrap()), ["bob's"]);
+    store.save_run(save("alice-thread", "alice", vec![alice])).await.unwrap();
+    assert_eq!(texts(&store.last_messages("alice-thread", 10).await.unwrap()), ["alice's"]);
+    // Deleting one resource's thread frees only its own ids.
+    store.delete_thread("bob-thread").await.unwrap();
+    let mut again = message("alice's again");
+    again.id = "m-1".into();
+    store.save_run(save("alice-thread", "alice", vec![again])).await.unwrap();
+    assert_eq!(texts(&store.last_messages("alice-thread", 10).await.unwrap()), ["alice's"]);
+}
+
 /// A thread of another resource is refused (the error keeps both resources, its message only the
 /// caller's), and nothing is written.
 #[tokio::test]
@@ -249,7 +273,7 @@ async fn an_unknown_storage_format_is_refused() {
         raw.flush().unwrap();
     }
     let error = SledStore::open(dir.path()).unwrap_err();
-    assert_eq!(error, StoreError::UnsupportedFormat { found: 99, supported: 1 });
+    assert_eq!(error, StoreError::UnsupportedFormat { found: 99, supported: 2 });
     assert!(error.to_string().contains("format 99"));
 }
 
