@@ -34,6 +34,7 @@ async fn history_load(store: &SledStore, iterations: usize) {
             messages: chunk.to_vec(),
             embeddings: Vec::new(),
             working_memory: None,
+            quota: Default::default(),
         };
         store.save_run(save).await.unwrap();
     }
@@ -108,6 +109,7 @@ async fn durable_saves(store: Arc<SledStore>, concurrency: usize, duration: Dura
                         messages,
                         embeddings,
                         working_memory: None,
+                        quota: Default::default(),
                     };
                     store.save_run(save).await.unwrap();
                     saves += 1;

@@ -373,6 +373,7 @@ pub async fn fill(store: &dyn Store, resource: &str, count: usize) -> Result<(),
             messages,
             embeddings,
             working_memory: None,
+            quota: crate::domain::ResourceQuota::UNLIMITED,
         };
         store.save_run(save).await.map_err(|error| error.to_string())?;
     }

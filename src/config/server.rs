@@ -160,6 +160,28 @@ pub struct ApiKeyConfig {
     /// Requests it may make at once above the rate. Default: one second's worth.
     #[serde(default)]
     pub burst: Option<u32>,
+    /// The threads each resource it writes to may keep (0: no limit); default `[storage]`'s.
+    #[serde(default)]
+    pub max_resource_threads: Option<u64>,
+    /// The messages each resource it writes to may keep (0: no limit); default `[storage]`'s.
+    #[serde(default)]
+    pub max_resource_messages: Option<u64>,
+    /// The MiB of messages each resource it writes to may keep (0: no limit); default `[storage]`'s.
+    #[serde(default)]
+    pub max_resource_mb: Option<u64>,
+}
+
+impl ApiKeyConfig {
+    /// The quota of the resources this key writes to: its own settings over `defaults`.
+    pub fn resource_quota(&self, defaults: crate::domain::ResourceQuota) -> crate::domain::ResourceQuota {
+        crate::domain::ResourceQuota {
+            threads: self.max_resource_threads.map_or(defaults.threads, limit),
+            messages: self.max_resource_messages.map_or(defaults.messages, limit),
+            bytes: self
+                .max_resource_mb
+                .map_or(defaults.bytes, |mb| limit(mb).map(|mb| mb.saturating_mul(1024 * 1024))),
+        }
+    }
 }
 
 fn every_agent() -> Vec<String> {
@@ -197,6 +219,15 @@ pub struct StorageConfig {
     /// A working-memory document, in bytes (the API's and the model's updates alike). Default 64 KiB.
     #[serde(default = "default_max_working_memory_bytes")]
     pub max_working_memory_bytes: usize,
+    /// The threads one resource may keep (0: no limit). Default 10,000. An API key may set its own.
+    #[serde(default = "default_max_resource_threads")]
+    pub max_resource_threads: u64,
+    /// The messages one resource may keep (0: no limit). Default 1,000,000.
+    #[serde(default = "default_max_resource_messages")]
+    pub max_resource_messages: u64,
+    /// The MiB of messages (with their embeddings) one resource may keep (0: no limit). Default 1024.
+    #[serde(default = "default_max_resource_mb")]
+    pub max_resource_mb: u64,
 }
 
 impl Default for StorageConfig {
@@ -209,11 +240,23 @@ impl Default for StorageConfig {
             max_title_bytes: default_max_title_bytes(),
             max_metadata_bytes: default_max_metadata_bytes(),
             max_working_memory_bytes: default_max_working_memory_bytes(),
+            max_resource_threads: default_max_resource_threads(),
+            max_resource_messages: default_max_resource_messages(),
+            max_resource_mb: default_max_resource_mb(),
         }
     }
 }
 
 impl StorageConfig {
+    /// What one resource may keep, unless its caller's API key says otherwise.
+    pub fn resource_quota(&self) -> crate::domain::ResourceQuota {
+        crate::domain::ResourceQuota {
+            threads: limit(self.max_resource_threads),
+            messages: limit(self.max_resource_messages),
+            bytes: limit(self.max_resource_mb).map(|mb| mb.saturating_mul(1024 * 1024)),
+        }
+    }
+
     /// The size limits of stored values.
     pub fn field_limits(&self) -> crate::domain::FieldLimits {
         crate::domain::FieldLimits {
@@ -222,6 +265,23 @@ impl StorageConfig {
             working_memory: self.max_working_memory_bytes,
         }
     }
+}
+
+/// A limit as configured: 0 is none.
+fn limit(value: u64) -> Option<u64> {
+    (value > 0).then_some(value)
+}
+
+fn default_max_resource_threads() -> u64 {
+    10_000
+}
+
+fn default_max_resource_messages() -> u64 {
+    1_000_000
+}
+
+fn default_max_resource_mb() -> u64 {
+    1024
 }
 
 fn default_max_title_bytes() -> usize {

@@ -12,6 +12,7 @@ mod json_schema;
 mod message;
 mod message_list;
 mod prompt;
+mod quota;
 mod run_info;
 mod step;
 mod window;
@@ -29,6 +30,7 @@ pub use self::message_list::{MessageList, MessageSource, ReconcileScope};
 pub use self::prompt::{
     CONTINUE_TURN, EARLIER_CONVERSATION_TURN, ModelSettings, PromptMessage, ToolChoice, ToolDefinition,
 };
+pub use self::quota::ResourceQuota;
 pub use self::run_info::{RunInfo, TraceContext};
 pub use self::step::{StepInput, StepResult};
 pub use self::window::StreamWindow;

@@ -105,6 +105,7 @@ impl Processor for MessageHistory {
                 messages: messages.clone(),
                 embeddings: self.run.pending_embeddings.lock().expect("embeddings lock").clone(),
                 working_memory: self.run.pending_working_memory(),
+                quota: self.run.quota,
             };
             match self.run.store.save_run(save).await {
                 Ok(()) => return Ok(None),

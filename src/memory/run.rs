@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use super::embedder::Embedder;
 use crate::config::MemoryConfig;
-use crate::domain::FieldLimits;
+use crate::domain::{FieldLimits, ResourceQuota};
 use crate::storage::{EmbeddingRecord, Store};
 
 /// Memory for one run.
@@ -29,6 +29,8 @@ pub struct MemoryRun {
     pub(super) pending_embeddings: Mutex<Vec<EmbeddingRecord>>,
     /// How large the working memory the model writes may be.
     pub field_limits: FieldLimits,
+    /// What the run's resource may keep, as the caller's API key sets it.
+    pub quota: ResourceQuota,
 }
 
 impl MemoryRun {
@@ -49,6 +51,7 @@ impl MemoryRun {
             embedder,
             pending_embeddings: Mutex::new(Vec::new()),
             field_limits: FieldLimits::default(),
+            quota: ResourceQuota::UNLIMITED,
         }
     }
 }

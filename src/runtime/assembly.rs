@@ -7,7 +7,7 @@ use super::{Agent, NamedProcessor, ProcessorRef, RunError, RunRequest, Runtime};
 use crate::domain::Part;
 use crate::memory::{MemoryKind, MemoryProcessors, MemoryRun};
 use crate::processor::Processor;
-use crate::storage::StoreError;
+use crate::storage::{ResourceUsage, StoreError, check_quota};
 
 /// Which list a chain is assembled for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -38,15 +38,24 @@ impl Runtime {
         } else {
             request.resource_id.clone()
         };
-        if let Some(thread) = store.get_thread(&request.thread_id).await?
+        let thread = store.get_thread(&request.thread_id).await?;
+        if let Some(thread) = &thread
             && thread.resource_id != resource_id
         {
             return Err(RunError::Store(StoreError::ThreadOwnedElsewhere {
                 thread_id: request.thread_id.clone(),
-                owner: thread.resource_id,
+                owner: thread.resource_id.clone(),
                 requested: resource_id,
             }));
         }
+        // A resource at its quota is refused before the model runs (the save checks exactly).
+        let usage = store.usage(&resource_id).await?;
+        let grown = ResourceUsage {
+            threads: usage.threads + u64::from(thread.is_none()),
+            messages: usage.messages + 1,
+            bytes: usage.bytes + 1,
+        };
+        check_quota(&request.quota, &resource_id, usage, grown)?;
         let embedder = Arc::clone(&agent.embedder);
         let mut run = MemoryRun::new(
             Arc::clone(store),
@@ -56,6 +65,7 @@ impl Runtime {
             resource_id,
         );
         run.field_limits = self.field_limits;
+        run.quota = request.quota;
         Ok(Some(run.processors()))
     }
 }

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::domain::{Message, TraceContext};
+use crate::domain::{Message, ResourceQuota, TraceContext};
 use crate::storage::StoreError;
 
 /// One run of one agent.
@@ -33,6 +33,8 @@ pub struct RunRequest {
     pub output_schema: Option<serde_json::Value>,
     /// The caller's W3C trace context: the run's span continues it.
     pub trace_context: TraceContext,
+    /// What the run's resource may keep (its caller's API key decides); none by default.
+    pub quota: ResourceQuota,
 }
 
 /// Why a run request was refused. Nothing ran.

@@ -49,6 +49,7 @@ impl AgentServiceImpl {
         let trace_context = trace_context_of(request.metadata());
         let mut run = RunRequest::try_from(request.into_inner())?;
         run.trace_context = trace_context;
+        run.quota = access.quota();
         access.agent(&run.agent_id)?;
         let resource = if run.resource_id.is_empty() { &run.thread_id } else { &run.resource_id };
         if !resource.is_empty() {

@@ -15,6 +15,7 @@ use tonic::Request;
 
 use super::limits::{LimitError, Rate};
 use crate::config::{ApiKeyConfig, Config, ConfigError};
+use crate::domain::ResourceQuota;
 
 /// Why a call was refused.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -66,12 +67,16 @@ pub(super) struct Grant {
     /// May see the server's operations (`ListProcessors`).
     admin: bool,
     rate: Option<Rate>,
+    /// What each resource it writes to may keep.
+    quota: ResourceQuota,
 }
 
 /// The keys the server accepts.
 #[derive(Debug, Clone, Default)]
 pub struct Auth {
     by_digest: HashMap<[u8; 32], Arc<Grant>>,
+    /// `[storage]`'s resource quota: an open server's, and a key's where it sets none.
+    quota: ResourceQuota,
 }
 
 /// The file `keys_file` names.
@@ -84,7 +89,7 @@ struct KeysFile {
 impl Auth {
     /// The keys of `[auth]` (and of its `keys_file`); the error names the bad entry.
     pub fn from_config(config: &Config) -> Result<Auth, ConfigError> {
-        let mut auth = Auth::default();
+        let mut auth = Auth { quota: config.storage.resource_quota(), ..Auth::default() };
         for (index, key) in config.auth.keys.iter().enumerate() {
             auth.add(key.get_ref()).map_err(|reason| {
                 config.invalid_at(key.span().start, format!("auth.keys[{index}]: {reason}"))
@@ -130,6 +135,7 @@ impl Auth {
             instructions: Patterns(key.instructions.clone()),
             admin: key.admin,
             rate,
+            quota: key.resource_quota(self.quota),
         };
         if self.by_digest.insert(digest, Arc::new(grant)).is_some() {
             return Err(format!("key `{}` is the same key as another entry", key.name));
@@ -145,7 +151,7 @@ impl Auth {
     /// The caller's access, from its `authorization: Bearer` or `x-api-key` metadata.
     pub(super) fn access<T>(&self, request: &Request<T>) -> Result<Access, AuthError> {
         if self.is_open() {
-            return Ok(Access::Open);
+            return Ok(Access::Open(self.quota));
         }
         let metadata = request.metadata();
         let presented = match metadata.get("authorization") {
@@ -189,8 +195,8 @@ fn parse_digest(hex: &str) -> Option<[u8; 32]> {
 /// What the caller of one request may use.
 #[derive(Debug, Clone)]
 pub(super) enum Access {
-    /// No keys are configured.
-    Open,
+    /// No keys are configured; resources keep `[storage]`'s quota.
+    Open(ResourceQuota),
     /// A key's grant.
     Key(Arc<Grant>),
 }
@@ -210,7 +216,7 @@ impl Access {
     /// is refused (it could otherwise prepare data under an id another tenant will use).
     pub(super) fn missing_thread(&self, id: &str) -> Result<(), AuthError> {
         match self {
-            Access::Open => Ok(()),
+            Access::Open(_) => Ok(()),
             Access::Key(grant) => {
                 Err(AuthError::Forbidden { key: grant.name.clone(), what: "thread", id: id.to_owned() })
             }
@@ -221,9 +227,17 @@ impl Access {
     /// server.
     pub(super) fn admin(&self) -> Result<(), AuthError> {
         match self {
-            Access::Open => Ok(()),
+            Access::Open(_) => Ok(()),
             Access::Key(grant) if grant.admin => Ok(()),
             Access::Key(grant) => Err(AuthError::NotAdmin(grant.name.clone())),
+        }
+    }
+
+    /// What each resource the caller writes to may keep.
+    pub(super) fn quota(&self) -> ResourceQuota {
+        match self {
+            Access::Open(quota) => *quota,
+            Access::Key(grant) => grant.quota,
         }
     }
 
@@ -236,7 +250,7 @@ impl Access {
     /// (`instructions`), never an open server's anonymous caller.
     pub(super) fn reads_instructions(&self, id: &str) -> bool {
         match self {
-            Access::Open => false,
+            Access::Open(_) => false,
             Access::Key(grant) => grant.instructions.allows(id),
         }
     }
@@ -248,7 +262,7 @@ impl Access {
         patterns: impl Fn(&Grant) -> &Patterns,
     ) -> Result<(), AuthError> {
         match self {
-            Access::Open => Ok(()),
+            Access::Open(_) => Ok(()),
             Access::Key(grant) if patterns(grant).allows(id) => Ok(()),
             Access::Key(grant) => {
                 Err(AuthError::Forbidden { key: grant.name.clone(), what, id: id.to_owned() })

@@ -3,8 +3,8 @@
 use super::pb;
 use super::value::{from_proto, from_struct, to_proto, to_struct};
 use crate::domain::{
-    Chunk, DataChunk, MAX_ID_BYTES, Message, Part, Role, RunFailure, StepResult, ToolCall, ToolResult,
-    TraceContext, Tripwire, Usage, now_millis,
+    Chunk, DataChunk, MAX_ID_BYTES, Message, Part, ResourceQuota, Role, RunFailure, StepResult, ToolCall,
+    ToolResult, TraceContext, Tripwire, Usage, now_millis,
 };
 use crate::runtime::{Agent, RunError, RunRequest, RunResult};
 
@@ -41,6 +41,8 @@ impl TryFrom<pb::RunRequest> for RunRequest {
             max_steps: request.max_steps,
             output_schema: request.output_schema.map(|schema| serde_json::Value::Object(from_struct(schema))),
             trace_context: TraceContext::new(),
+            // The caller's API key decides it: `AgentServiceImpl::authorized_run` sets it.
+            quota: ResourceQuota::UNLIMITED,
         })
     }
 }

@@ -124,7 +124,7 @@ impl MemoryServiceImpl {
     /// `Ok` when the caller may use the thread's resource (a key may not name a missing thread).
     async fn thread_in_reach(&self, access: &Access, thread_id: &str) -> Result<(), Status> {
         id_fits("thread_id", thread_id)?;
-        if matches!(access, Access::Open) {
+        if matches!(access, Access::Open(_)) {
             return Ok(());
         }
         match self.store.get_thread(thread_id).await? {
@@ -227,6 +227,7 @@ impl pb::memory_service_server::MemoryService for MemoryServiceImpl {
             resource_id: request.resource_id,
             title: request.title,
             metadata: request.metadata.map(from_struct).unwrap_or_default(),
+            quota: access.quota(),
         };
         self.limits.title("title", &new.title)?;
         self.limits.metadata("metadata", &new.metadata)?;

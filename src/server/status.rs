@@ -83,6 +83,7 @@ fn store_code(error: &StoreError) -> Code {
         StoreError::ThreadExists(_) => Code::AlreadyExists,
         StoreError::VersionConflict { .. } => Code::Aborted,
         StoreError::DiskLow { .. } | StoreError::Unavailable(_) => Code::Unavailable,
+        StoreError::QuotaExceeded { .. } => Code::ResourceExhausted,
         StoreError::UnsupportedFormat { .. } | StoreError::Corrupt { .. } | StoreError::Engine(_) => {
             Code::Internal
         }

@@ -43,6 +43,11 @@ pub(super) fn resource_thread(resource_id: &str, created_at: i64, thread_id: &st
     key
 }
 
+/// `resource_usage`: resource → its [`super::ResourceUsage`].
+pub(super) fn resource_usage(resource_id: &str) -> Vec<u8> {
+    string_key(resource_id)
+}
+
 /// `messages` prefix of a thread.
 pub(super) fn messages_prefix(thread_id: &str) -> Vec<u8> {
     string_key(thread_id)

@@ -8,6 +8,7 @@
 
 mod group_commit;
 mod keys;
+mod quota;
 mod reopening;
 mod sled_codec;
 mod sled_store;
@@ -17,6 +18,7 @@ mod vector_index;
 mod vectors;
 mod writability;
 
+pub use self::quota::{ResourceUsage, check_quota};
 pub use self::sled_store::{DEFAULT_CACHE_BYTES, DEFAULT_MIN_FREE_BYTES, SledStore};
 pub use self::types::{
     CacheScope, DeleteReport, Direction, EmbeddingRecord, Hit, MessagePage, NewThread, RecallScope, RunSave,
@@ -99,6 +101,23 @@ pub enum StoreError {
     /// on disk; it takes calls again once it can write.
     #[error("the store cannot write ({0}); it reopens once it can, and nothing unsaved is visible")]
     Unavailable(String),
+    /// A save would take a resource past its quota. The caller is at fault.
+    #[error(
+        "resource `{resource_id}` is at its quota of {limit} {what} ({setting}; it keeps {used}): \
+         nothing was saved; delete threads to make room"
+    )]
+    QuotaExceeded {
+        /// The resource.
+        resource_id: String,
+        /// What ran out: `threads`, `messages`, `bytes of messages`.
+        what: &'static str,
+        /// The setting that limits it.
+        setting: &'static str,
+        /// What the resource keeps now.
+        used: u64,
+        /// The limit.
+        limit: u64,
+    },
     /// The storage engine failed otherwise.
     #[error("storage failed: {0}")]
     Engine(String),
@@ -176,6 +195,9 @@ pub trait Store: Send + Sync + std::fmt::Debug {
         content: String,
         expected_version: u64,
     ) -> Result<u64, StoreError>;
+
+    /// What a resource keeps now (threads, messages, bytes of messages), as its quota counts it.
+    async fn usage(&self, resource_id: &str) -> Result<ResourceUsage, StoreError>;
 
     /// Bytes the store takes on disk, when it can tell (for metrics).
     fn size_bytes(&self) -> Option<u64> {

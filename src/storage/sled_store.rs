@@ -2,7 +2,7 @@
 //!
 //! Trees: `threads` (id → thread), `resource_threads` (resource | created_at | thread → ()),
 //! `messages` (thread | seq → message), `resource_message_ids` (resource | id → message key), `vectors`
-//! (resource | thread | seq → f32 vector), `working_memory` (scope → record), `response_cache`
+//! (resource | thread | seq → f32 vector), `working_memory` (scope → record), `resource_usage` (resource → threads, messages, bytes, for quotas), `response_cache`
 //! (scope | key → expiry and value), `meta` (format version, embedder). Multi-tree writes are one sled transaction; sled calls run on blocking
 //! threads; writes return once group-committed to disk.
 
@@ -21,9 +21,9 @@ use super::upgrade;
 use super::vector_index::{DEFAULT_INDEX_BYTES, VectorIndex};
 use super::vectors::ResourceVectors;
 use super::{
-    CacheScope, DeleteReport, Direction, Hit, MessagePage, NewThread, RecallScope, RunSave, Store,
-    StoreError, StoredMessage, Thread, ThreadPage, ThreadUpdate, VectorQuery, WorkingMemoryRecord,
-    WorkingMemoryScope, Writability, keys,
+    CacheScope, DeleteReport, Direction, Hit, MessagePage, NewThread, RecallScope, ResourceUsage, RunSave,
+    Store, StoreError, StoredMessage, Thread, ThreadPage, ThreadUpdate, VectorQuery, WorkingMemoryRecord,
+    WorkingMemoryScope, Writability, check_quota, keys,
 };
 use crate::domain::{Message, new_id, now_millis};
 
@@ -55,6 +55,8 @@ struct Inner {
     vectors: sled::Tree,
     working_memory: sled::Tree,
     response_cache: sled::Tree,
+    /// resource → what it keeps, for quotas.
+    resource_usage: sled::Tree,
     /// Cache writes so far: every [`CACHE_SWEEP_EVERY`]th sweeps out expired entries.
     cache_puts: AtomicU64,
     meta: sled::Tree,
@@ -274,6 +276,7 @@ impl Inner {
             vectors: tree("vectors")?,
             working_memory: tree("working_memory")?,
             response_cache: tree("response_cache")?,
+            resource_usage: tree("resource_usage")?,
             cache_puts: AtomicU64::new(0),
             group_commit: GroupCommit::start(db.clone())?,
             index: Mutex::new(VectorIndex::new(recall_budget)),
@@ -284,11 +287,18 @@ impl Inner {
 }
 
 /// Every tree a thread's data spans, for transactions over all of it.
-type ThreadTrees<'a> =
-    (&'a sled::Tree, &'a sled::Tree, &'a sled::Tree, &'a sled::Tree, &'a sled::Tree, &'a sled::Tree);
+type ThreadTrees<'a> = (
+    &'a sled::Tree,
+    &'a sled::Tree,
+    &'a sled::Tree,
+    &'a sled::Tree,
+    &'a sled::Tree,
+    &'a sled::Tree,
+    &'a sled::Tree,
+);
 
 impl Inner {
-    /// threads, resource_threads, messages, message_ids, vectors, working_memory.
+    /// threads, resource_threads, messages, message_ids, vectors, working_memory, resource_usage.
     fn thread_trees(&self) -> ThreadTrees<'_> {
         (
             &self.threads,
@@ -297,6 +307,7 @@ impl Inner {
             &self.message_ids,
             &self.vectors,
             &self.working_memory,
+            &self.resource_usage,
         )
     }
 
@@ -326,8 +337,12 @@ impl Inner {
         }
         let trees = self.thread_trees();
         let written_vectors = transaction(trees.transaction(
-            |(threads, resource_threads, messages, message_ids, vectors, working_memory)| {
+            |(threads, resource_threads, messages, message_ids, vectors, working_memory, usage)| {
                 let now = now_millis();
+                let usage_key = keys::resource_usage(&save.resource_id);
+                let before =
+                    usage.get(&usage_key)?.map(|bytes| ResourceUsage::decode(&bytes)).unwrap_or_default();
+                let mut added = ResourceUsage::default();
                 let mut thread = match read_thread(threads, &save.thread_id)? {
                     Some(thread) if thread.resource_id != save.resource_id => {
                         return abort(StoreError::ThreadOwnedElsewhere {
@@ -338,6 +353,7 @@ impl Inner {
                     }
                     Some(thread) => thread,
                     None => {
+                        added.threads += 1;
                         resource_threads
                             .insert(keys::resource_thread(&save.resource_id, now, &save.thread_id), &[])?;
                         Thread {
@@ -362,7 +378,10 @@ impl Inner {
                     let mut stored = message.clone();
                     stored.thread_id.clone_from(&save.thread_id);
                     stored.resource_id.clone_from(&save.resource_id);
-                    messages.insert(message_key.as_slice(), encode(&stored))?;
+                    let record = encode(&stored);
+                    added.messages += 1;
+                    added.bytes += record.len() as u64;
+                    messages.insert(message_key.as_slice(), record)?;
                     message_ids.insert(id_key, message_key)?;
                     seqs.insert(&message.id, seq);
                     thread.next_seq += 1;
@@ -371,13 +390,22 @@ impl Inner {
                 for embedding in &save.embeddings {
                     if let Some(&seq) = seqs.get(embedding.message_id.as_str()) {
                         let key = keys::vector(&save.resource_id, &save.thread_id, seq);
-                        vectors.insert(key, vector_bytes(&embedding.vector))?;
+                        let vector = vector_bytes(&embedding.vector);
+                        added.bytes += vector.len() as u64;
+                        vectors.insert(key, vector)?;
                         written.push((seq, embedding.vector.clone()));
                     }
                 }
                 if let Some((scope, content, expected_version)) = &save.working_memory {
                     let record = next_working_memory(working_memory, scope, content, *expected_version)?;
                     working_memory.insert(keys::working_memory(scope), encode(&record))?;
+                }
+                let after = before.plus(added);
+                if let Err(error) = check_quota(&save.quota, &save.resource_id, before, after) {
+                    return abort(error);
+                }
+                if after != before {
+                    usage.insert(usage_key, &after.encode())?;
                 }
                 thread.updated_at = now;
                 threads.insert(keys::thread(&save.thread_id), encode(&thread))?;
@@ -409,18 +437,27 @@ impl Inner {
     fn create_thread(&self, new: NewThread) -> Result<Thread, StoreError> {
         let now = now_millis();
         let thread = Thread {
-            id: if new.id.is_empty() { new_id() } else { new.id },
-            resource_id: new.resource_id,
-            title: new.title,
-            metadata: new.metadata,
+            id: if new.id.is_empty() { new_id() } else { new.id.clone() },
+            resource_id: new.resource_id.clone(),
+            title: new.title.clone(),
+            metadata: new.metadata.clone(),
             created_at: now,
             updated_at: now,
             next_seq: 0,
         };
-        transaction((&self.threads, &self.resource_threads).transaction(|(threads, resource_threads)| {
+        let trees = (&self.threads, &self.resource_threads, &self.resource_usage);
+        transaction(trees.transaction(|(threads, resource_threads, usage)| {
             if threads.get(keys::thread(&thread.id))?.is_some() {
                 return abort(StoreError::ThreadExists(thread.id.clone()));
             }
+            let usage_key = keys::resource_usage(&thread.resource_id);
+            let before =
+                usage.get(&usage_key)?.map(|bytes| ResourceUsage::decode(&bytes)).unwrap_or_default();
+            let after = before.plus(ResourceUsage { threads: 1, ..Default::default() });
+            if let Err(error) = check_quota(&new.quota, &thread.resource_id, before, after) {
+                return abort(error);
+            }
+            usage.insert(usage_key, &after.encode())?;
             threads.insert(keys::thread(&thread.id), encode(&thread))?;
             resource_threads.insert(keys::resource_thread(&thread.resource_id, now, &thread.id), &[])?;
             Ok(())
@@ -472,23 +509,30 @@ impl Inner {
         let thread = self.thread(thread_id)?;
         let mut message_keys = Vec::new();
         let mut message_ids = Vec::new();
+        let mut removed = ResourceUsage { threads: 1, ..Default::default() };
         for entry in self.messages.scan_prefix(keys::messages_prefix(thread_id)) {
             let (key, value) = entry.map_err(engine)?;
             message_ids.push(decode::<Message>("messages", &value)?.id);
             message_keys.push(key);
+            removed.messages += 1;
+            removed.bytes += value.len() as u64;
         }
-        let vector_keys: Vec<sled::IVec> = self
-            .vectors
-            .scan_prefix(keys::thread_vectors_prefix(&thread.resource_id, thread_id))
-            .keys()
-            .collect::<Result<_, _>>()
-            .map_err(engine)?;
+        let mut vector_keys = Vec::new();
+        for entry in self.vectors.scan_prefix(keys::thread_vectors_prefix(&thread.resource_id, thread_id)) {
+            let (key, value) = entry.map_err(engine)?;
+            removed.bytes += value.len() as u64;
+            vector_keys.push(key);
+        }
         let thread_scope = WorkingMemoryScope::Thread(thread_id.to_owned());
         let had_working_memory =
             self.working_memory.contains_key(keys::working_memory(&thread_scope)).map_err(engine)?;
         let trees = self.thread_trees();
         transaction(trees.transaction(
-            |(threads, resource_threads, messages, ids, vectors, working_memory)| {
+            |(threads, resource_threads, messages, ids, vectors, working_memory, usage)| {
+                let usage_key = keys::resource_usage(&thread.resource_id);
+                let before =
+                    usage.get(&usage_key)?.map(|bytes| ResourceUsage::decode(&bytes)).unwrap_or_default();
+                usage.insert(usage_key, &before.minus(removed).encode())?;
                 threads.remove(keys::thread(thread_id))?;
                 resource_threads.remove(keys::resource_thread(
                     &thread.resource_id,
@@ -535,9 +579,15 @@ impl Inner {
         if self.working_memory.remove(keys::working_memory(&scope)).map_err(engine)?.is_some() {
             report.working_memories += 1;
         }
+        self.resource_usage.remove(keys::resource_usage(resource_id)).map_err(engine)?;
         self.index.lock().expect("index lock").remove(resource_id);
         self.clear_cache_scope(&CacheScope::Resource(resource_id.to_owned()))?;
         Ok(report)
+    }
+
+    fn usage(&self, resource_id: &str) -> Result<ResourceUsage, StoreError> {
+        let stored = self.resource_usage.get(keys::resource_usage(resource_id)).map_err(engine)?;
+        Ok(stored.map(|bytes| ResourceUsage::decode(&bytes)).unwrap_or_default())
     }
 
     fn stored_message(key: &[u8], value: &[u8]) -> Result<StoredMessage, StoreError> {
@@ -809,6 +859,11 @@ impl Store for SledStore {
         let scope = scope.clone();
         self.durable_write(false, move |inner| inner.put_working_memory(&scope, &content, expected_version))
             .await
+    }
+
+    async fn usage(&self, resource_id: &str) -> Result<ResourceUsage, StoreError> {
+        let resource_id = resource_id.to_owned();
+        self.blocking(move |inner| inner.usage(&resource_id)).await
     }
 
     fn size_bytes(&self) -> Option<u64> {

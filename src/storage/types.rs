@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::domain::Message;
+use crate::domain::{Message, ResourceQuota};
 
 /// A conversation, owned by a resource.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -35,6 +35,8 @@ pub struct NewThread {
     pub title: String,
     /// Free metadata.
     pub metadata: Map<String, Value>,
+    /// The resource's limits, as the caller's API key sets them.
+    pub quota: ResourceQuota,
 }
 
 /// Changes to a thread; `None` keeps a field.
@@ -195,6 +197,8 @@ pub struct RunSave {
     pub embeddings: Vec<EmbeddingRecord>,
     /// A working memory write: scope, content, and the version it was based on.
     pub working_memory: Option<(WorkingMemoryScope, String, u64)>,
+    /// The resource's limits, as the caller's API key sets them.
+    pub quota: ResourceQuota,
 }
 
 /// What a delete removed.

@@ -1,14 +1,15 @@
 //! Upgrades a data directory written in an older storage format, in place, when it is opened.
 //!
 //! Format 1 → 2: message ids move from the global `message_ids` tree (id → message key) to
-//! `resource_message_ids` (resource | id → message key). The copy is idempotent: a crash midway
-//! leaves format 1 recorded and the next open copies again; the old tree is dropped only once the
-//! new format is on disk.
+//! `resource_message_ids` (resource | id → message key), and each resource's usage (threads,
+//! messages, bytes, for quotas) is counted into `resource_usage`. Both are idempotent: a crash
+//! midway leaves format 1 recorded and the next open does it again; the old tree is dropped only
+//! once the new format is on disk.
 
 use std::collections::HashMap;
 
 use super::sled_codec::{decode, engine};
-use super::{StoreError, Thread, keys};
+use super::{ResourceUsage, StoreError, Thread, keys};
 
 /// Message ids copied per batch.
 const BATCH: usize = 10_000;
@@ -43,6 +44,7 @@ pub(super) fn from_v1(db: &sled::Db) -> Result<(), StoreError> {
         }
     }
     scoped.apply_batch(batch).map_err(engine)?;
+    count_usage(db)?;
     db.flush().map_err(engine)?;
     let meta = db.open_tree("meta").map_err(engine)?;
     meta.insert(keys::META_FORMAT, &keys::FORMAT_VERSION.to_be_bytes()).map_err(engine)?;
@@ -52,6 +54,34 @@ pub(super) fn from_v1(db: &sled::Db) -> Result<(), StoreError> {
         message_ids = copied,
         "storage format 1 upgraded to 2: message ids are scoped by resource"
     );
+    Ok(())
+}
+
+/// Counts every resource's threads, messages and message bytes into `resource_usage`.
+fn count_usage(db: &sled::Db) -> Result<(), StoreError> {
+    let threads = db.open_tree("threads").map_err(engine)?;
+    let messages = db.open_tree("messages").map_err(engine)?;
+    let vectors = db.open_tree("vectors").map_err(engine)?;
+    let mut usage: HashMap<String, ResourceUsage> = HashMap::new();
+    for entry in threads.iter() {
+        let (_, record) = entry.map_err(engine)?;
+        let thread = decode::<Thread>("threads", &record)?;
+        let counted = usage.entry(thread.resource_id.clone()).or_default();
+        counted.threads += 1;
+        for message in messages.scan_prefix(keys::messages_prefix(&thread.id)).values() {
+            counted.messages += 1;
+            counted.bytes += message.map_err(engine)?.len() as u64;
+        }
+        for vector in
+            vectors.scan_prefix(keys::thread_vectors_prefix(&thread.resource_id, &thread.id)).values()
+        {
+            counted.bytes += vector.map_err(engine)?.len() as u64;
+        }
+    }
+    let tree = db.open_tree("resource_usage").map_err(engine)?;
+    for (resource_id, counted) in usage {
+        tree.insert(keys::resource_usage(&resource_id), &counted.encode()).map_err(engine)?;
+    }
     Ok(())
 }
 
@@ -81,6 +111,7 @@ mod tests {
             messages: vec![message],
             embeddings: Vec::new(),
             working_memory: None,
+            quota: Default::default(),
         }
     }
 
@@ -128,6 +159,9 @@ mod tests {
         assert_eq!(texts(store.last_messages("t", 10).await.unwrap()), ["from format 1"]);
         store.save_run(save("b", "bob", message("m-1", "bob's own"))).await.unwrap();
         assert_eq!(texts(store.last_messages("b", 10).await.unwrap()), ["bob's own"]);
+        let alice = store.usage("alice").await.unwrap();
+        assert_eq!((alice.threads, alice.messages), (1, 1), "format 1's data is counted");
+        assert!(alice.bytes > 0);
         drop(store);
 
         let db = sled::open(dir.path()).unwrap();

@@ -31,6 +31,7 @@ mod metrics;
 mod output_hooks;
 mod processor_admission;
 mod providers;
+mod quotas;
 mod remote_hooks;
 mod remote_processor;
 mod remote_protocol_v2;

@@ -24,6 +24,7 @@ fn save(thread: &str, resource: &str, messages: Vec<Message>) -> RunSave {
         messages,
         embeddings: Vec::new(),
         working_memory: None,
+        quota: Default::default(),
     }
 }
 
