@@ -76,6 +76,13 @@ enum Command {
         #[arg(long, env = "AGENTWIRE_API_KEY", hide_env_values = true)]
         key: Option<String>,
     },
+    /// Rewrites the store with only its live data, giving the space of overwritten and deleted
+    /// records back to the disk. Run it with the server stopped.
+    Compact {
+        /// The server's data directory.
+        #[arg(long, default_value = "agentwire-data")]
+        data_dir: PathBuf,
+    },
     /// Measures runs, hooks and recall (see BENCHMARKS.md) and prints a Markdown report.
     Bench {
         /// Bench a running server (started with `--print-config`'s agents) instead of one in this
@@ -128,6 +135,7 @@ pub async fn main() -> ExitCode {
             run_agent(addr, request, key).await
         }
         Command::Agents { addr, key } => list_agents(addr, key).await,
+        Command::Compact { data_dir } => compact(&data_dir),
         Command::Bench { addr, seconds, warm_up, concurrency, only, recall_sizes, smoke, print_config } => {
             if print_config {
                 print!("{}", crate::bench::config());
@@ -157,6 +165,20 @@ pub async fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// `agentwire compact`: the store of `data_dir` rewritten with only its live data.
+fn compact(data_dir: &std::path::Path) -> Result<ExitCode, String> {
+    let compacted = crate::storage::compact(&data_dir.join("store")).map_err(|error| error.to_string())?;
+    let mib = |bytes: u64| bytes as f64 / (1024.0 * 1024.0);
+    println!(
+        "compacted `{}`: {:.1} MiB → {:.1} MiB ({} records)",
+        data_dir.display(),
+        mib(compacted.before_bytes),
+        mib(compacted.after_bytes),
+        compacted.records
+    );
+    Ok(ExitCode::SUCCESS)
 }
 
 async fn run_server(

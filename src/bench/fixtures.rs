@@ -266,14 +266,16 @@ impl Pinger {
     }
 }
 
-/// Connects a remote processor instance for `processor_id` that lets everything pass, answering
-/// each call inline; `window` asks for windows of that many chunks.
-pub(super) async fn pass_through_instance(
+/// Connects a remote processor instance `instance_id` of `processor_id` that lets everything
+/// pass, answering each call inline; `window` asks for windows of that many chunks. Aborting the
+/// task it gives back hangs the session up.
+pub async fn pass_through_instance(
     address: &str,
     processor_id: &str,
+    instance_id: &str,
     hook: pb::Hook,
     window: Option<u32>,
-) -> Result<(), String> {
+) -> Result<tokio::task::JoinHandle<()>, String> {
     let (outbox, requests) = mpsc::channel(1024);
     let hook_options = window
         .map(|max_chunks| pb::HookOptions {
@@ -286,7 +288,7 @@ pub(super) async fn pass_through_instance(
         .collect();
     let hello = pb::Hello {
         processor_id: processor_id.into(),
-        instance_id: format!("{processor_id}-bench"),
+        instance_id: instance_id.into(),
         min_protocol_version: 1,
         max_protocol_version: 1,
         hooks: vec![hook as i32],
@@ -305,7 +307,7 @@ pub(super) async fn pass_through_instance(
         Ok(Some(pb::ServerMessage { message: Some(pb::server_message::Message::Welcome(_)) })) => {}
         other => return Err(format!("`{processor_id}` was not welcomed: {other:?}")),
     }
-    tokio::spawn(async move {
+    Ok(tokio::spawn(async move {
         while let Ok(Some(message)) = calls.message().await {
             let reply = match message.message {
                 Some(pb::server_message::Message::Call(call)) => {
@@ -324,8 +326,7 @@ pub(super) async fn pass_through_instance(
                 return;
             }
         }
-    });
-    Ok(())
+    }))
 }
 
 const WORDS: &[&str] = &[

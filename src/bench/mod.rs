@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use tokio::net::TcpListener;
 
-pub use self::fixtures::{STREAM_CHUNKS, config, fill, sentence};
+pub use self::fixtures::{STREAM_CHUNKS, config, fill, pass_through_instance, sentence};
 pub use self::load::Measured;
 use self::load::{CLIENT_THREADS, Call, Phases, measure};
 use self::scenarios::{Ask, Scenario, Threads};
@@ -209,12 +209,16 @@ async fn bench(options: &BenchOptions, server: &Server, floors: &(String, String
     let channel = crate::server::connect(server.address()).await.map_err(|error| error.to_string())?;
     let stream_floor = crate::server::connect(&floors.0).await.map_err(|error| error.to_string())?;
     let ping_floor = &floors.1;
-    fixtures::pass_through_instance(server.address(), "remote-input", pb::Hook::ProcessInput, None).await?;
-    fixtures::pass_through_instance(
-        server.address(),
+    let address = server.address();
+    pass_through_instance(address, "remote-input", "remote-input-bench", pb::Hook::ProcessInput, None)
+        .await?;
+    let window = Some(32);
+    pass_through_instance(
+        address,
         "remote-window",
+        "remote-window-bench",
         pb::Hook::ProcessOutputStream,
-        Some(32),
+        window,
     )
     .await?;
     let mut report = Report::default();

@@ -6,6 +6,7 @@
 //! is on disk, all of it or nothing. Search is pushed down (scope, top-k and threshold in, scored
 //! hits out) so that a PostgreSQL + pgvector backend can implement the same trait.
 
+mod compaction;
 mod group_commit;
 mod keys;
 mod quota;
@@ -18,6 +19,7 @@ mod vector_index;
 mod vectors;
 mod writability;
 
+pub use self::compaction::{Compacted, compact};
 pub use self::quota::{ResourceUsage, check_quota};
 pub use self::sled_store::{DEFAULT_CACHE_BYTES, DEFAULT_MIN_FREE_BYTES, SledStore};
 pub use self::types::{

@@ -176,6 +176,7 @@ impl SledStore {
         let budget = Arc::clone(&recall_budget);
         let at = path.to_owned();
         let opener = Box::new(move || Inner::open(&at, cache_bytes, budget.load(Ordering::Relaxed)));
+        super::compaction::finish_interrupted(path)?;
         std::fs::create_dir_all(path).map_err(|error| {
             StoreError::Unavailable(format!("cannot create `{}`: {error}", path.display()))
         })?;

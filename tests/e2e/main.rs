@@ -11,6 +11,7 @@ mod bench_smoke;
 mod binary;
 mod builtin_filters;
 mod cancellation;
+mod compaction;
 mod config;
 mod crash;
 mod field_limits;

@@ -1,0 +1,158 @@
+//! Compaction: the store rewritten into a fresh database holding only its live records, so that
+//! the data directory shrinks back to the live data (sled reuses the space of overwritten and
+//! deleted records, but never gives it back to the disk). Offline — `agentwire compact`, with the
+//! server stopped — and crash-safe: the copy is written beside the store, marked complete by a
+//! rename, and swapped in by two more; opening the store finishes a swap a crash interrupted.
+
+use std::path::{Path, PathBuf};
+
+use super::StoreError;
+use super::sled_codec::engine;
+
+/// Records copied per batch.
+const BATCH: usize = 10_000;
+
+/// What a compaction did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Compacted {
+    /// Bytes the store's directory took before.
+    pub before_bytes: u64,
+    /// Bytes it takes now.
+    pub after_bytes: u64,
+    /// Records copied.
+    pub records: u64,
+}
+
+/// The copy being written, the complete copy, and the store set aside during the swap.
+fn siblings(path: &Path) -> (PathBuf, PathBuf, PathBuf) {
+    let with = |suffix: &str| {
+        let mut name = path.file_name().unwrap_or_default().to_os_string();
+        name.push(suffix);
+        path.with_file_name(name)
+    };
+    (with(".compacting"), with(".compacted"), with(".old"))
+}
+
+fn io(action: &str, path: &Path, error: std::io::Error) -> StoreError {
+    StoreError::Unavailable(format!("cannot {action} `{}`: {error}", path.display()))
+}
+
+/// Finishes (or undoes) a compaction a crash interrupted: a complete copy is swapped in, an
+/// incomplete one removed, the old store removed once the copy is in place.
+pub(super) fn finish_interrupted(path: &Path) -> Result<(), StoreError> {
+    let (compacting, compacted, old) = siblings(path);
+    if compacted.exists() {
+        if path.exists() {
+            std::fs::rename(path, &old).map_err(|error| io("set aside", path, error))?;
+        }
+        std::fs::rename(&compacted, path).map_err(|error| io("swap in", &compacted, error))?;
+    }
+    if old.exists() {
+        if path.exists() {
+            std::fs::remove_dir_all(&old).map_err(|error| io("remove", &old, error))?;
+        } else {
+            std::fs::rename(&old, path).map_err(|error| io("restore", &old, error))?;
+        }
+    }
+    if compacting.exists() {
+        std::fs::remove_dir_all(&compacting).map_err(|error| io("remove", &compacting, error))?;
+    }
+    Ok(())
+}
+
+fn directory_bytes(path: &Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(path) else { return 0 };
+    entries
+        .flatten()
+        .map(|entry| match entry.metadata() {
+            Ok(metadata) if metadata.is_dir() => directory_bytes(&entry.path()),
+            Ok(metadata) => metadata.len(),
+            Err(_) => 0,
+        })
+        .sum()
+}
+
+/// Rewrites the store in `path` with only its live records. Fails (changing nothing) while a
+/// server has it open.
+pub fn compact(path: &Path) -> Result<Compacted, StoreError> {
+    finish_interrupted(path)?;
+    if !path.exists() {
+        return Err(StoreError::Unavailable(format!("no store in `{}`", path.display())));
+    }
+    let (compacting, compacted, _) = siblings(path);
+    let before_bytes = directory_bytes(path);
+    let records = {
+        let live = sled::Config::new().path(path).open().map_err(|error| match error {
+            sled::Error::Io(error) if error.to_string().contains("could not acquire lock") => {
+                StoreError::Unavailable(format!(
+                    "`{}` is open in another process: stop the server first",
+                    path.display()
+                ))
+            }
+            other => engine(other),
+        })?;
+        let copy = sled::Config::new().path(&compacting).create_new(true).open().map_err(engine)?;
+        let mut records = 0u64;
+        for name in live.tree_names() {
+            let (from, to) = (live.open_tree(&name).map_err(engine)?, copy.open_tree(&name).map_err(engine)?);
+            let mut batch = sled::Batch::default();
+            let mut pending = 0;
+            for entry in from.iter() {
+                let (key, value) = entry.map_err(engine)?;
+                batch.insert(key, value);
+                pending += 1;
+                records += 1;
+                if pending == BATCH {
+                    to.apply_batch(std::mem::take(&mut batch)).map_err(engine)?;
+                    pending = 0;
+                }
+            }
+            to.apply_batch(batch).map_err(engine)?;
+        }
+        copy.flush().map_err(engine)?;
+        records
+    };
+    std::fs::rename(&compacting, &compacted).map_err(|error| io("mark complete", &compacting, error))?;
+    finish_interrupted(path)?;
+    Ok(Compacted { before_bytes, after_bytes: directory_bytes(path), records })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn store_with(path: &Path, marker: &str) {
+        std::fs::create_dir_all(path).unwrap();
+        std::fs::write(path.join("marker"), marker).unwrap();
+    }
+
+    fn marker(path: &Path) -> String {
+        std::fs::read_to_string(path.join("marker")).unwrap()
+    }
+
+    /// Wherever a crash stops a compaction, the next open finds one whole store: the complete
+    /// copy if it was marked complete, else the original; nothing is left beside it.
+    #[test]
+    fn an_interrupted_compaction_is_finished_or_undone() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("store");
+        let (compacting, compacted, old) = siblings(&path);
+        let states: [(&[(&PathBuf, &str)], &str); 4] = [
+            (&[(&path, "original"), (&compacting, "half a copy")], "original"),
+            (&[(&path, "original"), (&compacted, "copy")], "copy"),
+            (&[(&old, "original"), (&compacted, "copy")], "copy"),
+            (&[(&path, "copy"), (&old, "original")], "copy"),
+        ];
+        for (present, expected) in states {
+            for (at, what) in present {
+                store_with(at, what);
+            }
+            finish_interrupted(&path).unwrap();
+            assert_eq!(marker(&path), expected);
+            for leftover in [&compacting, &compacted, &old] {
+                assert!(!leftover.exists(), "{} is left", leftover.display());
+            }
+            std::fs::remove_dir_all(&path).unwrap();
+        }
+    }
+}
