@@ -223,6 +223,12 @@ impl Access {
         }
     }
 
+    /// `Ok` when the caller may use thread `id`, which `owner` owns. Refused exactly as a thread
+    /// that does not exist is: a key learns neither that the thread exists nor whose it is.
+    pub(super) fn thread(&self, id: &str, owner: &str) -> Result<(), AuthError> {
+        self.resource(owner).or_else(|_| self.missing_thread(id))
+    }
+
     /// `Ok` when the caller may see the server's operations: an admin key, or anyone on an open
     /// server.
     pub(super) fn admin(&self) -> Result<(), AuthError> {

@@ -109,7 +109,7 @@ impl MemoryServiceImpl {
             access.missing_thread(thread_id)?;
             return Err(StoreError::ThreadNotFound(thread_id.to_owned()).into());
         };
-        access.resource(&thread.resource_id)?;
+        access.thread(thread_id, &thread.resource_id)?;
         if !resource_id.is_empty() && thread.resource_id != resource_id {
             return Err(StoreError::ThreadOwnedElsewhere {
                 thread_id: thread_id.to_owned(),
@@ -128,7 +128,7 @@ impl MemoryServiceImpl {
             return Ok(());
         }
         match self.store.get_thread(thread_id).await? {
-            Some(thread) => Ok(access.resource(&thread.resource_id)?),
+            Some(thread) => Ok(access.thread(thread_id, &thread.resource_id)?),
             None => Ok(access.missing_thread(thread_id)?),
         }
     }

@@ -267,7 +267,8 @@ async fn every_rpc_needs_a_known_key() {
     assert_eq!(bobs_messages(&server).await, 2, "bob's thread is untouched");
 }
 
-/// A key never reads, lists, changes or runs in another resource's threads (PERMISSION_DENIED).
+/// A key never reads, lists, changes or runs in another resource's threads (PERMISSION_DENIED),
+/// and cannot tell another resource's thread from a missing one.
 #[tokio::test]
 async fn a_key_never_reaches_another_resource() {
     let server = TestServer::start(&config()).await;
@@ -286,10 +287,16 @@ async fn a_key_never_reaches_another_resource() {
     let refused = memory.list_messages(keyed(claimed, ALICE)).await.unwrap_err();
     assert_eq!(refused.code(), Code::PermissionDenied);
     assert!(
-        refused.message().contains("`alice-app`") && refused.message().contains("`bob`"),
+        refused.message().contains("`alice-app`") && refused.message().contains("`bob-thread`"),
         "{}",
         refused.message()
     );
+    // The refusal neither names bob's resource nor differs from a thread that does not exist.
+    assert!(!refused.message().contains("`bob`"), "{}", refused.message());
+    let nowhere = pb::ListMessagesRequest { thread_id: "no-such-thread".into(), ..Default::default() };
+    let absent = memory.list_messages(keyed(nowhere, ALICE)).await.unwrap_err();
+    assert_eq!(absent.code(), refused.code());
+    assert_eq!(absent.message().replace("no-such-thread", "bob-thread"), refused.message());
     // Nor a thread of bob's that does not exist yet.
     let missing = pb::GetWorkingMemoryRequest {
         scope: Some(pb::WorkingMemoryScope {
