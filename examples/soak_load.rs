@@ -6,7 +6,6 @@
 //! `cargo run --release --example soak_load -- <agentwire binary> <minutes>`
 
 use std::io::{BufRead, BufReader};
-use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -16,6 +15,7 @@ use agentwire::bench::pass_through_instance;
 use agentwire::server::pb;
 use agentwire::server::pb::agent_service_client::AgentServiceClient;
 use agentwire::server::pb::memory_service_client::MemoryServiceClient;
+use agentwire::storage::directory_bytes;
 use tonic::transport::Channel;
 
 const CONFIG: &str = r##"
@@ -170,18 +170,6 @@ fn resident_kib(pid: u32) -> u64 {
         .find_map(|line| line.strip_prefix("VmRSS:"))
         .and_then(|value| value.trim().trim_end_matches("kB").trim().parse().ok())
         .unwrap_or(0)
-}
-
-fn directory_bytes(path: &Path) -> u64 {
-    let Ok(entries) = std::fs::read_dir(path) else { return 0 };
-    entries
-        .flatten()
-        .map(|entry| match entry.metadata() {
-            Ok(metadata) if metadata.is_dir() => directory_bytes(&entry.path()),
-            Ok(metadata) => metadata.len(),
-            Err(_) => 0,
-        })
-        .sum()
 }
 
 /// The live messages: every thread's, listed through the memory API.

@@ -7,10 +7,7 @@
 use std::path::{Path, PathBuf};
 
 use super::StoreError;
-use super::sled_codec::engine;
-
-/// Records copied per batch.
-const BATCH: usize = 10_000;
+use super::sled_codec::{Batched, engine};
 
 /// What a compaction did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -60,7 +57,8 @@ pub(super) fn finish_interrupted(path: &Path) -> Result<(), StoreError> {
     Ok(())
 }
 
-fn directory_bytes(path: &Path) -> u64 {
+/// The bytes of the files under `path`.
+pub fn directory_bytes(path: &Path) -> u64 {
     let Ok(entries) = std::fs::read_dir(path) else { return 0 };
     entries
         .flatten()
@@ -95,19 +93,12 @@ pub fn compact(path: &Path) -> Result<Compacted, StoreError> {
         let mut records = 0u64;
         for name in live.tree_names() {
             let (from, to) = (live.open_tree(&name).map_err(engine)?, copy.open_tree(&name).map_err(engine)?);
-            let mut batch = sled::Batch::default();
-            let mut pending = 0;
+            let mut writer = Batched::into(&to);
             for entry in from.iter() {
                 let (key, value) = entry.map_err(engine)?;
-                batch.insert(key, value);
-                pending += 1;
-                records += 1;
-                if pending == BATCH {
-                    to.apply_batch(std::mem::take(&mut batch)).map_err(engine)?;
-                    pending = 0;
-                }
+                writer.insert(key, value)?;
             }
-            to.apply_batch(batch).map_err(engine)?;
+            records += writer.finish()?;
         }
         copy.flush().map_err(engine)?;
         records

@@ -19,7 +19,7 @@ mod vector_index;
 mod vectors;
 mod writability;
 
-pub use self::compaction::{Compacted, compact};
+pub use self::compaction::{Compacted, compact, directory_bytes};
 pub use self::quota::{ResourceUsage, check_quota};
 pub use self::sled_store::{DEFAULT_CACHE_BYTES, DEFAULT_MIN_FREE_BYTES, SledStore};
 pub use self::types::{

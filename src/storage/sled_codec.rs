@@ -1,4 +1,5 @@
-//! How values cross the sled boundary: records as JSON, sled's errors as [`StoreError`]s.
+//! How values cross the sled boundary: records as JSON, sled's errors as [`StoreError`]s, bulk
+//! writes in batches.
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -21,4 +22,45 @@ pub(super) fn encode<T: Serialize>(value: &T) -> Vec<u8> {
 /// A stored record of `tree`; `Corrupt` when it does not decode.
 pub(super) fn decode<T: DeserializeOwned>(tree: &'static str, bytes: &[u8]) -> Result<T, StoreError> {
     serde_json::from_slice(bytes).map_err(|error| StoreError::Corrupt { tree, reason: error.to_string() })
+}
+
+/// Records written per batch by a [`Batched`] writer.
+const BATCH: usize = 10_000;
+
+/// Bulk inserts into one tree, applied every [`BATCH`] records (copies and upgrades).
+pub(super) struct Batched<'a> {
+    tree: &'a sled::Tree,
+    batch: sled::Batch,
+    pending: usize,
+    /// Records inserted so far.
+    pub(super) written: u64,
+}
+
+impl<'a> Batched<'a> {
+    /// A writer into `tree`.
+    pub(super) fn into(tree: &'a sled::Tree) -> Batched<'a> {
+        Batched { tree, batch: sled::Batch::default(), pending: 0, written: 0 }
+    }
+
+    /// Inserts one record (applied with its batch).
+    pub(super) fn insert(
+        &mut self,
+        key: impl Into<sled::IVec>,
+        value: impl Into<sled::IVec>,
+    ) -> Result<(), StoreError> {
+        self.batch.insert(key, value);
+        self.pending += 1;
+        self.written += 1;
+        if self.pending == BATCH {
+            self.tree.apply_batch(std::mem::take(&mut self.batch)).map_err(engine)?;
+            self.pending = 0;
+        }
+        Ok(())
+    }
+
+    /// Applies what is left; the records written.
+    pub(super) fn finish(self) -> Result<u64, StoreError> {
+        self.tree.apply_batch(self.batch).map_err(engine)?;
+        Ok(self.written)
+    }
 }

@@ -8,11 +8,8 @@
 
 use std::collections::HashMap;
 
-use super::sled_codec::{decode, engine};
+use super::sled_codec::{Batched, decode, engine};
 use super::{ResourceUsage, StoreError, Thread, keys};
-
-/// Message ids copied per batch.
-const BATCH: usize = 10_000;
 
 /// Upgrades a format-1 database to format 2.
 pub(super) fn from_v1(db: &sled::Db) -> Result<(), StoreError> {
@@ -20,7 +17,7 @@ pub(super) fn from_v1(db: &sled::Db) -> Result<(), StoreError> {
     let scoped = db.open_tree("resource_message_ids").map_err(engine)?;
     let threads = db.open_tree("threads").map_err(engine)?;
     let mut resource_of: HashMap<String, Option<String>> = HashMap::new();
-    let (mut batch, mut pending, mut copied) = (sled::Batch::default(), 0, 0usize);
+    let mut writer = Batched::into(&scoped);
     for entry in global.iter() {
         let (id_key, message_key) = entry.map_err(engine)?;
         let corrupt =
@@ -35,15 +32,9 @@ pub(super) fn from_v1(db: &sled::Db) -> Result<(), StoreError> {
             resource_of.insert(thread_id.clone(), resource);
         }
         let Some(Some(resource_id)) = resource_of.get(&thread_id) else { continue };
-        batch.insert(keys::message_id(resource_id, &message_id), message_key);
-        pending += 1;
-        copied += 1;
-        if pending == BATCH {
-            scoped.apply_batch(std::mem::take(&mut batch)).map_err(engine)?;
-            pending = 0;
-        }
+        writer.insert(keys::message_id(resource_id, &message_id), message_key)?;
     }
-    scoped.apply_batch(batch).map_err(engine)?;
+    let copied = writer.finish()?;
     count_usage(db)?;
     db.flush().map_err(engine)?;
     let meta = db.open_tree("meta").map_err(engine)?;

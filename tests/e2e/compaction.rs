@@ -9,6 +9,7 @@ use std::process::Command;
 use agentwire::server::pb;
 use agentwire::server::pb::agent_service_client::AgentServiceClient;
 use agentwire::server::pb::memory_service_client::MemoryServiceClient;
+use agentwire::storage::directory_bytes;
 use common::binary::{BINARY, Served};
 
 const CONFIG: &str = r##"
@@ -21,27 +22,8 @@ model = "mock/echo"
 memory = { last_messages = 4 }
 "##;
 
-fn directory_bytes(path: &std::path::Path) -> u64 {
-    std::fs::read_dir(path)
-        .unwrap()
-        .flatten()
-        .map(|entry| {
-            let metadata = entry.metadata().unwrap();
-            if metadata.is_dir() { directory_bytes(&entry.path()) } else { metadata.len() }
-        })
-        .sum()
-}
-
 fn compact(data_dir: &std::path::Path) -> std::process::Output {
     Command::new(BINARY).arg("compact").arg("--data-dir").arg(data_dir).output().unwrap()
-}
-
-async fn connect(server: &Served) -> tonic::transport::Channel {
-    tonic::transport::Endpoint::from_shared(format!("http://{}", server.addr))
-        .unwrap()
-        .connect()
-        .await
-        .unwrap()
 }
 
 fn scope() -> Option<pb::WorkingMemoryScope> {
@@ -58,7 +40,7 @@ async fn compaction_gives_dead_data_back_and_keeps_the_live() {
     let data_dir = dir.path().join("data");
     let config = config.to_str().unwrap();
     let mut server = Served::start_in(&data_dir, &["--config", config]);
-    let channel = connect(&server).await;
+    let channel = server.channel().await;
     let mut agents = AgentServiceClient::new(channel.clone());
     let mut memory = MemoryServiceClient::new(channel);
     for thread in 0..20 {
@@ -96,7 +78,7 @@ async fn compaction_gives_dead_data_back_and_keeps_the_live() {
     assert!(after * 4 < before, "the dead data went back to the disk: {before} → {after} bytes");
 
     let server = Served::start_in(&data_dir, &["--config", config]);
-    let mut memory = MemoryServiceClient::new(connect(&server).await);
+    let mut memory = MemoryServiceClient::new(server.channel().await);
     let list = pb::ListMessagesRequest {
         thread_id: "t0".into(),
         resource_id: "user".into(),

@@ -132,14 +132,6 @@ async fn run_until_failure(
     panic!("2000 runs of 2 KB fitted on a full disk");
 }
 
-async fn connect(server: &Served) -> tonic::transport::Channel {
-    tonic::transport::Endpoint::from_shared(format!("http://{}", server.addr))
-        .unwrap()
-        .connect()
-        .await
-        .unwrap()
-}
-
 /// The scenario with the store keeping `min_free_mb` free; `refused_state` is the metric's state
 /// while the disk is full.
 async fn full_disk(min_free_mb: u64, refused_state: &str) {
@@ -158,7 +150,7 @@ async fn full_disk(min_free_mb: u64, refused_state: &str) {
     .unwrap();
     let config = config_path.to_str().unwrap();
     let server = Served::start_in(&data_dir, &["--config", config]);
-    let channel = connect(&server).await;
+    let channel = server.channel().await;
     let mut client = AgentServiceClient::new(channel.clone());
     let first = client.generate(run("before the disk filled")).await.expect("a run on an empty disk");
     assert_eq!(first.into_inner().error, None);
@@ -208,7 +200,7 @@ async fn full_disk(min_free_mb: u64, refused_state: &str) {
     // And a kill -9 and a restart find the same.
     drop(server);
     let server = Served::start_in(&data_dir, &["--config", config]);
-    assert_eq!(stored(connect(&server).await).await, expected, "what was acknowledged survives a restart");
+    assert_eq!(stored(server.channel().await).await, expected, "what was acknowledged survives a restart");
 }
 
 /// With a reserve (`[storage] min_free_mb`), a full disk refuses writes before they reach the

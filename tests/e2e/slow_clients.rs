@@ -87,12 +87,8 @@ async fn sigterm_ends_the_server_whatever_its_clients_do() {
     let mut served = Served::start(&["--config", config_path.to_str().unwrap()]);
     let idle: Vec<std::net::TcpStream> =
         (0..4).map(|_| std::net::TcpStream::connect(&served.addr).expect("connects")).collect();
-    let channel = tonic::transport::Endpoint::from_shared(format!("http://{}", served.addr))
-        .unwrap()
-        .connect()
-        .await
-        .unwrap();
-    let mut client = agentwire::server::pb::agent_service_client::AgentServiceClient::new(channel);
+    let mut client =
+        agentwire::server::pb::agent_service_client::AgentServiceClient::new(served.channel().await);
     let _unread = client.stream(in_thread("talker", "talk", "unread")).await.unwrap().into_inner();
     tokio::time::sleep(Duration::from_millis(200)).await;
     let exit = tokio::task::spawn_blocking(move || served.terminate());

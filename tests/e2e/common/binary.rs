@@ -69,6 +69,12 @@ impl Served {
         Served { addr: addr.to_owned(), child, stderr, stderr_reader: Some(stderr_reader), _data_dir: owned }
     }
 
+    /// A channel to the server.
+    pub async fn channel(&self) -> tonic::transport::Channel {
+        let endpoint = tonic::transport::Endpoint::from_shared(format!("http://{}", self.addr)).unwrap();
+        endpoint.connect().await.expect("the server accepts connections")
+    }
+
     /// What the server logged so far.
     pub fn stderr(&self) -> String {
         self.stderr.lock().unwrap().clone()
