@@ -41,7 +41,7 @@ async fn history_load(store: &SledStore, iterations: usize) {
     let mut samples = Vec::with_capacity(iterations);
     for _ in 0..iterations {
         let start = Instant::now();
-        let loaded = store.last_messages("long", 10).await.unwrap();
+        let loaded = store.last_messages("history", "long", 10).await.unwrap();
         samples.push(start.elapsed());
         assert_eq!(loaded.len(), 10);
     }
@@ -66,7 +66,7 @@ async fn recall(store: &SledStore, resource: &str, count: usize, iterations: usi
         };
         let hits = store.search(query).await.unwrap();
         for hit in &hits {
-            store.messages_around(&hit.thread_id, &[hit.seq], 1, 1).await.unwrap();
+            store.messages_around(resource, &hit.thread_id, &[hit.seq], 1, 1).await.unwrap();
         }
         // The first search loads the resource's vectors into memory; it is not a sample.
         if iteration > 0 {

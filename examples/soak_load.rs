@@ -108,6 +108,7 @@ async fn working_memory(channel: Channel, counts: Arc<Counts>, until: Instant) {
             }),
             content,
             expected_version: None,
+            resource_id: String::new(),
         };
         if memory.update_working_memory(request).await.is_ok() {
             counts.working_memory.fetch_add(1, Ordering::Relaxed);

@@ -31,6 +31,6 @@ pub use self::prompt::{
     CONTINUE_TURN, EARLIER_CONVERSATION_TURN, ModelSettings, PromptMessage, ToolChoice, ToolDefinition,
 };
 pub use self::quota::ResourceQuota;
-pub use self::run_info::{RunInfo, TraceContext};
+pub use self::run_info::{RunInfo, TraceContext, thread_owner};
 pub use self::step::{StepInput, StepResult};
 pub use self::window::StreamWindow;

@@ -21,3 +21,9 @@ pub struct RunInfo {
     /// The caller's W3C trace context, as it came.
     pub trace_context: TraceContext,
 }
+
+/// The resource a thread belongs to: `resource_id`, or the thread's own id when none is given —
+/// for runs, the memory API and the response cache alike.
+pub fn thread_owner<'a>(thread_id: &'a str, resource_id: &'a str) -> &'a str {
+    if resource_id.is_empty() { thread_id } else { resource_id }
+}

@@ -79,7 +79,7 @@ impl Processor for MessageHistory {
         let stored = self
             .run
             .store
-            .last_messages(&self.run.thread_id, limit)
+            .last_messages(&self.run.resource_id, &self.run.thread_id, limit)
             .await
             .map_err(|error| storage_failure("load the thread's messages", error))?;
         let remembered = without_orphan_results(stored.into_iter().map(|stored| stored.message).collect());

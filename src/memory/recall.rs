@@ -103,7 +103,10 @@ impl Processor for SemanticRecall {
         let vector =
             embedder.embed(&[query]).await.map_err(|error| failure("embed the query", error))?.remove(0);
         let scope = match config.scope {
-            RecallScopeKind::Thread => RecallScope::Thread(self.run.thread_id.clone()),
+            RecallScopeKind::Thread => RecallScope::Thread {
+                resource_id: self.run.resource_id.clone(),
+                thread_id: self.run.thread_id.clone(),
+            },
             RecallScopeKind::Resource => RecallScope::Resource(self.run.resource_id.clone()),
         };
         let query = VectorQuery {
@@ -124,7 +127,7 @@ impl Processor for SemanticRecall {
             let found = self
                 .run
                 .store
-                .messages_around(&thread_id, &seqs, before, after)
+                .messages_around(&self.run.resource_id, &thread_id, &seqs, before, after)
                 .await
                 .map_err(|error| failure("load recalled messages", error))?;
             for StoredMessage { message, .. } in found {

@@ -171,9 +171,10 @@ impl WorkingMemory {
     /// The scope this agent's working memory lives in, for this run.
     pub(super) fn scope(run: &MemoryRun) -> WorkingMemoryScope {
         match run.config.active_working_memory().map(|config| config.scope) {
-            Some(crate::config::WorkingMemoryScopeKind::Thread) => {
-                WorkingMemoryScope::Thread(run.thread_id.clone())
-            }
+            Some(crate::config::WorkingMemoryScopeKind::Thread) => WorkingMemoryScope::Thread {
+                resource_id: run.resource_id.clone(),
+                thread_id: run.thread_id.clone(),
+            },
             _ => WorkingMemoryScope::Resource(run.resource_id.clone()),
         }
     }

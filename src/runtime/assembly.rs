@@ -4,10 +4,10 @@
 use std::sync::Arc;
 
 use super::{Agent, NamedProcessor, ProcessorRef, RunError, RunRequest, Runtime};
-use crate::domain::Part;
+use crate::domain::{Part, thread_owner};
 use crate::memory::{MemoryKind, MemoryProcessors, MemoryRun};
 use crate::processor::Processor;
-use crate::storage::{ResourceUsage, StoreError, check_quota};
+use crate::storage::{ResourceUsage, check_quota};
 
 /// Which list a chain is assembled for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,21 +33,8 @@ impl Runtime {
         }
         // A run that would be saved is refused up front while the store cannot take the save.
         store.check_writable()?;
-        let resource_id = if request.resource_id.is_empty() {
-            request.thread_id.clone()
-        } else {
-            request.resource_id.clone()
-        };
-        let thread = store.get_thread(&request.thread_id).await?;
-        if let Some(thread) = &thread
-            && thread.resource_id != resource_id
-        {
-            return Err(RunError::Store(StoreError::ThreadOwnedElsewhere {
-                thread_id: request.thread_id.clone(),
-                owner: thread.resource_id.clone(),
-                requested: resource_id,
-            }));
-        }
+        let resource_id = thread_owner(&request.thread_id, &request.resource_id).to_owned();
+        let thread = store.get_thread(&resource_id, &request.thread_id).await?;
         // A resource at its quota is refused before the model runs (the save checks exactly).
         let usage = store.usage(&resource_id).await?;
         let grown = ResourceUsage {

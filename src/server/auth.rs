@@ -212,23 +212,6 @@ impl Access {
         self.check("agent", id, |grant| &grant.agents)
     }
 
-    /// For a thread that does not exist: a key may only name threads of its resources, so a key
-    /// is refused (it could otherwise prepare data under an id another tenant will use).
-    pub(super) fn missing_thread(&self, id: &str) -> Result<(), AuthError> {
-        match self {
-            Access::Open(_) => Ok(()),
-            Access::Key(grant) => {
-                Err(AuthError::Forbidden { key: grant.name.clone(), what: "thread", id: id.to_owned() })
-            }
-        }
-    }
-
-    /// `Ok` when the caller may use thread `id`, which `owner` owns. Refused exactly as a thread
-    /// that does not exist is: a key learns neither that the thread exists nor whose it is.
-    pub(super) fn thread(&self, id: &str, owner: &str) -> Result<(), AuthError> {
-        self.resource(owner).or_else(|_| self.missing_thread(id))
-    }
-
     /// `Ok` when the caller may see the server's operations: an admin key, or anyone on an open
     /// server.
     pub(super) fn admin(&self) -> Result<(), AuthError> {

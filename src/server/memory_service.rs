@@ -8,7 +8,7 @@ use super::auth::{Access, Auth};
 use super::convert::id_fits;
 use super::pb;
 use super::value::{from_struct, to_struct};
-use crate::domain::FieldLimits;
+use crate::domain::{FieldLimits, thread_owner};
 use crate::memory::embedder::{Embedders, LEXICAL};
 use crate::runtime::RunError;
 use crate::storage::{
@@ -94,8 +94,7 @@ impl MemoryServiceImpl {
         }
     }
 
-    /// The thread, if the caller may use the resource that owns it, checked against the resource
-    /// the caller expects (when it names one).
+    /// The thread `thread_id` of the resource the request names, if the caller may use it.
     async fn owned_thread(
         &self,
         access: &Access,
@@ -104,40 +103,18 @@ impl MemoryServiceImpl {
     ) -> Result<Thread, Status> {
         required("thread_id", thread_id)?;
         id_fits("resource_id", resource_id)?;
-        let thread = self.store.get_thread(thread_id).await?;
-        let Some(thread) = thread else {
-            access.missing_thread(thread_id)?;
-            return Err(StoreError::ThreadNotFound(thread_id.to_owned()).into());
-        };
-        access.thread(thread_id, &thread.resource_id)?;
-        if !resource_id.is_empty() && thread.resource_id != resource_id {
-            return Err(StoreError::ThreadOwnedElsewhere {
-                thread_id: thread_id.to_owned(),
-                owner: thread.resource_id,
-                requested: resource_id.to_owned(),
-            }
-            .into());
-        }
-        Ok(thread)
+        let resource_id = thread_owner(thread_id, resource_id);
+        access.resource(resource_id)?;
+        let thread = self.store.get_thread(resource_id, thread_id).await?;
+        Ok(thread.ok_or_else(|| StoreError::ThreadNotFound(thread_id.to_owned()))?)
     }
+}
 
-    /// `Ok` when the caller may use the thread's resource (a key may not name a missing thread).
-    async fn thread_in_reach(&self, access: &Access, thread_id: &str) -> Result<(), Status> {
-        id_fits("thread_id", thread_id)?;
-        if matches!(access, Access::Open(_)) {
-            return Ok(());
-        }
-        match self.store.get_thread(thread_id).await? {
-            Some(thread) => Ok(access.thread(thread_id, &thread.resource_id)?),
-            None => Ok(access.missing_thread(thread_id)?),
-        }
-    }
-
-    /// A working-memory scope, if the caller may use it.
-    async fn scope_in_reach(&self, access: &Access, scope: &WorkingMemoryScope) -> Result<(), Status> {
-        match scope {
-            WorkingMemoryScope::Resource(id) => Ok(access.resource(id)?),
-            WorkingMemoryScope::Thread(id) => self.thread_in_reach(access, id).await,
+/// A working-memory scope, if the caller may use it.
+fn scope_in_reach(access: &Access, scope: &WorkingMemoryScope) -> Result<(), Status> {
+    match scope {
+        WorkingMemoryScope::Resource(id) | WorkingMemoryScope::Thread { resource_id: id, .. } => {
+            Ok(access.resource(id)?)
         }
     }
 }
@@ -165,14 +142,20 @@ fn page_size(page_size: u32) -> Result<usize, Status> {
     bounded("page_size", page_size, DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE)
 }
 
-fn scope_of(scope: Option<pb::WorkingMemoryScope>) -> Result<WorkingMemoryScope, Status> {
+/// The scope a request names; `resource_id` is a thread scope's resource.
+fn scope_of(scope: Option<pb::WorkingMemoryScope>, resource_id: &str) -> Result<WorkingMemoryScope, Status> {
     use pb::working_memory_scope::Scope;
     match scope.and_then(|scope| scope.scope) {
         Some(Scope::ResourceId(id)) if !id.is_empty() => {
             id_fits("scope.resource_id", &id)?;
             Ok(WorkingMemoryScope::Resource(id))
         }
-        Some(Scope::ThreadId(id)) if !id.is_empty() => Ok(WorkingMemoryScope::Thread(id)),
+        Some(Scope::ThreadId(id)) if !id.is_empty() => {
+            id_fits("scope.thread_id", &id)?;
+            id_fits("resource_id", resource_id)?;
+            let resource_id = thread_owner(&id, resource_id).to_owned();
+            Ok(WorkingMemoryScope::Thread { resource_id, thread_id: id })
+        }
         _ => Err(RunError::invalid("scope", "needs a resource_id or a thread_id").into()),
     }
 }
@@ -181,7 +164,7 @@ fn scope_to_pb(scope: &WorkingMemoryScope) -> pb::WorkingMemoryScope {
     use pb::working_memory_scope::Scope;
     let scope = match scope {
         WorkingMemoryScope::Resource(id) => Scope::ResourceId(id.clone()),
-        WorkingMemoryScope::Thread(id) => Scope::ThreadId(id.clone()),
+        WorkingMemoryScope::Thread { thread_id, .. } => Scope::ThreadId(thread_id.clone()),
     };
     pb::WorkingMemoryScope { scope: Some(scope) }
 }
@@ -265,7 +248,7 @@ impl pb::memory_service_server::MemoryService for MemoryServiceImpl {
     ) -> Result<Response<pb::Thread>, Status> {
         let access = self.auth.access(&request)?;
         let request = request.into_inner();
-        self.owned_thread(&access, &request.thread_id, &request.resource_id).await?;
+        let thread = self.owned_thread(&access, &request.thread_id, &request.resource_id).await?;
         let update = ThreadUpdate { title: request.title, metadata: request.metadata.map(from_struct) };
         if let Some(title) = &update.title {
             self.limits.title("title", title)?;
@@ -273,7 +256,7 @@ impl pb::memory_service_server::MemoryService for MemoryServiceImpl {
         if let Some(metadata) = &update.metadata {
             self.limits.metadata("metadata", metadata)?;
         }
-        Ok(Response::new(self.store.update_thread(&request.thread_id, update).await?.into()))
+        Ok(Response::new(self.store.update_thread(&thread.resource_id, &thread.id, update).await?.into()))
     }
 
     async fn delete_thread(
@@ -282,8 +265,8 @@ impl pb::memory_service_server::MemoryService for MemoryServiceImpl {
     ) -> Result<Response<pb::DeleteReport>, Status> {
         let access = self.auth.access(&request)?;
         let request = request.into_inner();
-        self.owned_thread(&access, &request.thread_id, &request.resource_id).await?;
-        Ok(Response::new(self.store.delete_thread(&request.thread_id).await?.into()))
+        let thread = self.owned_thread(&access, &request.thread_id, &request.resource_id).await?;
+        Ok(Response::new(self.store.delete_thread(&thread.resource_id, &thread.id).await?.into()))
     }
 
     async fn list_messages(
@@ -292,14 +275,16 @@ impl pb::memory_service_server::MemoryService for MemoryServiceImpl {
     ) -> Result<Response<pb::ListMessagesResponse>, Status> {
         let access = self.auth.access(&request)?;
         let request = request.into_inner();
-        self.owned_thread(&access, &request.thread_id, &request.resource_id).await?;
+        let thread = self.owned_thread(&access, &request.thread_id, &request.resource_id).await?;
         let direction = match request.direction() {
             pb::Direction::Backward => Direction::Backward,
             pb::Direction::Forward | pb::Direction::Unspecified => Direction::Forward,
         };
         let limit = page_size(request.page_size)?;
-        let page =
-            self.store.list_messages(&request.thread_id, direction, &request.page_token, limit).await?;
+        let page = self
+            .store
+            .list_messages(&thread.resource_id, &thread.id, direction, &request.page_token, limit)
+            .await?;
         Ok(Response::new(pb::ListMessagesResponse {
             messages: page.messages.into_iter().map(|stored| pb::Message::from(stored.message)).collect(),
             next_page_token: page.next_cursor,
@@ -311,8 +296,9 @@ impl pb::memory_service_server::MemoryService for MemoryServiceImpl {
         request: Request<pb::GetWorkingMemoryRequest>,
     ) -> Result<Response<pb::WorkingMemory>, Status> {
         let access = self.auth.access(&request)?;
-        let scope = scope_of(request.into_inner().scope)?;
-        self.scope_in_reach(&access, &scope).await?;
+        let request = request.into_inner();
+        let scope = scope_of(request.scope, &request.resource_id)?;
+        scope_in_reach(&access, &scope)?;
         let record = self.store.get_working_memory(&scope).await?;
         let (content, version, updated_at) =
             record.map(|record| (record.content, record.version, record.updated_at)).unwrap_or_default();
@@ -330,8 +316,8 @@ impl pb::memory_service_server::MemoryService for MemoryServiceImpl {
     ) -> Result<Response<pb::WorkingMemory>, Status> {
         let access = self.auth.access(&request)?;
         let request = request.into_inner();
-        let scope = scope_of(request.scope)?;
-        self.scope_in_reach(&access, &scope).await?;
+        let scope = scope_of(request.scope, &request.resource_id)?;
+        scope_in_reach(&access, &scope)?;
         self.limits.working_memory("content", &request.content)?;
         let expected_version = match request.expected_version {
             Some(version) => version,
@@ -357,22 +343,22 @@ impl pb::memory_service_server::MemoryService for MemoryServiceImpl {
         let access = self.auth.access(&request)?;
         let request = request.into_inner();
         required("query", &request.query)?;
-        let scope = match request.scope {
-            Some(Scope::ResourceId(id)) if !id.is_empty() => {
-                access.resource(&id)?;
-                RecallScope::Resource(id)
-            }
+        let (resource_id, scope) = match request.scope {
+            Some(Scope::ResourceId(id)) if !id.is_empty() => (id.clone(), RecallScope::Resource(id)),
             Some(Scope::ThreadId(id)) if !id.is_empty() => {
-                self.thread_in_reach(&access, &id).await?;
-                RecallScope::Thread(id)
+                id_fits("thread_id", &id)?;
+                id_fits("thread_resource_id", &request.thread_resource_id)?;
+                let resource_id = thread_owner(&id, &request.thread_resource_id).to_owned();
+                (resource_id.clone(), RecallScope::Thread { resource_id, thread_id: id })
             }
             _ => return Err(RunError::invalid("scope", "needs a resource_id or a thread_id").into()),
         };
+        access.resource(&resource_id)?;
         let top_k = bounded("top_k", request.top_k, DEFAULT_TOP_K, MAX_TOP_K)?;
         let found = self.search(&request.query, &request.embedder, scope, top_k, request.threshold).await?;
         let mut hits = Vec::new();
         for hit in found {
-            let found = self.store.messages_around(&hit.thread_id, &[hit.seq], 0, 0).await?;
+            let found = self.store.messages_around(&resource_id, &hit.thread_id, &[hit.seq], 0, 0).await?;
             if let Some(stored) = found.into_iter().next() {
                 hits.push(pb::SearchHit { message: Some(stored.message.into()), score: hit.score });
             }

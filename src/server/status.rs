@@ -77,9 +77,7 @@ impl From<EmbedError> for Status {
 fn store_code(error: &StoreError) -> Code {
     match error {
         StoreError::ThreadNotFound(_) => Code::NotFound,
-        StoreError::ThreadOwnedElsewhere { .. } | StoreError::EmbedderMismatch { .. } => {
-            Code::FailedPrecondition
-        }
+        StoreError::EmbedderMismatch { .. } => Code::FailedPrecondition,
         StoreError::ThreadExists(_) => Code::AlreadyExists,
         StoreError::VersionConflict { .. } => Code::Aborted,
         StoreError::DiskLow { .. } | StoreError::Unavailable(_) => Code::Unavailable,

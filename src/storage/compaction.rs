@@ -73,6 +73,27 @@ pub fn directory_bytes(path: &Path) -> u64 {
 /// Rewrites the store in `path` with only its live records. Fails (changing nothing) while a
 /// server has it open.
 pub fn compact(path: &Path) -> Result<Compacted, StoreError> {
+    rewrite(path, |live, copy| {
+        let mut records = 0u64;
+        for name in live.tree_names() {
+            let (from, to) = (live.open_tree(&name).map_err(engine)?, copy.open_tree(&name).map_err(engine)?);
+            let mut writer = Batched::into(&to);
+            for entry in from.iter() {
+                let (key, value) = entry.map_err(engine)?;
+                writer.insert(key, value)?;
+            }
+            records += writer.finish()?;
+        }
+        Ok(records)
+    })
+}
+
+/// Writes a fresh database beside the store in `path` with `fill` (from the store, into the
+/// copy; it gives the records it wrote), then swaps it in. Compaction and format upgrades both.
+pub(super) fn rewrite(
+    path: &Path,
+    fill: impl FnOnce(&sled::Db, &sled::Db) -> Result<u64, StoreError>,
+) -> Result<Compacted, StoreError> {
     finish_interrupted(path)?;
     if !path.exists() {
         return Err(StoreError::Unavailable(format!("no store in `{}`", path.display())));
@@ -90,16 +111,7 @@ pub fn compact(path: &Path) -> Result<Compacted, StoreError> {
             other => engine(other),
         })?;
         let copy = sled::Config::new().path(&compacting).create_new(true).open().map_err(engine)?;
-        let mut records = 0u64;
-        for name in live.tree_names() {
-            let (from, to) = (live.open_tree(&name).map_err(engine)?, copy.open_tree(&name).map_err(engine)?);
-            let mut writer = Batched::into(&to);
-            for entry in from.iter() {
-                let (key, value) = entry.map_err(engine)?;
-                writer.insert(key, value)?;
-            }
-            records += writer.finish()?;
-        }
+        let records = fill(&live, &copy)?;
         copy.flush().map_err(engine)?;
         records
     };

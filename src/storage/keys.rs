@@ -3,8 +3,9 @@
 
 use super::CacheScope;
 
-/// The storage format this build reads and writes, recorded at open. 2: message ids are scoped
-/// by resource (`resource_message_ids`; format 1 had one global `message_ids` tree).
+/// The storage format this build reads and writes, recorded at open. 2: threads, their messages
+/// and working memory, and message ids are keyed by resource (format 1 keyed them by thread or
+/// message id alone, across resources).
 pub(super) const FORMAT_VERSION: u32 = 2;
 /// `meta` key of the format version.
 pub(super) const META_FORMAT: &[u8] = b"format_version";
@@ -24,9 +25,11 @@ fn string_key(value: &str) -> Vec<u8> {
     key
 }
 
-/// `threads`: thread id → thread.
-pub(super) fn thread(thread_id: &str) -> Vec<u8> {
-    string_key(thread_id)
+/// `threads`: resource | thread id → thread.
+pub(super) fn thread(resource_id: &str, thread_id: &str) -> Vec<u8> {
+    let mut key = string_key(resource_id);
+    push_str(&mut key, thread_id);
+    key
 }
 
 /// `resource_threads` prefix of a resource.
@@ -49,13 +52,13 @@ pub(super) fn resource_usage(resource_id: &str) -> Vec<u8> {
 }
 
 /// `messages` prefix of a thread.
-pub(super) fn messages_prefix(thread_id: &str) -> Vec<u8> {
-    string_key(thread_id)
+pub(super) fn messages_prefix(resource_id: &str, thread_id: &str) -> Vec<u8> {
+    thread(resource_id, thread_id)
 }
 
-/// `messages`: thread | seq → message.
-pub(super) fn message(thread_id: &str, seq: u64) -> Vec<u8> {
-    let mut key = messages_prefix(thread_id);
+/// `messages`: resource | thread | seq → message.
+pub(super) fn message(resource_id: &str, thread_id: &str, seq: u64) -> Vec<u8> {
+    let mut key = messages_prefix(resource_id, thread_id);
     key.extend_from_slice(&seq.to_be_bytes());
     key
 }
@@ -75,10 +78,11 @@ pub(super) fn message_id(resource_id: &str, message_id: &str) -> Vec<u8> {
     key
 }
 
-/// The string a key starts with: the thread id of a `messages` key, the id of a `threads` key.
-pub(super) fn leading_str(key: &[u8]) -> Option<String> {
+/// The string a key starts with, and the rest of the key (format 1's thread id of a `messages`
+/// key, a message id of its `message_ids`).
+pub(super) fn leading_str(key: &[u8]) -> Option<(String, &[u8])> {
     let length = usize::from(u16::from_be_bytes([*key.first()?, *key.get(1)?]));
-    String::from_utf8(key.get(2..2 + length)?.to_vec()).ok()
+    Some((String::from_utf8(key.get(2..2 + length)?.to_vec()).ok()?, key.get(2 + length..)?))
 }
 
 /// `vectors` prefix of a resource.
@@ -111,11 +115,16 @@ pub(super) fn parse_vector_key(key: &[u8]) -> Option<(String, u64)> {
     Some((String::from_utf8(thread_bytes.to_vec()).ok()?, u64::from_be_bytes(seq_bytes)))
 }
 
-/// `working_memory`: scope kind | scope id → record.
+/// `working_memory`: `r` | resource, or `t` | resource | thread → record.
 pub(super) fn working_memory(scope: &super::WorkingMemoryScope) -> Vec<u8> {
     let (kind, id) = match scope {
         super::WorkingMemoryScope::Resource(id) => (b'r', id),
-        super::WorkingMemoryScope::Thread(id) => (b't', id),
+        super::WorkingMemoryScope::Thread { resource_id, thread_id } => {
+            let mut key = vec![b't'];
+            push_str(&mut key, resource_id);
+            push_str(&mut key, thread_id);
+            return key;
+        }
     };
     let mut key = vec![kind];
     push_str(&mut key, id);
@@ -154,12 +163,13 @@ mod tests {
     /// No thread's keys fall under another thread's prefix, even when one id prefixes the other.
     #[test]
     fn prefixes_do_not_collide() {
-        let short = message("a", 1);
-        let long_prefix = messages_prefix("ab");
+        let short = message("r", "a", 1);
+        let long_prefix = messages_prefix("r", "ab");
         assert!(!short.starts_with(&long_prefix));
-        assert!(!message("ab", 1).starts_with(&messages_prefix("a")));
-        assert!(message("t", 2) > message("t", 1));
-        assert!(message("t", 256) > message("t", 255));
+        assert!(!message("r", "ab", 1).starts_with(&messages_prefix("r", "a")));
+        assert!(!message("ra", "b", 1).starts_with(&messages_prefix("r", "ab")));
+        assert!(message("r", "t", 2) > message("r", "t", 1));
+        assert!(message("r", "t", 256) > message("r", "t", 255));
     }
 
     /// Vector keys give back their thread and seq; cursors round-trip.
@@ -167,7 +177,7 @@ mod tests {
     fn vector_keys_and_cursors_round_trip() {
         let key = vector("user-1", "thread-9", 42);
         assert_eq!(parse_vector_key(&key), Some(("thread-9".to_owned(), 42)));
-        assert_eq!(leading_str(&message("thread-9", 7)), Some("thread-9".to_owned()));
+        assert_eq!(leading_str(&string_key("thread-9")).map(|(id, _)| id), Some("thread-9".to_owned()));
         assert_eq!(decode_cursor(&encode_cursor(&key)), Some(key));
         assert_eq!(decode_cursor("zz"), None);
     }

@@ -36,17 +36,6 @@ pub enum StoreError {
     /// The thread does not exist.
     #[error("thread `{0}` not found")]
     ThreadNotFound(String),
-    /// The thread exists and belongs to another resource. The caller is at fault. The message
-    /// never names the owner: that is another tenant's.
-    #[error("thread `{thread_id}` belongs to another resource, not to `{requested}`")]
-    ThreadOwnedElsewhere {
-        /// The thread.
-        thread_id: String,
-        /// The resource that owns it.
-        owner: String,
-        /// The resource the caller named.
-        requested: String,
-    },
     /// A thread with this id already exists.
     #[error("thread `{0}` already exists")]
     ThreadExists(String),
@@ -131,15 +120,17 @@ const MIB: u64 = 1024 * 1024;
 #[async_trait::async_trait]
 pub trait Store: Send + Sync + std::fmt::Debug {
     /// Saves what a run added to a thread — its messages, their embeddings and a working memory
-    /// update — creating the thread if needed. Messages already stored (same id) are skipped.
+    /// update — creating the thread if needed. Messages already stored (same id in the resource)
+    /// are skipped.
     /// Durable and atomic.
     async fn save_run(&self, save: RunSave) -> Result<(), StoreError>;
 
     /// Creates a thread; `ThreadExists` if the id is taken.
     async fn create_thread(&self, thread: NewThread) -> Result<Thread, StoreError>;
 
-    /// The thread with this id.
-    async fn get_thread(&self, thread_id: &str) -> Result<Option<Thread>, StoreError>;
+    /// The thread `thread_id` of `resource_id` (thread ids are a resource's own: another
+    /// resource's thread of the same id is another thread).
+    async fn get_thread(&self, resource_id: &str, thread_id: &str) -> Result<Option<Thread>, StoreError>;
 
     /// The threads of a resource, newest first, `limit` at a time after `cursor`.
     async fn list_threads(
@@ -150,20 +141,31 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     ) -> Result<ThreadPage, StoreError>;
 
     /// Changes a thread's title and metadata.
-    async fn update_thread(&self, thread_id: &str, update: ThreadUpdate) -> Result<Thread, StoreError>;
+    async fn update_thread(
+        &self,
+        resource_id: &str,
+        thread_id: &str,
+        update: ThreadUpdate,
+    ) -> Result<Thread, StoreError>;
 
     /// Deletes a thread with its messages, embeddings and thread working memory.
-    async fn delete_thread(&self, thread_id: &str) -> Result<DeleteReport, StoreError>;
+    async fn delete_thread(&self, resource_id: &str, thread_id: &str) -> Result<DeleteReport, StoreError>;
 
     /// Deletes every thread, message, embedding and working memory of a resource.
     async fn delete_resource(&self, resource_id: &str) -> Result<DeleteReport, StoreError>;
 
     /// The last `limit` messages of a thread, oldest first.
-    async fn last_messages(&self, thread_id: &str, limit: usize) -> Result<Vec<StoredMessage>, StoreError>;
+    async fn last_messages(
+        &self,
+        resource_id: &str,
+        thread_id: &str,
+        limit: usize,
+    ) -> Result<Vec<StoredMessage>, StoreError>;
 
     /// A page of a thread's messages in either direction, `limit` at a time after `cursor`.
     async fn list_messages(
         &self,
+        resource_id: &str,
         thread_id: &str,
         direction: Direction,
         cursor: &str,
@@ -174,6 +176,7 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     /// first, without duplicates.
     async fn messages_around(
         &self,
+        resource_id: &str,
         thread_id: &str,
         seqs: &[u64],
         before: usize,

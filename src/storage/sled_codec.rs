@@ -1,8 +1,10 @@
-//! How values cross the sled boundary: records as JSON, sled's errors as [`StoreError`]s, bulk
-//! writes in batches.
+//! How values cross the sled boundary: a database opened (waiting for a lock being released),
+//! records as JSON, sled's errors as [`StoreError`]s, bulk writes in batches.
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
+
+use std::path::Path;
 
 use super::StoreError;
 
@@ -62,5 +64,26 @@ impl<'a> Batched<'a> {
     pub(super) fn finish(self) -> Result<u64, StoreError> {
         self.tree.apply_batch(self.batch).map_err(engine)?;
         Ok(self.written)
+    }
+}
+
+/// How long opening waits for the file lock: a store closed a moment ago (a restart, or sled's
+/// own flusher thread winding down) releases it shortly.
+const LOCK_PATIENCE: std::time::Duration = std::time::Duration::from_secs(3);
+
+/// Opens the sled database in `path`, waiting up to [`LOCK_PATIENCE`] for another handle to let go.
+pub(super) fn open_waiting_for_lock(path: &Path, cache_bytes: u64) -> Result<sled::Db, StoreError> {
+    let started = std::time::Instant::now();
+    loop {
+        match sled::Config::new().path(path).cache_capacity(cache_bytes).open() {
+            // sled reports a held lock as `ErrorKind::Other`, with the reason in the message.
+            Err(sled::Error::Io(error))
+                if error.to_string().contains("could not acquire lock")
+                    && started.elapsed() < LOCK_PATIENCE =>
+            {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            outcome => return outcome.map_err(engine),
+        }
     }
 }

@@ -1,7 +1,7 @@
 //! [`SledStore`]: the store in an embedded sled database in the server's data directory.
 //!
-//! Trees: `threads` (id → thread), `resource_threads` (resource | created_at | thread → ()),
-//! `messages` (thread | seq → message), `resource_message_ids` (resource | id → message key), `vectors`
+//! Trees: `threads` (resource | id → thread), `resource_threads` (resource | created_at | thread → ()),
+//! `messages` (resource | thread | seq → message), `resource_message_ids` (resource | id → message key), `vectors`
 //! (resource | thread | seq → f32 vector), `working_memory` (scope → record), `resource_usage` (resource → threads, messages, bytes, for quotas), `response_cache`
 //! (scope | key → expiry and value), `meta` (format version, embedder). Multi-tree writes are one sled transaction; sled calls run on blocking
 //! threads; writes return once group-committed to disk.
@@ -16,7 +16,7 @@ use sled::transaction::{ConflictableTransactionError, TransactionError, Transact
 
 use super::group_commit::GroupCommit;
 use super::reopening::Reopening;
-use super::sled_codec::{decode, encode, engine};
+use super::sled_codec::{decode, encode, engine, open_waiting_for_lock};
 use super::upgrade;
 use super::vector_index::{DEFAULT_INDEX_BYTES, VectorIndex};
 use super::vectors::ResourceVectors;
@@ -87,9 +87,10 @@ fn abort<T>(error: StoreError) -> Result<T, ConflictableTransactionError<StoreEr
 
 fn read_thread(
     tree: &TransactionalTree,
+    resource_id: &str,
     thread_id: &str,
 ) -> Result<Option<Thread>, ConflictableTransactionError<StoreError>> {
-    match tree.get(keys::thread(thread_id))? {
+    match tree.get(keys::thread(resource_id, thread_id))? {
         Some(bytes) => match decode("threads", &bytes) {
             Ok(thread) => Ok(Some(thread)),
             Err(error) => abort(error),
@@ -120,26 +121,6 @@ fn next_working_memory(
         });
     }
     Ok(WorkingMemoryRecord { content: content.to_owned(), version: found + 1, updated_at: now_millis() })
-}
-
-/// How long opening waits for the file lock: a store closed a moment ago (a restart, or sled's
-/// own flusher thread winding down) releases it shortly.
-const LOCK_PATIENCE: std::time::Duration = std::time::Duration::from_secs(3);
-
-fn open_waiting_for_lock(path: &Path, cache_bytes: u64) -> Result<sled::Db, StoreError> {
-    let started = std::time::Instant::now();
-    loop {
-        match sled::Config::new().path(path).cache_capacity(cache_bytes).open() {
-            // sled reports a held lock as `ErrorKind::Other`, with the reason in the message.
-            Err(sled::Error::Io(error))
-                if error.to_string().contains("could not acquire lock")
-                    && started.elapsed() < LOCK_PATIENCE =>
-            {
-                std::thread::sleep(std::time::Duration::from_millis(10));
-            }
-            outcome => return outcome.map_err(engine),
-        }
-    }
 }
 
 impl SledStore {
@@ -177,6 +158,7 @@ impl SledStore {
         let at = path.to_owned();
         let opener = Box::new(move || Inner::open(&at, cache_bytes, budget.load(Ordering::Relaxed)));
         super::compaction::finish_interrupted(path)?;
+        upgrade::if_needed(path)?;
         std::fs::create_dir_all(path).map_err(|error| {
             StoreError::Unavailable(format!("cannot create `{}`: {error}", path.display()))
         })?;
@@ -255,9 +237,7 @@ impl Inner {
                 let found = u32::from_be_bytes(bytes.as_ref().try_into().map_err(|_| {
                     StoreError::Corrupt { tree: "meta", reason: "format version is not 4 bytes".to_owned() }
                 })?);
-                if found == 1 {
-                    upgrade::from_v1(&db)?;
-                } else if found != keys::FORMAT_VERSION {
+                if found != keys::FORMAT_VERSION {
                     return Err(StoreError::UnsupportedFormat { found, supported: keys::FORMAT_VERSION });
                 }
             }
@@ -344,14 +324,7 @@ impl Inner {
                 let before =
                     usage.get(&usage_key)?.map(|bytes| ResourceUsage::decode(&bytes)).unwrap_or_default();
                 let mut added = ResourceUsage::default();
-                let mut thread = match read_thread(threads, &save.thread_id)? {
-                    Some(thread) if thread.resource_id != save.resource_id => {
-                        return abort(StoreError::ThreadOwnedElsewhere {
-                            thread_id: save.thread_id.clone(),
-                            owner: thread.resource_id,
-                            requested: save.resource_id.clone(),
-                        });
-                    }
+                let mut thread = match read_thread(threads, &save.resource_id, &save.thread_id)? {
                     Some(thread) => thread,
                     None => {
                         added.threads += 1;
@@ -375,7 +348,7 @@ impl Inner {
                         continue; // saved before: saving is idempotent
                     }
                     let seq = thread.next_seq;
-                    let message_key = keys::message(&save.thread_id, seq);
+                    let message_key = keys::message(&save.resource_id, &save.thread_id, seq);
                     let mut stored = message.clone();
                     stored.thread_id.clone_from(&save.thread_id);
                     stored.resource_id.clone_from(&save.resource_id);
@@ -409,7 +382,7 @@ impl Inner {
                     usage.insert(usage_key, &after.encode())?;
                 }
                 thread.updated_at = now;
-                threads.insert(keys::thread(&save.thread_id), encode(&thread))?;
+                threads.insert(keys::thread(&save.resource_id, &save.thread_id), encode(&thread))?;
                 Ok(written)
             },
         ))?;
@@ -424,15 +397,16 @@ impl Inner {
         Ok(())
     }
 
-    fn get_thread(&self, thread_id: &str) -> Result<Option<Thread>, StoreError> {
-        match self.threads.get(keys::thread(thread_id)).map_err(engine)? {
+    fn get_thread(&self, resource_id: &str, thread_id: &str) -> Result<Option<Thread>, StoreError> {
+        match self.threads.get(keys::thread(resource_id, thread_id)).map_err(engine)? {
             Some(bytes) => decode("threads", &bytes).map(Some),
             None => Ok(None),
         }
     }
 
-    fn thread(&self, thread_id: &str) -> Result<Thread, StoreError> {
-        self.get_thread(thread_id)?.ok_or_else(|| StoreError::ThreadNotFound(thread_id.to_owned()))
+    fn thread(&self, resource_id: &str, thread_id: &str) -> Result<Thread, StoreError> {
+        self.get_thread(resource_id, thread_id)?
+            .ok_or_else(|| StoreError::ThreadNotFound(thread_id.to_owned()))
     }
 
     fn create_thread(&self, new: NewThread) -> Result<Thread, StoreError> {
@@ -448,7 +422,7 @@ impl Inner {
         };
         let trees = (&self.threads, &self.resource_threads, &self.resource_usage);
         transaction(trees.transaction(|(threads, resource_threads, usage)| {
-            if threads.get(keys::thread(&thread.id))?.is_some() {
+            if threads.get(keys::thread(&thread.resource_id, &thread.id))?.is_some() {
                 return abort(StoreError::ThreadExists(thread.id.clone()));
             }
             let usage_key = keys::resource_usage(&thread.resource_id);
@@ -459,7 +433,7 @@ impl Inner {
                 return abort(error);
             }
             usage.insert(usage_key, &after.encode())?;
-            threads.insert(keys::thread(&thread.id), encode(&thread))?;
+            threads.insert(keys::thread(&thread.resource_id, &thread.id), encode(&thread))?;
             resource_threads.insert(keys::resource_thread(&thread.resource_id, now, &thread.id), &[])?;
             Ok(())
         }))?;
@@ -481,7 +455,7 @@ impl Inner {
                 return Ok(ThreadPage { threads, next_cursor: keys::encode_cursor(&last_key) });
             }
             let thread_id = String::from_utf8_lossy(&key[prefix.len() + 8 + 2..]).into_owned();
-            if let Some(thread) = self.get_thread(&thread_id)? {
+            if let Some(thread) = self.get_thread(resource_id, &thread_id)? {
                 threads.push(thread);
             }
             last_key = key.to_vec();
@@ -489,9 +463,14 @@ impl Inner {
         Ok(ThreadPage { threads, next_cursor: String::new() })
     }
 
-    fn update_thread(&self, thread_id: &str, update: ThreadUpdate) -> Result<Thread, StoreError> {
+    fn update_thread(
+        &self,
+        resource_id: &str,
+        thread_id: &str,
+        update: ThreadUpdate,
+    ) -> Result<Thread, StoreError> {
         transaction(self.threads.transaction(|threads| {
-            let Some(mut thread) = read_thread(threads, thread_id)? else {
+            let Some(mut thread) = read_thread(threads, resource_id, thread_id)? else {
                 return abort(StoreError::ThreadNotFound(thread_id.to_owned()));
             };
             if let Some(title) = &update.title {
@@ -501,17 +480,17 @@ impl Inner {
                 thread.metadata.clone_from(metadata);
             }
             thread.updated_at = now_millis();
-            threads.insert(keys::thread(thread_id), encode(&thread))?;
+            threads.insert(keys::thread(resource_id, thread_id), encode(&thread))?;
             Ok(thread)
         }))
     }
 
-    fn delete_thread(&self, thread_id: &str) -> Result<DeleteReport, StoreError> {
-        let thread = self.thread(thread_id)?;
+    fn delete_thread(&self, resource_id: &str, thread_id: &str) -> Result<DeleteReport, StoreError> {
+        let thread = self.thread(resource_id, thread_id)?;
         let mut message_keys = Vec::new();
         let mut message_ids = Vec::new();
         let mut removed = ResourceUsage { threads: 1, ..Default::default() };
-        for entry in self.messages.scan_prefix(keys::messages_prefix(thread_id)) {
+        for entry in self.messages.scan_prefix(keys::messages_prefix(resource_id, thread_id)) {
             let (key, value) = entry.map_err(engine)?;
             message_ids.push(decode::<Message>("messages", &value)?.id);
             message_keys.push(key);
@@ -524,7 +503,10 @@ impl Inner {
             removed.bytes += value.len() as u64;
             vector_keys.push(key);
         }
-        let thread_scope = WorkingMemoryScope::Thread(thread_id.to_owned());
+        let thread_scope = WorkingMemoryScope::Thread {
+            resource_id: resource_id.to_owned(),
+            thread_id: thread_id.to_owned(),
+        };
         let had_working_memory =
             self.working_memory.contains_key(keys::working_memory(&thread_scope)).map_err(engine)?;
         let trees = self.thread_trees();
@@ -534,7 +516,7 @@ impl Inner {
                 let before =
                     usage.get(&usage_key)?.map(|bytes| ResourceUsage::decode(&bytes)).unwrap_or_default();
                 usage.insert(usage_key, &before.minus(removed).encode())?;
-                threads.remove(keys::thread(thread_id))?;
+                threads.remove(keys::thread(resource_id, thread_id))?;
                 resource_threads.remove(keys::resource_thread(
                     &thread.resource_id,
                     thread.created_at,
@@ -556,7 +538,10 @@ impl Inner {
         if let Some(resource) = self.index.lock().expect("index lock").loaded_mut(&thread.resource_id) {
             resource.remove_thread(thread_id);
         }
-        self.clear_cache_scope(&CacheScope::Thread(thread_id.to_owned()))?;
+        self.clear_cache_scope(&CacheScope::Thread {
+            resource_id: resource_id.to_owned(),
+            thread_id: thread_id.to_owned(),
+        })?;
         Ok(DeleteReport {
             threads: 1,
             messages: message_keys.len() as u64,
@@ -573,7 +558,7 @@ impl Inner {
                 break;
             }
             for thread in page.threads {
-                report.add(self.delete_thread(&thread.id)?);
+                report.add(self.delete_thread(resource_id, &thread.id)?);
             }
         }
         let scope = WorkingMemoryScope::Resource(resource_id.to_owned());
@@ -595,9 +580,16 @@ impl Inner {
         Ok(StoredMessage { seq: keys::seq_of_message_key(key), message: decode("messages", value)? })
     }
 
-    fn last_messages(&self, thread_id: &str, limit: usize) -> Result<Vec<StoredMessage>, StoreError> {
+    fn last_messages(
+        &self,
+        resource_id: &str,
+        thread_id: &str,
+        limit: usize,
+    ) -> Result<Vec<StoredMessage>, StoreError> {
         let mut messages = Vec::with_capacity(limit);
-        for entry in self.messages.scan_prefix(keys::messages_prefix(thread_id)).rev().take(limit) {
+        for entry in
+            self.messages.scan_prefix(keys::messages_prefix(resource_id, thread_id)).rev().take(limit)
+        {
             let (key, value) = entry.map_err(engine)?;
             messages.push(Inner::stored_message(&key, &value)?);
         }
@@ -607,12 +599,13 @@ impl Inner {
 
     fn list_messages(
         &self,
+        resource_id: &str,
         thread_id: &str,
         direction: Direction,
         cursor: &str,
         limit: usize,
     ) -> Result<MessagePage, StoreError> {
-        let prefix = keys::messages_prefix(thread_id);
+        let prefix = keys::messages_prefix(resource_id, thread_id);
         let after = keys::decode_cursor(cursor).unwrap_or_default();
         let entries: Box<dyn Iterator<Item = sled::Result<(sled::IVec, sled::IVec)>>> = match direction {
             Direction::Forward => Box::new(self.messages.scan_prefix(&prefix)),
@@ -630,7 +623,7 @@ impl Inner {
             }
             if messages.len() == limit {
                 let last: &StoredMessage = messages.last().expect("limit is positive");
-                let next_cursor = keys::encode_cursor(&keys::message(thread_id, last.seq));
+                let next_cursor = keys::encode_cursor(&keys::message(resource_id, thread_id, last.seq));
                 return Ok(MessagePage { messages, next_cursor });
             }
             messages.push(Inner::stored_message(&key, &value)?);
@@ -640,6 +633,7 @@ impl Inner {
 
     fn messages_around(
         &self,
+        resource_id: &str,
         thread_id: &str,
         seqs: &[u64],
         before: usize,
@@ -647,8 +641,8 @@ impl Inner {
     ) -> Result<Vec<StoredMessage>, StoreError> {
         let mut found: BTreeMap<u64, StoredMessage> = BTreeMap::new();
         for &seq in seqs {
-            let start = keys::message(thread_id, seq.saturating_sub(before as u64));
-            let end = keys::message(thread_id, seq.saturating_add(after as u64));
+            let start = keys::message(resource_id, thread_id, seq.saturating_sub(before as u64));
+            let end = keys::message(resource_id, thread_id, seq.saturating_add(after as u64));
             for entry in self.messages.range(start..=end) {
                 let (key, value) = entry.map_err(engine)?;
                 let stored = Inner::stored_message(&key, &value)?;
@@ -661,10 +655,7 @@ impl Inner {
     fn search(&self, query: &VectorQuery) -> Result<Vec<Hit>, StoreError> {
         let (resource_id, thread) = match &query.scope {
             RecallScope::Resource(resource_id) => (resource_id.clone(), None),
-            RecallScope::Thread(thread_id) => match self.get_thread(thread_id)? {
-                Some(thread) => (thread.resource_id, Some(thread_id.as_str())),
-                None => return Ok(Vec::new()),
-            },
+            RecallScope::Thread { resource_id, thread_id } => (resource_id.clone(), Some(thread_id.as_str())),
         };
         match self.meta.get(META_EMBEDDER).map_err(engine)? {
             None => return Ok(Vec::new()),
@@ -782,9 +773,9 @@ impl Store for SledStore {
         self.durable_write(false, move |inner| inner.create_thread(thread)).await
     }
 
-    async fn get_thread(&self, thread_id: &str) -> Result<Option<Thread>, StoreError> {
-        let thread_id = thread_id.to_owned();
-        self.blocking(move |inner| inner.get_thread(&thread_id)).await
+    async fn get_thread(&self, resource_id: &str, thread_id: &str) -> Result<Option<Thread>, StoreError> {
+        let (resource_id, thread_id) = (resource_id.to_owned(), thread_id.to_owned());
+        self.blocking(move |inner| inner.get_thread(&resource_id, &thread_id)).await
     }
 
     async fn list_threads(
@@ -797,14 +788,19 @@ impl Store for SledStore {
         self.blocking(move |inner| inner.list_threads(&resource_id, &cursor, limit)).await
     }
 
-    async fn update_thread(&self, thread_id: &str, update: ThreadUpdate) -> Result<Thread, StoreError> {
-        let thread_id = thread_id.to_owned();
-        self.durable_write(false, move |inner| inner.update_thread(&thread_id, update)).await
+    async fn update_thread(
+        &self,
+        resource_id: &str,
+        thread_id: &str,
+        update: ThreadUpdate,
+    ) -> Result<Thread, StoreError> {
+        let (resource_id, thread_id) = (resource_id.to_owned(), thread_id.to_owned());
+        self.durable_write(false, move |inner| inner.update_thread(&resource_id, &thread_id, update)).await
     }
 
-    async fn delete_thread(&self, thread_id: &str) -> Result<DeleteReport, StoreError> {
-        let thread_id = thread_id.to_owned();
-        self.durable_write(true, move |inner| inner.delete_thread(&thread_id)).await
+    async fn delete_thread(&self, resource_id: &str, thread_id: &str) -> Result<DeleteReport, StoreError> {
+        let (resource_id, thread_id) = (resource_id.to_owned(), thread_id.to_owned());
+        self.durable_write(true, move |inner| inner.delete_thread(&resource_id, &thread_id)).await
     }
 
     async fn delete_resource(&self, resource_id: &str) -> Result<DeleteReport, StoreError> {
@@ -812,31 +808,41 @@ impl Store for SledStore {
         self.durable_write(true, move |inner| inner.delete_resource(&resource_id)).await
     }
 
-    async fn last_messages(&self, thread_id: &str, limit: usize) -> Result<Vec<StoredMessage>, StoreError> {
-        let thread_id = thread_id.to_owned();
-        self.blocking(move |inner| inner.last_messages(&thread_id, limit)).await
+    async fn last_messages(
+        &self,
+        resource_id: &str,
+        thread_id: &str,
+        limit: usize,
+    ) -> Result<Vec<StoredMessage>, StoreError> {
+        let (resource_id, thread_id) = (resource_id.to_owned(), thread_id.to_owned());
+        self.blocking(move |inner| inner.last_messages(&resource_id, &thread_id, limit)).await
     }
 
     async fn list_messages(
         &self,
+        resource_id: &str,
         thread_id: &str,
         direction: Direction,
         cursor: &str,
         limit: usize,
     ) -> Result<MessagePage, StoreError> {
-        let (thread_id, cursor) = (thread_id.to_owned(), cursor.to_owned());
-        self.blocking(move |inner| inner.list_messages(&thread_id, direction, &cursor, limit)).await
+        let (resource_id, thread_id, cursor) =
+            (resource_id.to_owned(), thread_id.to_owned(), cursor.to_owned());
+        self.blocking(move |inner| inner.list_messages(&resource_id, &thread_id, direction, &cursor, limit))
+            .await
     }
 
     async fn messages_around(
         &self,
+        resource_id: &str,
         thread_id: &str,
         seqs: &[u64],
         before: usize,
         after: usize,
     ) -> Result<Vec<StoredMessage>, StoreError> {
-        let (thread_id, seqs) = (thread_id.to_owned(), seqs.to_vec());
-        self.blocking(move |inner| inner.messages_around(&thread_id, &seqs, before, after)).await
+        let (resource_id, thread_id, seqs) = (resource_id.to_owned(), thread_id.to_owned(), seqs.to_vec());
+        self.blocking(move |inner| inner.messages_around(&resource_id, &thread_id, &seqs, before, after))
+            .await
     }
 
     async fn search(&self, query: VectorQuery) -> Result<Vec<Hit>, StoreError> {

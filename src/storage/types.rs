@@ -98,8 +98,13 @@ pub struct EmbeddingRecord {
 /// The scope of a recall.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RecallScope {
-    /// Only this thread.
-    Thread(String),
+    /// Only this thread of this resource.
+    Thread {
+        /// The thread's resource.
+        resource_id: String,
+        /// The thread.
+        thread_id: String,
+    },
     /// Every thread of this resource.
     Resource(String),
 }
@@ -136,14 +141,19 @@ pub enum WorkingMemoryScope {
     /// Shared by all threads of a resource.
     Resource(String),
     /// One thread's own.
-    Thread(String),
+    Thread {
+        /// The thread's resource.
+        resource_id: String,
+        /// The thread.
+        thread_id: String,
+    },
 }
 
 impl std::fmt::Display for WorkingMemoryScope {
     fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             WorkingMemoryScope::Resource(id) => write!(formatter, "resource `{id}`"),
-            WorkingMemoryScope::Thread(id) => write!(formatter, "thread `{id}`"),
+            WorkingMemoryScope::Thread { thread_id, .. } => write!(formatter, "thread `{thread_id}`"),
         }
     }
 }
@@ -154,7 +164,12 @@ pub enum CacheScope {
     /// The runs of one resource.
     Resource(String),
     /// The runs of one thread.
-    Thread(String),
+    Thread {
+        /// The thread's resource.
+        resource_id: String,
+        /// The thread.
+        thread_id: String,
+    },
     /// Every run of one agent.
     Agent(String),
     /// Every run.
@@ -166,7 +181,10 @@ impl CacheScope {
     pub fn key(&self) -> String {
         match self {
             CacheScope::Resource(id) => format!("resource:{id}"),
-            CacheScope::Thread(id) => format!("thread:{id}"),
+            // The resource's length keeps `a:b` + `c` apart from `a` + `b:c`.
+            CacheScope::Thread { resource_id, thread_id } => {
+                format!("thread:{}:{resource_id}:{thread_id}", resource_id.len())
+            }
             CacheScope::Agent(id) => format!("agent:{id}"),
             CacheScope::Global => "global".to_owned(),
         }

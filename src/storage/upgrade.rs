@@ -1,79 +1,144 @@
-//! Upgrades a data directory written in an older storage format, in place, when it is opened.
+//! Upgrades a data directory written in an older storage format when it is opened, by rewriting
+//! it into the current layout beside itself and swapping it in (as compaction does: a crash at
+//! any point leaves one whole store, in one format or the other).
 //!
-//! Format 1 → 2: message ids move from the global `message_ids` tree (id → message key) to
-//! `resource_message_ids` (resource | id → message key), and each resource's usage (threads,
-//! messages, bytes, for quotas) is counted into `resource_usage`. Both are idempotent: a crash
-//! midway leaves format 1 recorded and the next open does it again; the old tree is dropped only
-//! once the new format is on disk.
+//! Format 1 → 2: threads, their messages and their working memory are keyed by resource as well
+//! as by thread, message ids by resource instead of globally (`message_ids` becomes
+//! `resource_message_ids`), and each resource's usage (threads, messages, bytes, for quotas) is
+//! counted into `resource_usage`. The response cache is left behind: it is a cache.
 
 use std::collections::HashMap;
+use std::path::Path;
 
-use super::sled_codec::{Batched, decode, engine};
-use super::{ResourceUsage, StoreError, Thread, keys};
+use super::compaction::rewrite;
+use super::sled_codec::{Batched, decode, engine, open_waiting_for_lock};
+use super::{ResourceUsage, StoreError, Thread, WorkingMemoryScope, keys};
 
-/// Upgrades a format-1 database to format 2.
-pub(super) fn from_v1(db: &sled::Db) -> Result<(), StoreError> {
-    let global = db.open_tree("message_ids").map_err(engine)?;
-    let scoped = db.open_tree("resource_message_ids").map_err(engine)?;
-    let threads = db.open_tree("threads").map_err(engine)?;
-    let mut resource_of: HashMap<String, Option<String>> = HashMap::new();
-    let mut writer = Batched::into(&scoped);
-    for entry in global.iter() {
-        let (id_key, message_key) = entry.map_err(engine)?;
-        let corrupt =
-            || StoreError::Corrupt { tree: "message_ids", reason: "malformed key or value".to_owned() };
-        let message_id = keys::leading_str(&id_key).ok_or_else(corrupt)?;
-        let thread_id = keys::leading_str(&message_key).ok_or_else(corrupt)?;
-        if !resource_of.contains_key(&thread_id) {
-            let resource = match threads.get(keys::thread(&thread_id)).map_err(engine)? {
-                Some(bytes) => Some(decode::<Thread>("threads", &bytes)?.resource_id),
-                None => None, // a thread deleted in between: its ids go with it
-            };
-            resource_of.insert(thread_id.clone(), resource);
-        }
-        let Some(Some(resource_id)) = resource_of.get(&thread_id) else { continue };
-        writer.insert(keys::message_id(resource_id, &message_id), message_key)?;
+/// The format recorded in the database at `path`, if it has one.
+fn recorded_format(path: &Path) -> Result<Option<u32>, StoreError> {
+    if !path.join("db").exists() {
+        return Ok(None);
     }
-    let copied = writer.finish()?;
-    count_usage(db)?;
-    db.flush().map_err(engine)?;
-    let meta = db.open_tree("meta").map_err(engine)?;
-    meta.insert(keys::META_FORMAT, &keys::FORMAT_VERSION.to_be_bytes()).map_err(engine)?;
-    db.flush().map_err(engine)?;
-    db.drop_tree("message_ids").map_err(engine)?;
-    tracing::info!(
-        message_ids = copied,
-        "storage format 1 upgraded to 2: message ids are scoped by resource"
-    );
+    let db = open_waiting_for_lock(path, 16 * 1024 * 1024)?;
+    let format = db.open_tree("meta").map_err(engine)?.get(keys::META_FORMAT).map_err(engine)?;
+    Ok(format.and_then(|bytes| bytes.as_ref().try_into().ok()).map(u32::from_be_bytes))
+}
+
+/// Brings the store in `path` to the current format if it is in an older one.
+pub(super) fn if_needed(path: &Path) -> Result<(), StoreError> {
+    if recorded_format(path)? != Some(1) {
+        return Ok(());
+    }
+    let upgraded = rewrite(path, from_v1)?;
+    tracing::info!(records = upgraded.records, "storage format 1 upgraded to 2: ids are scoped by resource");
     Ok(())
 }
 
-/// Counts every resource's threads, messages and message bytes into `resource_usage`.
-fn count_usage(db: &sled::Db) -> Result<(), StoreError> {
-    let threads = db.open_tree("threads").map_err(engine)?;
-    let messages = db.open_tree("messages").map_err(engine)?;
-    let vectors = db.open_tree("vectors").map_err(engine)?;
+/// The string a key starts with and what follows it; `Corrupt` naming `tree` otherwise.
+fn split(tree: &'static str, key: &[u8]) -> Result<(String, Vec<u8>), StoreError> {
+    keys::leading_str(key)
+        .map(|(leading, rest)| (leading, rest.to_vec()))
+        .ok_or_else(|| StoreError::Corrupt { tree, reason: "malformed key".to_owned() })
+}
+
+/// Writes the format-1 database `live` into `copy` in format 2.
+fn from_v1(live: &sled::Db, copy: &sled::Db) -> Result<u64, StoreError> {
+    let tree = |db: &sled::Db, name: &str| db.open_tree(name).map_err(engine);
+    let mut written = 0u64;
     let mut usage: HashMap<String, ResourceUsage> = HashMap::new();
+
+    // Threads, and whose each is.
+    let mut resource_of: HashMap<String, String> = HashMap::new();
+    let (threads, mut into) = (tree(live, "threads")?, tree(copy, "threads")?);
+    let mut writer = Batched::into(&into);
     for entry in threads.iter() {
         let (_, record) = entry.map_err(engine)?;
         let thread = decode::<Thread>("threads", &record)?;
-        let counted = usage.entry(thread.resource_id.clone()).or_default();
-        counted.threads += 1;
-        for message in messages.scan_prefix(keys::messages_prefix(&thread.id)).values() {
-            counted.messages += 1;
-            counted.bytes += message.map_err(engine)?.len() as u64;
-        }
-        for vector in
-            vectors.scan_prefix(keys::thread_vectors_prefix(&thread.resource_id, &thread.id)).values()
-        {
-            counted.bytes += vector.map_err(engine)?.len() as u64;
+        writer.insert(keys::thread(&thread.resource_id, &thread.id), record)?;
+        usage.entry(thread.resource_id.clone()).or_default().threads += 1;
+        resource_of.insert(thread.id, thread.resource_id);
+    }
+    written += writer.finish()?;
+
+    // Messages (of threads that exist), and their ids.
+    into = tree(copy, "messages")?;
+    let mut writer = Batched::into(&into);
+    for entry in tree(live, "messages")?.iter() {
+        let (key, record) = entry.map_err(engine)?;
+        let (thread_id, seq) = split("messages", &key)?;
+        let Some(resource_id) = resource_of.get(&thread_id) else { continue };
+        let mut moved = keys::messages_prefix(resource_id, &thread_id);
+        moved.extend_from_slice(&seq);
+        let counted = usage.entry(resource_id.clone()).or_default();
+        counted.messages += 1;
+        counted.bytes += record.len() as u64;
+        writer.insert(moved, record)?;
+    }
+    written += writer.finish()?;
+    into = tree(copy, "resource_message_ids")?;
+    let mut writer = Batched::into(&into);
+    for entry in tree(live, "message_ids")?.iter() {
+        let (key, message_key) = entry.map_err(engine)?;
+        let (message_id, _) = split("message_ids", &key)?;
+        let (thread_id, seq) = split("message_ids", &message_key)?;
+        let Some(resource_id) = resource_of.get(&thread_id) else { continue };
+        let mut moved = keys::messages_prefix(resource_id, &thread_id);
+        moved.extend_from_slice(&seq);
+        writer.insert(keys::message_id(resource_id, &message_id), moved)?;
+    }
+    written += writer.finish()?;
+
+    // Working memory: a thread's is keyed by its resource too.
+    into = tree(copy, "working_memory")?;
+    let mut writer = Batched::into(&into);
+    for entry in tree(live, "working_memory")?.iter() {
+        let (key, record) = entry.map_err(engine)?;
+        match key.first() {
+            Some(b't') => {
+                let (thread_id, _) = split("working_memory", &key[1..])?;
+                let Some(resource_id) = resource_of.get(&thread_id) else { continue };
+                let scope = WorkingMemoryScope::Thread { resource_id: resource_id.clone(), thread_id };
+                writer.insert(keys::working_memory(&scope), record)?;
+            }
+            _ => writer.insert(key, record)?,
         }
     }
-    let tree = db.open_tree("resource_usage").map_err(engine)?;
-    for (resource_id, counted) in usage {
-        tree.insert(keys::resource_usage(&resource_id), &counted.encode()).map_err(engine)?;
+    written += writer.finish()?;
+
+    // Vectors were keyed by resource already; their bytes count.
+    into = tree(copy, "vectors")?;
+    let mut writer = Batched::into(&into);
+    for entry in tree(live, "vectors")?.iter() {
+        let (key, vector) = entry.map_err(engine)?;
+        let (resource_id, _) = split("vectors", &key)?;
+        usage.entry(resource_id).or_default().bytes += vector.len() as u64;
+        writer.insert(key, vector)?;
     }
-    Ok(())
+    written += writer.finish()?;
+
+    into = tree(copy, "resource_usage")?;
+    let mut writer = Batched::into(&into);
+    for (resource_id, counted) in &usage {
+        writer.insert(keys::resource_usage(resource_id), &counted.encode())?;
+    }
+    written += writer.finish()?;
+
+    // Everything else as it is, but the response cache; then the new format.
+    let rewritten = ["threads", "messages", "message_ids", "working_memory", "vectors", "response_cache"];
+    for name in live.tree_names() {
+        if rewritten.iter().any(|done| name.as_ref() == done.as_bytes()) {
+            continue;
+        }
+        into = copy.open_tree(&name).map_err(engine)?;
+        let mut writer = Batched::into(&into);
+        for entry in live.open_tree(&name).map_err(engine)?.iter() {
+            let (key, value) = entry.map_err(engine)?;
+            writer.insert(key, value)?;
+        }
+        written += writer.finish()?;
+    }
+    tree(copy, "meta")?.insert(keys::META_FORMAT, &keys::FORMAT_VERSION.to_be_bytes()).map_err(engine)?;
+    Ok(written)
 }
 
 #[cfg(test)]
@@ -82,32 +147,24 @@ mod tests {
     use crate::domain::{Message, Part, Role};
     use crate::storage::{RunSave, SledStore, Store};
 
-    /// A key of format 1's `message_ids`: the id, length-prefixed.
-    fn v1_message_id(id: &str) -> Vec<u8> {
-        let mut key = u16::try_from(id.len()).unwrap().to_be_bytes().to_vec();
-        key.extend_from_slice(id.as_bytes());
+    /// A string as format 1's keys held it: length-prefixed.
+    fn v1_str(value: &str) -> Vec<u8> {
+        let mut key = u16::try_from(value.len()).unwrap().to_be_bytes().to_vec();
+        key.extend_from_slice(value.as_bytes());
         key
     }
 
     fn message(id: &str, text: &str) -> Message {
         let mut message = Message::new(Role::User, vec![Part::text(text)]);
         message.id = id.to_owned();
+        message.thread_id = "t".into();
+        message.resource_id = "alice".into();
         message
     }
 
-    fn save(thread: &str, resource: &str, message: Message) -> RunSave {
-        RunSave {
-            thread_id: thread.into(),
-            resource_id: resource.into(),
-            messages: vec![message],
-            embeddings: Vec::new(),
-            working_memory: None,
-            quota: Default::default(),
-        }
-    }
-
-    /// A format-1 data directory opens as format 2: its message ids keep saving idempotent in
-    /// their own resource, no longer hide another resource's messages, and the old tree is gone.
+    /// A format-1 data directory opens as format 2: its thread, messages, thread working memory
+    /// and message ids are alice's, counted for her quota; bob's thread of the same id is another
+    /// thread; the old layout is gone.
     #[tokio::test]
     async fn format_1_is_upgraded_in_place() {
         let dir = tempfile::tempdir().unwrap();
@@ -117,7 +174,7 @@ mod tests {
             let thread = Thread {
                 id: "t".into(),
                 resource_id: "alice".into(),
-                title: String::new(),
+                title: "Kept".into(),
                 metadata: Default::default(),
                 created_at: 1,
                 updated_at: 1,
@@ -125,31 +182,45 @@ mod tests {
             };
             db.open_tree("threads")
                 .unwrap()
-                .insert(keys::thread("t"), serde_json::to_vec(&thread).unwrap())
+                .insert(v1_str("t"), serde_json::to_vec(&thread).unwrap())
                 .unwrap();
-            let mut stored = message("m-1", "from format 1");
-            stored.thread_id = "t".into();
-            stored.resource_id = "alice".into();
-            let message_key = keys::message("t", 0);
-            db.open_tree("messages")
+            let mut message_key = v1_str("t");
+            message_key.extend_from_slice(&0u64.to_be_bytes());
+            let record = serde_json::to_vec(&message("m-1", "from format 1")).unwrap();
+            db.open_tree("messages").unwrap().insert(&message_key, record).unwrap();
+            db.open_tree("message_ids").unwrap().insert(v1_str("m-1"), message_key).unwrap();
+            let mut orphan = v1_str("gone");
+            orphan.extend_from_slice(&0u64.to_be_bytes());
+            db.open_tree("message_ids").unwrap().insert(v1_str("orphan"), orphan).unwrap();
+            let mut notes = vec![b't'];
+            notes.extend_from_slice(&v1_str("t"));
+            let record = serde_json::json!({ "content": "thread notes", "version": 1, "updated_at": 1 });
+            db.open_tree("working_memory")
                 .unwrap()
-                .insert(&message_key, serde_json::to_vec(&stored).unwrap())
-                .unwrap();
-            db.open_tree("message_ids").unwrap().insert(v1_message_id("m-1"), message_key).unwrap();
-            db.open_tree("message_ids")
-                .unwrap()
-                .insert(v1_message_id("orphan"), keys::message("gone", 0))
+                .insert(notes, serde_json::to_vec(&record).unwrap())
                 .unwrap();
             db.flush().unwrap();
         }
         let store = SledStore::open(dir.path()).unwrap();
-        store.save_run(save("t", "alice", message("m-1", "a resend"))).await.unwrap();
         let texts = |stored: Vec<crate::storage::StoredMessage>| -> Vec<String> {
             stored.iter().map(|stored| stored.message.text()).collect()
         };
-        assert_eq!(texts(store.last_messages("t", 10).await.unwrap()), ["from format 1"]);
-        store.save_run(save("b", "bob", message("m-1", "bob's own"))).await.unwrap();
-        assert_eq!(texts(store.last_messages("b", 10).await.unwrap()), ["bob's own"]);
+        assert_eq!(store.get_thread("alice", "t").await.unwrap().unwrap().title, "Kept");
+        assert_eq!(texts(store.last_messages("alice", "t", 10).await.unwrap()), ["from format 1"]);
+        let resend = RunSave {
+            thread_id: "t".into(),
+            resource_id: "alice".into(),
+            messages: vec![message("m-1", "a resend")],
+            embeddings: Vec::new(),
+            working_memory: None,
+            quota: Default::default(),
+        };
+        store.save_run(resend.clone()).await.unwrap();
+        assert_eq!(texts(store.last_messages("alice", "t", 10).await.unwrap()), ["from format 1"]);
+        store.save_run(RunSave { resource_id: "bob".into(), ..resend }).await.unwrap();
+        assert_eq!(texts(store.last_messages("bob", "t", 10).await.unwrap()), ["a resend"]);
+        let scope = WorkingMemoryScope::Thread { resource_id: "alice".into(), thread_id: "t".into() };
+        assert_eq!(store.get_working_memory(&scope).await.unwrap().unwrap().content, "thread notes");
         let alice = store.usage("alice").await.unwrap();
         assert_eq!((alice.threads, alice.messages), (1, 1), "format 1's data is counted");
         assert!(alice.bytes > 0);
@@ -158,9 +229,6 @@ mod tests {
         let db = sled::open(dir.path()).unwrap();
         let format = db.open_tree("meta").unwrap().get(keys::META_FORMAT).unwrap().unwrap();
         assert_eq!(format.as_ref(), keys::FORMAT_VERSION.to_be_bytes());
-        assert!(
-            !db.tree_names().iter().any(|name| name.as_ref() == b"message_ids"),
-            "the old tree is dropped"
-        );
+        assert!(!db.tree_names().iter().any(|name| name.as_ref() == b"message_ids"), "the old tree is gone");
     }
 }

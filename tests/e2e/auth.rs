@@ -85,6 +85,7 @@ async fn every_rpc(
         query: "hello".into(),
         scope: Some(scope),
         top_k: 2,
+        thread_resource_id: resource.into(),
         ..Default::default()
     };
     vec![
@@ -111,7 +112,7 @@ async fn every_rpc(
             code(
                 memory
                     .get_thread(keyed(
-                        pb::GetThreadRequest { thread_id: thread.into(), resource_id: String::new() },
+                        pb::GetThreadRequest { thread_id: thread.into(), resource_id: resource.into() },
                         key,
                     ))
                     .await,
@@ -135,6 +136,7 @@ async fn every_rpc(
                     .update_thread(keyed(
                         pb::UpdateThreadRequest {
                             thread_id: thread.into(),
+                            resource_id: resource.into(),
                             title: Some("renamed".into()),
                             ..Default::default()
                         },
@@ -148,7 +150,11 @@ async fn every_rpc(
             code(
                 memory
                     .list_messages(keyed(
-                        pb::ListMessagesRequest { thread_id: thread.into(), ..Default::default() },
+                        pb::ListMessagesRequest {
+                            thread_id: thread.into(),
+                            resource_id: resource.into(),
+                            ..Default::default()
+                        },
                         key,
                     ))
                     .await,
@@ -159,7 +165,7 @@ async fn every_rpc(
             code(
                 memory
                     .get_working_memory(keyed(
-                        pb::GetWorkingMemoryRequest { scope: by_resource(resource) },
+                        pb::GetWorkingMemoryRequest { scope: by_resource(resource), ..Default::default() },
                         key,
                     ))
                     .await,
@@ -169,7 +175,13 @@ async fn every_rpc(
             "GetWorkingMemory (thread)",
             code(
                 memory
-                    .get_working_memory(keyed(pb::GetWorkingMemoryRequest { scope: by_thread(thread) }, key))
+                    .get_working_memory(keyed(
+                        pb::GetWorkingMemoryRequest {
+                            scope: by_thread(thread),
+                            resource_id: resource.into(),
+                        },
+                        key,
+                    ))
                     .await,
             ),
         ),
@@ -182,6 +194,7 @@ async fn every_rpc(
                             scope: by_resource(resource),
                             content: "# Notes".into(),
                             expected_version: None,
+                            ..Default::default()
                         },
                         key,
                     ))
@@ -215,7 +228,7 @@ async fn every_rpc(
             code(
                 memory
                     .delete_thread(keyed(
-                        pb::DeleteThreadRequest { thread_id: thread.into(), resource_id: String::new() },
+                        pb::DeleteThreadRequest { thread_id: thread.into(), resource_id: resource.into() },
                         key,
                     ))
                     .await,
@@ -243,7 +256,11 @@ async fn bobs_thread(server: &TestServer) {
 
 async fn bobs_messages(server: &TestServer) -> usize {
     let mut memory = MemoryServiceClient::new(server.channel().await);
-    let request = pb::ListMessagesRequest { thread_id: "bob-thread".into(), ..Default::default() };
+    let request = pb::ListMessagesRequest {
+        thread_id: "bob-thread".into(),
+        resource_id: "bob".into(),
+        ..Default::default()
+    };
     memory.list_messages(keyed(request, ADMIN)).await.unwrap().into_inner().messages.len()
 }
 
@@ -268,7 +285,7 @@ async fn every_rpc_needs_a_known_key() {
 }
 
 /// A key never reads, lists, changes or runs in another resource's threads (PERMISSION_DENIED),
-/// and cannot tell another resource's thread from a missing one.
+/// and a thread id in its own resource is its own thread, whatever another resource calls its.
 #[tokio::test]
 async fn a_key_never_reaches_another_resource() {
     let server = TestServer::start(&config()).await;
@@ -277,31 +294,27 @@ async fn a_key_never_reaches_another_resource() {
         assert_eq!(code, Code::PermissionDenied, "{rpc}: alice's key on bob's data");
     }
     assert_eq!(bobs_messages(&server).await, 2, "bob's thread is untouched");
-    // Claiming her own resource does not open bob's thread either.
+    // In her own resource that thread id is hers: bob's thread is out of sight (NOT_FOUND, with
+    // nothing of bob's named), and a run of hers in it makes her own thread, not a way into his.
     let mut memory = MemoryServiceClient::new(server.channel().await);
     let claimed = pb::ListMessagesRequest {
         thread_id: "bob-thread".into(),
         resource_id: "alice".into(),
         ..Default::default()
     };
-    let refused = memory.list_messages(keyed(claimed, ALICE)).await.unwrap_err();
-    assert_eq!(refused.code(), Code::PermissionDenied);
-    assert!(
-        refused.message().contains("`alice-app`") && refused.message().contains("`bob-thread`"),
-        "{}",
-        refused.message()
-    );
-    // The refusal neither names bob's resource nor differs from a thread that does not exist.
+    let refused = memory.list_messages(keyed(claimed.clone(), ALICE)).await.unwrap_err();
+    assert_eq!(refused.code(), Code::NotFound);
     assert!(!refused.message().contains("`bob`"), "{}", refused.message());
-    let nowhere = pb::ListMessagesRequest { thread_id: "no-such-thread".into(), ..Default::default() };
-    let absent = memory.list_messages(keyed(nowhere, ALICE)).await.unwrap_err();
-    assert_eq!(absent.code(), refused.code());
-    assert_eq!(absent.message().replace("no-such-thread", "bob-thread"), refused.message());
-    // Nor a thread of bob's that does not exist yet.
+    let mut agents = AgentServiceClient::new(server.channel().await);
+    agents.generate(keyed(run("echo", "bob-thread", "alice"), ALICE)).await.unwrap();
+    assert_eq!(memory.list_messages(keyed(claimed, ALICE)).await.unwrap().into_inner().messages.len(), 2);
+    assert_eq!(bobs_messages(&server).await, 2, "bob's thread is still only his");
+    // Leaving the resource out names the thread's own id as the resource: not alice's either.
     let missing = pb::GetWorkingMemoryRequest {
         scope: Some(pb::WorkingMemoryScope {
             scope: Some(pb::working_memory_scope::Scope::ThreadId("later".into())),
         }),
+        ..Default::default()
     };
     assert_eq!(code(memory.get_working_memory(keyed(missing, ALICE)).await), Code::PermissionDenied);
 }

@@ -57,7 +57,12 @@ async fn compaction_gives_dead_data_back_and_keeps_the_live() {
     }
     for version in 0..150 {
         let content = format!("# Notes v{version}\n{}", "- a fact worth keeping\n".repeat(4000));
-        let update = pb::UpdateWorkingMemoryRequest { scope: scope(), content, expected_version: None };
+        let update = pb::UpdateWorkingMemoryRequest {
+            scope: scope(),
+            content,
+            expected_version: None,
+            ..Default::default()
+        };
         memory.update_working_memory(update).await.unwrap();
     }
     for thread in 1..20 {
@@ -88,7 +93,10 @@ async fn compaction_gives_dead_data_back_and_keeps_the_live() {
     let kept = memory.list_messages(list).await.unwrap().into_inner().messages;
     assert_eq!(kept.len(), 10, "the live thread is whole");
     assert!(common::message_text(&kept[0]).starts_with("thread 0 run 0 "));
-    let notes = memory.get_working_memory(pb::GetWorkingMemoryRequest { scope: scope() }).await.unwrap();
+    let notes = memory
+        .get_working_memory(pb::GetWorkingMemoryRequest { scope: scope(), ..Default::default() })
+        .await
+        .unwrap();
     let notes = notes.into_inner();
     assert!(notes.content.starts_with("# Notes v149\n"), "the last working memory is kept");
     assert_eq!(notes.version, 150);

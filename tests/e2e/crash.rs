@@ -120,8 +120,11 @@ async fn kill_9_loses_no_finished_run_and_leaves_no_half_run() {
         let store = SledStore::open(&data_dir.path().join("store")).expect("the store reopens after SIGKILL");
         for index in 0..CLIENTS {
             let thread = format!("thread-{index}");
-            let messages =
-                store.list_messages(&thread, Direction::Forward, "", 100_000).await.unwrap().messages;
+            let messages = store
+                .list_messages("crash-test", &thread, Direction::Forward, "", 100_000)
+                .await
+                .unwrap()
+                .messages;
             assert_eq!(messages.len() % 2, 0, "{thread}: a half run is visible");
             for pair in messages.chunks(2) {
                 let (question, answer) = (text_of(&pair[0].message), text_of(&pair[1].message));

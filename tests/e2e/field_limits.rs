@@ -78,6 +78,7 @@ async fn the_api_refuses_values_over_their_limits() {
         scope: Some(scope),
         content: "z".repeat(129),
         expected_version: None,
+        ..Default::default()
     };
     refused(memory.update_working_memory(document).await.unwrap_err(), "max_working_memory_bytes");
 }
@@ -102,7 +103,7 @@ async fn the_model_cannot_write_working_memory_over_its_limit() {
     let scope =
         pb::WorkingMemoryScope { scope: Some(pb::working_memory_scope::Scope::ResourceId("alice".into())) };
     let stored = memory
-        .get_working_memory(pb::GetWorkingMemoryRequest { scope: Some(scope) })
+        .get_working_memory(pb::GetWorkingMemoryRequest { scope: Some(scope), ..Default::default() })
         .await
         .unwrap()
         .into_inner();

@@ -311,18 +311,17 @@ async fn data_chunks_of_any_hook_are_stored_with_the_answer() {
     assert_eq!(kept, ["data-step-note", "data-result-note"]);
 }
 
-/// A thread belongs to one resource: another resource naming it is refused, and the refusal
-/// never names the owner (another tenant's resource).
+/// A thread id is its resource's own: another resource running in a thread of the same id has a
+/// thread of its own, and neither sees the other's history.
 #[tokio::test]
-async fn a_thread_of_another_resource_is_refused() {
+async fn thread_ids_do_not_cross_resources() {
     let server = builder().start().await;
     server.generate(in_thread("echo", "mine", "t")).await;
-    let mut intruder = in_thread("echo", "let me in", "t");
+    let mut intruder = in_thread("inspector", "let me in", "t");
     intruder.resource_id = "mallory".into();
-    let status = server.client().await.generate(intruder).await.unwrap_err();
-    assert_eq!(status.code(), Code::FailedPrecondition);
-    assert!(status.message().contains("mallory"), "{}", status.message());
-    assert!(!status.message().contains("alice"), "the owner stays unnamed: {}", status.message());
+    let prompt = inspected(&server.generate(intruder).await.text);
+    assert_eq!(prompt["messages"].as_array().map(Vec::len), Some(1), "mallory sees none of alice's history");
+    assert_eq!(server.stored_texts("t").await, ["mine", "echo: mine"], "alice's thread is untouched");
 }
 
 /// A message id is one resource's: another tenant's input message with an id alice used is

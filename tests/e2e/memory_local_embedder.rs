@@ -96,6 +96,7 @@ memory = {{ last_messages = 0, semantic_recall = {{ embedder = "minilm", top_k =
         top_k: 3,
         threshold: None,
         embedder: embedder.into(),
+        ..Default::default()
     };
     for embedder in ["", "minilm"] {
         let hits = memory.search_messages(search(embedder)).await.unwrap().into_inner().hits;

@@ -150,6 +150,7 @@ async fn search_rpc_finds_messages_within_scope() {
         top_k: 2,
         threshold: None,
         embedder: String::new(),
+        ..Default::default()
     };
     let hits = client
         .search_messages(search(pb::search_messages_request::Scope::ResourceId("alice".into())))
@@ -161,7 +162,10 @@ async fn search_rpc_finds_messages_within_scope() {
     assert!(hits[0].score >= hits[1].score);
     assert!(hits.iter().all(|hit| hit.message.as_ref().unwrap().resource_id == "alice"));
     let by_thread = client
-        .search_messages(search(pb::search_messages_request::Scope::ThreadId("b1".into())))
+        .search_messages(pb::SearchMessagesRequest {
+            thread_resource_id: "bob".into(),
+            ..search(pb::search_messages_request::Scope::ThreadId("b1".into()))
+        })
         .await
         .unwrap()
         .into_inner()

@@ -164,7 +164,7 @@ async fn working_memory_is_read_and_written_with_versions() {
         scope: Some(pb::working_memory_scope::Scope::ResourceId("alice".into())),
     });
     let empty = client
-        .get_working_memory(pb::GetWorkingMemoryRequest { scope: scope.clone() })
+        .get_working_memory(pb::GetWorkingMemoryRequest { scope: scope.clone(), ..Default::default() })
         .await
         .unwrap()
         .into_inner();
@@ -173,6 +173,7 @@ async fn working_memory_is_read_and_written_with_versions() {
         scope: scope.clone(),
         content: content.into(),
         expected_version,
+        ..Default::default()
     };
     let written = client.update_working_memory(update("# Alice", Some(0))).await.unwrap().into_inner();
     assert_eq!(written.version, 1);
@@ -180,7 +181,11 @@ async fn working_memory_is_read_and_written_with_versions() {
     assert_eq!(unconditional.version, 2);
     let stale = client.update_working_memory(update("# lost", Some(1))).await.unwrap_err();
     assert_eq!(stale.code(), Code::Aborted);
-    let read = client.get_working_memory(pb::GetWorkingMemoryRequest { scope }).await.unwrap().into_inner();
+    let read = client
+        .get_working_memory(pb::GetWorkingMemoryRequest { scope, ..Default::default() })
+        .await
+        .unwrap()
+        .into_inner();
     assert_eq!(read.content, "# Alice v2");
 }
 
@@ -200,6 +205,7 @@ async fn delete_resource_removes_everything_of_it() {
             scope,
             content: "x".into(),
             expected_version: None,
+            ..Default::default()
         })
         .await
         .unwrap();
@@ -218,19 +224,16 @@ async fn delete_resource_removes_everything_of_it() {
     assert_eq!(client.get_thread(thread_request("b1", "bob")).await.unwrap().into_inner().message_count, 2);
 }
 
-/// Bad requests name the field (or the caller's resource, never the owner's) with the right code.
+/// Bad requests name the field with the right code; another resource's thread is not found.
 #[tokio::test]
 async fn bad_requests_are_refused_clearly() {
     let server = TestServer::start(CONFIG).await;
     run_in(&server, "t", "alice", "hi").await;
     let mut client = memory(&server).await;
+    // Mallory's resource has no thread `t`: alice's is another resource's, and stays unnamed.
     let foreign = client.get_thread(thread_request("t", "mallory")).await.unwrap_err();
-    assert_eq!(foreign.code(), Code::FailedPrecondition);
-    assert!(
-        foreign.message().contains("mallory") && !foreign.message().contains("alice"),
-        "{}",
-        foreign.message()
-    );
+    assert_eq!(foreign.code(), Code::NotFound);
+    assert!(!foreign.message().contains("alice"), "{}", foreign.message());
     let messages_of_foreign = client
         .list_messages(pb::ListMessagesRequest {
             thread_id: "t".into(),
@@ -239,7 +242,7 @@ async fn bad_requests_are_refused_clearly() {
         })
         .await
         .unwrap_err();
-    assert_eq!(messages_of_foreign.code(), Code::FailedPrecondition);
+    assert_eq!(messages_of_foreign.code(), Code::NotFound);
     let missing_thread = client.get_thread(thread_request("", "")).await.unwrap_err();
     assert_eq!(missing_thread.code(), Code::InvalidArgument);
     assert!(missing_thread.message().contains("thread_id"));
@@ -255,7 +258,10 @@ async fn bad_requests_are_refused_clearly() {
     assert!(huge_page.message().contains("page_size"));
     let no_resource = client.list_threads(pb::ListThreadsRequest::default()).await.unwrap_err();
     assert!(no_resource.message().contains("resource_id"));
-    let no_scope = client.get_working_memory(pb::GetWorkingMemoryRequest { scope: None }).await.unwrap_err();
+    let no_scope = client
+        .get_working_memory(pb::GetWorkingMemoryRequest { scope: None, ..Default::default() })
+        .await
+        .unwrap_err();
     assert_eq!(no_scope.code(), Code::InvalidArgument);
     assert!(no_scope.message().contains("scope"));
     let taken = client

@@ -91,9 +91,14 @@ fn resource_scope(resource: &str) -> Option<pb::WorkingMemoryScope> {
     Some(pb::WorkingMemoryScope { scope: Some(pb::working_memory_scope::Scope::ResourceId(resource.into())) })
 }
 
+/// The working memory of `scope`; a thread scope's resource is alice, as `in_thread` runs are.
 async fn working_memory(server: &TestServer, scope: Option<pb::WorkingMemoryScope>) -> pb::WorkingMemory {
     let mut client = MemoryServiceClient::new(server.channel().await);
-    client.get_working_memory(pb::GetWorkingMemoryRequest { scope }).await.unwrap().into_inner()
+    client
+        .get_working_memory(pb::GetWorkingMemoryRequest { scope, resource_id: "alice".into() })
+        .await
+        .unwrap()
+        .into_inner()
 }
 
 /// The model's markdown update replaces the document, is saved with the run, shown to the model
@@ -180,6 +185,7 @@ async fn stored_content_is_escaped_in_the_prompt() {
             scope: resource_scope("alice"),
             content: hostile.into(),
             expected_version: None,
+            ..Default::default()
         })
         .await
         .unwrap();

@@ -50,7 +50,10 @@ async fn stored(server: TestServer, thread: &str) -> usize {
     let data_dir = server.data_dir.clone();
     server.stop().await;
     let store = SledStore::open(&data_dir).expect("the store reopens");
-    store.list_messages(thread, Direction::Forward, "", 100).await.map_or(0, |page| page.messages.len())
+    store
+        .list_messages("alice", thread, Direction::Forward, "", 100)
+        .await
+        .map_or(0, |page| page.messages.len())
 }
 
 /// On shutdown, runs in flight finish and new runs get UNAVAILABLE.

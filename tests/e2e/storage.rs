@@ -40,14 +40,14 @@ async fn save_run_appends_in_order_and_is_idempotent() {
     let first = message("one");
     store.save_run(save("t", "r", vec![first.clone(), message("two")])).await.unwrap();
     store.save_run(save("t", "r", vec![first, message("three")])).await.unwrap();
-    let thread = store.get_thread("t").await.unwrap().expect("created");
+    let thread = store.get_thread("r", "t").await.unwrap().expect("created");
     assert_eq!(thread.resource_id, "r");
     assert_eq!(thread.next_seq, 3);
-    let all = store.last_messages("t", 10).await.unwrap();
+    let all = store.last_messages("r", "t", 10).await.unwrap();
     assert_eq!(texts(&all), ["one", "two", "three"]);
     assert_eq!(all.iter().map(|stored| stored.seq).collect::<Vec<_>>(), [0, 1, 2]);
     assert!(all.iter().all(|stored| stored.message.thread_id == "t" && stored.message.resource_id == "r"));
-    assert_eq!(texts(&store.last_messages("t", 2).await.unwrap()), ["two", "three"]);
+    assert_eq!(texts(&store.last_messages("r", "t", 2).await.unwrap()), ["two", "three"]);
 }
 
 /// Message ids are scoped by resource: an id one resource used neither hides another
@@ -63,33 +63,30 @@ async fn message_ids_are_scoped_by_resource() {
     bob.id = "m-1".into();
     store.save_run(save("alice-thread", "alice", vec![alice.clone()])).await.unwrap();
     store.save_run(save("bob-thread", "bob", vec![bob])).await.unwrap();
-    assert_eq!(texts(&store.last_messages("bob-thread", 10).await.unwrap()), ["bob's"]);
+    assert_eq!(texts(&store.last_messages("bob", "bob-thread", 10).await.unwrap()), ["bob's"]);
     store.save_run(save("alice-thread", "alice", vec![alice])).await.unwrap();
-    assert_eq!(texts(&store.last_messages("alice-thread", 10).await.unwrap()), ["alice's"]);
+    assert_eq!(texts(&store.last_messages("alice", "alice-thread", 10).await.unwrap()), ["alice's"]);
     // Deleting one resource's thread frees only its own ids.
-    store.delete_thread("bob-thread").await.unwrap();
+    store.delete_thread("bob", "bob-thread").await.unwrap();
     let mut again = message("alice's again");
     again.id = "m-1".into();
     store.save_run(save("alice-thread", "alice", vec![again])).await.unwrap();
-    assert_eq!(texts(&store.last_messages("alice-thread", 10).await.unwrap()), ["alice's"]);
+    assert_eq!(texts(&store.last_messages("alice", "alice-thread", 10).await.unwrap()), ["alice's"]);
 }
 
-/// A thread of another resource is refused (the error keeps both resources, its message only the
-/// caller's), and nothing is written.
+/// Thread ids are a resource's own: another resource's thread of the same id is another thread,
+/// and neither sees the other's messages.
 #[tokio::test]
-async fn a_thread_belongs_to_one_resource() {
+async fn thread_ids_are_scoped_by_resource() {
     let (_dir, store) = open();
-    store.save_run(save("t", "alice", vec![message("hi")])).await.unwrap();
-    let error = store.save_run(save("t", "mallory", vec![message("mine now")])).await.unwrap_err();
-    assert_eq!(
-        error,
-        StoreError::ThreadOwnedElsewhere {
-            thread_id: "t".into(),
-            owner: "alice".into(),
-            requested: "mallory".into()
-        }
-    );
-    assert_eq!(store.last_messages("t", 10).await.unwrap().len(), 1);
+    store.save_run(save("t", "alice", vec![message("alice's")])).await.unwrap();
+    store.save_run(save("t", "mallory", vec![message("mallory's")])).await.unwrap();
+    assert_eq!(texts(&store.last_messages("alice", "t", 10).await.unwrap()), ["alice's"]);
+    assert_eq!(texts(&store.last_messages("mallory", "t", 10).await.unwrap()), ["mallory's"]);
+    assert_eq!(store.get_thread("alice", "t").await.unwrap().unwrap().resource_id, "alice");
+    store.delete_thread("mallory", "t").await.unwrap();
+    assert_eq!(texts(&store.last_messages("alice", "t", 10).await.unwrap()), ["alice's"]);
+    assert!(store.get_thread("mallory", "t").await.unwrap().is_none());
 }
 
 /// Threads list newest first, in pages; messages page both ways; neighbours come deduplicated.
@@ -121,18 +118,19 @@ async fn paging_and_neighbours() {
 
     let messages = (0..7).map(|index| message(&format!("m{index}"))).collect();
     store.save_run(save("t0", "r", messages)).await.unwrap();
-    let forward = store.list_messages("t0", Direction::Forward, "", 3).await.unwrap();
+    let forward = store.list_messages("r", "t0", Direction::Forward, "", 3).await.unwrap();
     assert_eq!(texts(&forward.messages), ["m0", "m1", "m2"]);
-    let forward_next = store.list_messages("t0", Direction::Forward, &forward.next_cursor, 3).await.unwrap();
+    let forward_next =
+        store.list_messages("r", "t0", Direction::Forward, &forward.next_cursor, 3).await.unwrap();
     assert_eq!(texts(&forward_next.messages), ["m3", "m4", "m5"]);
-    let backward = store.list_messages("t0", Direction::Backward, "", 4).await.unwrap();
+    let backward = store.list_messages("r", "t0", Direction::Backward, "", 4).await.unwrap();
     assert_eq!(texts(&backward.messages), ["m6", "m5", "m4", "m3"]);
     let backward_next =
-        store.list_messages("t0", Direction::Backward, &backward.next_cursor, 4).await.unwrap();
+        store.list_messages("r", "t0", Direction::Backward, &backward.next_cursor, 4).await.unwrap();
     assert_eq!(texts(&backward_next.messages), ["m2", "m1", "m0"]);
     assert!(backward_next.next_cursor.is_empty());
 
-    let around = store.messages_around("t0", &[1, 2, 6], 1, 1).await.unwrap();
+    let around = store.messages_around("r", "t0", &[1, 2, 6], 1, 1).await.unwrap();
     assert_eq!(texts(&around), ["m0", "m1", "m2", "m3", "m5", "m6"]);
 }
 
@@ -166,7 +164,10 @@ async fn search_is_scoped_ranked_and_checked() {
     let alice = store.search(query(RecallScope::Resource("alice".into()))).await.unwrap();
     assert_eq!(alice.iter().map(|hit| hit.thread_id.as_str()).collect::<Vec<_>>(), ["a1", "a2"]);
     assert!(alice[0].score > alice[1].score);
-    let thread_only = store.search(query(RecallScope::Thread("a2".into()))).await.unwrap();
+    let thread_only = store
+        .search(query(RecallScope::Thread { resource_id: "alice".into(), thread_id: "a2".into() }))
+        .await
+        .unwrap();
     assert_eq!(thread_only.len(), 1);
     let mut strict = query(RecallScope::Resource("alice".into()));
     strict.threshold = Some(0.999);
@@ -211,17 +212,27 @@ async fn deletes_cascade_and_report_counts() {
     store.save_run(embedded("a2", "alice", "two", &[0.0, 1.0])).await.unwrap();
     store.save_run(save("a2", "alice", vec![message("three")])).await.unwrap();
     store.save_run(embedded("b1", "bob", "bob's", &[1.0, 0.0])).await.unwrap();
-    store.put_working_memory(&WorkingMemoryScope::Thread("a1".into()), "notes".into(), 0).await.unwrap();
+    store
+        .put_working_memory(
+            &WorkingMemoryScope::Thread { resource_id: "alice".into(), thread_id: "a1".into() },
+            "notes".into(),
+            0,
+        )
+        .await
+        .unwrap();
     store
         .put_working_memory(&WorkingMemoryScope::Resource("alice".into()), "profile".into(), 0)
         .await
         .unwrap();
 
-    let report = store.delete_thread("a1").await.unwrap();
+    let report = store.delete_thread("alice", "a1").await.unwrap();
     assert_eq!((report.threads, report.messages, report.embeddings, report.working_memories), (1, 1, 1, 1));
-    assert!(store.get_thread("a1").await.unwrap().is_none());
-    assert!(store.last_messages("a1", 10).await.unwrap().is_empty());
-    assert_eq!(store.delete_thread("a1").await.unwrap_err(), StoreError::ThreadNotFound("a1".into()));
+    assert!(store.get_thread("alice", "a1").await.unwrap().is_none());
+    assert!(store.last_messages("alice", "a1", 10).await.unwrap().is_empty());
+    assert_eq!(
+        store.delete_thread("alice", "a1").await.unwrap_err(),
+        StoreError::ThreadNotFound("a1".into())
+    );
 
     let report = store.delete_resource("alice").await.unwrap();
     assert_eq!((report.threads, report.messages, report.embeddings, report.working_memories), (1, 2, 1, 1));
@@ -234,7 +245,7 @@ async fn deletes_cascade_and_report_counts() {
         threshold: None,
     };
     assert!(store.search(query).await.unwrap().is_empty());
-    assert_eq!(store.last_messages("b1", 10).await.unwrap().len(), 1, "bob is untouched");
+    assert_eq!(store.last_messages("bob", "b1", 10).await.unwrap().len(), 1, "bob is untouched");
 }
 
 /// Everything survives closing and reopening the store; renames and metadata too.
@@ -246,15 +257,15 @@ async fn data_survives_a_reopen() {
         store.save_run(embedded("t", "r", "remember me", &[1.0, 0.0])).await.unwrap();
         let metadata = serde_json::json!({ "topic": "memory" }).as_object().unwrap().clone();
         let update = ThreadUpdate { title: Some("Kept".into()), metadata: Some(metadata) };
-        store.update_thread("t", update).await.unwrap();
+        store.update_thread("r", "t", update).await.unwrap();
     }
     let store = SledStore::open(dir.path()).unwrap();
-    let thread = store.get_thread("t").await.unwrap().unwrap();
+    let thread = store.get_thread("r", "t").await.unwrap().unwrap();
     assert_eq!(thread.title, "Kept");
     assert_eq!(thread.metadata["topic"], "memory");
-    assert_eq!(texts(&store.last_messages("t", 10).await.unwrap()), ["remember me"]);
+    assert_eq!(texts(&store.last_messages("r", "t", 10).await.unwrap()), ["remember me"]);
     let query = VectorQuery {
-        scope: RecallScope::Thread("t".into()),
+        scope: RecallScope::Thread { resource_id: "r".into(), thread_id: "t".into() },
         embedder: "test".into(),
         vector: unit(&[1.0, 0.0]),
         top_k: 1,
@@ -298,7 +309,7 @@ async fn cached_values_expire_and_are_scoped() {
     let store: &dyn Store = &store;
     let now = agentwire::domain::now_millis();
     let alice = CacheScope::Resource("alice".into());
-    let thread = CacheScope::Thread("t1".into());
+    let thread = CacheScope::Thread { resource_id: "alice".into(), thread_id: "t1".into() };
     store.cache_put(&alice, "k", b"answer".to_vec(), now + 60_000).await.unwrap();
     store.cache_put(&thread, "k", b"thread answer".to_vec(), now + 60_000).await.unwrap();
     store.cache_put(&alice, "old", b"stale".to_vec(), now - 1).await.unwrap();
@@ -306,7 +317,7 @@ async fn cached_values_expire_and_are_scoped() {
     assert_eq!(store.cache_get(&CacheScope::Resource("bob".into()), "k").await.unwrap(), None);
     assert_eq!(store.cache_get(&alice, "old").await.unwrap(), None, "expired");
     store.save_run(save("t1", "alice", vec![message("hi")])).await.unwrap();
-    store.delete_thread("t1").await.unwrap();
+    store.delete_thread("alice", "t1").await.unwrap();
     assert_eq!(store.cache_get(&thread, "k").await.unwrap(), None, "gone with its thread");
     store.delete_resource("alice").await.unwrap();
     assert_eq!(store.cache_get(&alice, "k").await.unwrap(), None, "gone with its resource");

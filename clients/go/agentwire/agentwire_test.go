@@ -98,7 +98,7 @@ func TestRemoteGuardrailTripsAndNothingIsSaved(t *testing.T) {
 	if result.GetFinishReason() != "other" || result.GetTripwire().GetReason() != "no secrets, please" || result.GetTripwire().GetProcessorId() != "word-guard" {
 		t.Fatalf("expected a tripwire from word-guard, got %v", result)
 	}
-	_, err = client.Memory.GetThread(ctx, &agentwirev1.GetThreadRequest{ThreadId: "go-thread"})
+	_, err = client.Memory.GetThread(ctx, &agentwirev1.GetThreadRequest{ThreadId: "go-thread", ResourceId: "ada"})
 	if status.Code(err) != codes.NotFound {
 		t.Fatalf("nothing should be saved, GetThread gave %v", err)
 	}

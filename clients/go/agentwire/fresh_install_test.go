@@ -107,7 +107,7 @@ func TestAFreshModuleBlocksAWordOverTLS(t *testing.T) {
 	if result.GetFinishReason() != "other" || result.GetTripwire().GetProcessorId() != "word-guard" || result.GetTripwire().GetReason() != "no secrets, please" {
 		t.Fatalf("expected word-guard's tripwire, got %v", result)
 	}
-	if _, err := client.Memory.GetThread(ctx, &agentwirev1.GetThreadRequest{ThreadId: "fresh"}); status.Code(err) != codes.NotFound {
+	if _, err := client.Memory.GetThread(ctx, &agentwirev1.GetThreadRequest{ThreadId: "fresh", ResourceId: "ada"}); status.Code(err) != codes.NotFound {
 		t.Fatalf("nothing is saved after a tripwire; GetThread gave %v", err)
 	}
 	passed, err := client.Generate(ctx, &agentwirev1.RunRequest{AgentId: "guarded", Text: "hello", ThreadId: "fresh-2", ResourceId: "ada"})

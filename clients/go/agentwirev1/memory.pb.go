@@ -240,8 +240,9 @@ func (x *CreateThreadRequest) GetMetadata() *structpb.Struct {
 	return nil
 }
 
-// Thread-scoped requests may name the resource they expect the thread to belong to: a thread of
-// another resource is then refused with FAILED_PRECONDITION.
+// A thread is its resource's: thread-scoped requests name the resource in `resource_id` (empty:
+// the thread id, as a run without a resource keeps its thread). Two resources' threads of the
+// same id are two threads.
 type GetThreadRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	ThreadId      string                 `protobuf:"bytes,1,opt,name=thread_id,json=threadId,proto3" json:"thread_id,omitempty"`
@@ -814,8 +815,10 @@ func (x *WorkingMemory) GetUpdatedAt() int64 {
 }
 
 type GetWorkingMemoryRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Scope         *WorkingMemoryScope    `protobuf:"bytes,1,opt,name=scope,proto3" json:"scope,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Scope *WorkingMemoryScope    `protobuf:"bytes,1,opt,name=scope,proto3" json:"scope,omitempty"`
+	// For a thread scope: the thread's resource (empty: the thread id).
+	ResourceId    string `protobuf:"bytes,2,opt,name=resource_id,json=resourceId,proto3" json:"resource_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -857,14 +860,23 @@ func (x *GetWorkingMemoryRequest) GetScope() *WorkingMemoryScope {
 	return nil
 }
 
+func (x *GetWorkingMemoryRequest) GetResourceId() string {
+	if x != nil {
+		return x.ResourceId
+	}
+	return ""
+}
+
 type UpdateWorkingMemoryRequest struct {
 	state   protoimpl.MessageState `protogen:"open.v1"`
 	Scope   *WorkingMemoryScope    `protobuf:"bytes,1,opt,name=scope,proto3" json:"scope,omitempty"`
 	Content string                 `protobuf:"bytes,2,opt,name=content,proto3" json:"content,omitempty"`
 	// Write only if the stored version is still this one (ABORTED otherwise).
 	ExpectedVersion *uint64 `protobuf:"varint,3,opt,name=expected_version,json=expectedVersion,proto3,oneof" json:"expected_version,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// For a thread scope: the thread's resource (empty: the thread id).
+	ResourceId    string `protobuf:"bytes,4,opt,name=resource_id,json=resourceId,proto3" json:"resource_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *UpdateWorkingMemoryRequest) Reset() {
@@ -918,6 +930,13 @@ func (x *UpdateWorkingMemoryRequest) GetExpectedVersion() uint64 {
 	return 0
 }
 
+func (x *UpdateWorkingMemoryRequest) GetResourceId() string {
+	if x != nil {
+		return x.ResourceId
+	}
+	return ""
+}
+
 type SearchMessagesRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Query string                 `protobuf:"bytes,1,opt,name=query,proto3" json:"query,omitempty"`
@@ -934,9 +953,11 @@ type SearchMessagesRequest struct {
 	Threshold *float32 `protobuf:"fixed32,5,opt,name=threshold,proto3,oneof" json:"threshold,omitempty"`
 	// The embedder to embed the query with (`lexical` or an `[embedders.<name>]`); empty: the one
 	// the stored vectors were made with.
-	Embedder      string `protobuf:"bytes,6,opt,name=embedder,proto3" json:"embedder,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Embedder string `protobuf:"bytes,6,opt,name=embedder,proto3" json:"embedder,omitempty"`
+	// With `thread_id`: the thread's resource (empty: the thread id).
+	ThreadResourceId string `protobuf:"bytes,7,opt,name=thread_resource_id,json=threadResourceId,proto3" json:"thread_resource_id,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *SearchMessagesRequest) Reset() {
@@ -1018,6 +1039,13 @@ func (x *SearchMessagesRequest) GetThreshold() float32 {
 func (x *SearchMessagesRequest) GetEmbedder() string {
 	if x != nil {
 		return x.Embedder
+	}
+	return ""
+}
+
+func (x *SearchMessagesRequest) GetThreadResourceId() string {
+	if x != nil {
+		return x.ThreadResourceId
 	}
 	return ""
 }
@@ -1316,14 +1344,18 @@ const file_agentwire_v1_memory_proto_rawDesc = "" +
 	"\acontent\x18\x02 \x01(\tR\acontent\x12\x18\n" +
 	"\aversion\x18\x03 \x01(\x04R\aversion\x12\x1d\n" +
 	"\n" +
-	"updated_at\x18\x04 \x01(\x03R\tupdatedAt\"Q\n" +
+	"updated_at\x18\x04 \x01(\x03R\tupdatedAt\"r\n" +
 	"\x17GetWorkingMemoryRequest\x126\n" +
-	"\x05scope\x18\x01 \x01(\v2 .agentwire.v1.WorkingMemoryScopeR\x05scope\"\xb3\x01\n" +
+	"\x05scope\x18\x01 \x01(\v2 .agentwire.v1.WorkingMemoryScopeR\x05scope\x12\x1f\n" +
+	"\vresource_id\x18\x02 \x01(\tR\n" +
+	"resourceId\"\xd4\x01\n" +
 	"\x1aUpdateWorkingMemoryRequest\x126\n" +
 	"\x05scope\x18\x01 \x01(\v2 .agentwire.v1.WorkingMemoryScopeR\x05scope\x12\x18\n" +
 	"\acontent\x18\x02 \x01(\tR\acontent\x12.\n" +
-	"\x10expected_version\x18\x03 \x01(\x04H\x00R\x0fexpectedVersion\x88\x01\x01B\x13\n" +
-	"\x11_expected_version\"\xda\x01\n" +
+	"\x10expected_version\x18\x03 \x01(\x04H\x00R\x0fexpectedVersion\x88\x01\x01\x12\x1f\n" +
+	"\vresource_id\x18\x04 \x01(\tR\n" +
+	"resourceIdB\x13\n" +
+	"\x11_expected_version\"\x88\x02\n" +
 	"\x15SearchMessagesRequest\x12\x14\n" +
 	"\x05query\x18\x01 \x01(\tR\x05query\x12!\n" +
 	"\vresource_id\x18\x02 \x01(\tH\x00R\n" +
@@ -1331,7 +1363,8 @@ const file_agentwire_v1_memory_proto_rawDesc = "" +
 	"\tthread_id\x18\x03 \x01(\tH\x00R\bthreadId\x12\x13\n" +
 	"\x05top_k\x18\x04 \x01(\rR\x04topK\x12!\n" +
 	"\tthreshold\x18\x05 \x01(\x02H\x01R\tthreshold\x88\x01\x01\x12\x1a\n" +
-	"\bembedder\x18\x06 \x01(\tR\bembedderB\a\n" +
+	"\bembedder\x18\x06 \x01(\tR\bembedder\x12,\n" +
+	"\x12thread_resource_id\x18\a \x01(\tR\x10threadResourceIdB\a\n" +
 	"\x05scopeB\f\n" +
 	"\n" +
 	"_threshold\"R\n" +

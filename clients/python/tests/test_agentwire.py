@@ -33,7 +33,7 @@ def test_remote_guardrail_trips_and_nothing_is_saved(server, client):
         assert result.tripwire.reason == "no secrets, please"
         assert result.tripwire.processor_id == "word-guard"
         try:
-            client.memory.GetThread(memory_pb2.GetThreadRequest(thread_id="py-thread"))
+            client.memory.GetThread(memory_pb2.GetThreadRequest(thread_id="py-thread", resource_id="ada"))
             raise AssertionError("the thread should not exist: nothing is saved after a tripwire")
         except grpc.RpcError as error:
             assert error.code() == grpc.StatusCode.NOT_FOUND
@@ -100,7 +100,7 @@ def test_api_keys_go_with_every_call(keyed_server):
 
     with Client(keyed_server, api_key="client-suite-key") as client:
         assert client.generate("echo", "hi", thread_id="t1", resource_id="suite-a").text == "echo: hi"
-        thread = client.memory.GetThread(memory_pb2.GetThreadRequest(thread_id="t1"))
+        thread = client.memory.GetThread(memory_pb2.GetThreadRequest(thread_id="t1", resource_id="suite-a"))
         assert thread.resource_id == "suite-a"
         try:
             client.generate("echo", "hi", resource_id="someone-else")

@@ -83,7 +83,7 @@ def test_a_fresh_install_blocks_a_word_over_tls(tls_server):
             assert result.finish_reason == "other"
             assert (result.tripwire.processor_id, result.tripwire.reason) == ("word-guard", "no secrets, please")
             with pytest.raises(grpc.RpcError) as missing:
-                client.memory.GetThread(memory_pb2.GetThreadRequest(thread_id="fresh"))
+                client.memory.GetThread(memory_pb2.GetThreadRequest(thread_id="fresh", resource_id="ada"))
             assert missing.value.code() == grpc.StatusCode.NOT_FOUND
             assert client.generate("guarded", "hello", thread_id="fresh-2", resource_id="ada").text == "echo: hello"
     finally:

@@ -34,7 +34,7 @@ test("a remote guardrail trips and nothing is saved", async () => {
     assert.equal(result.finishReason, "other");
     assert.equal(result.tripwire?.reason, "no secrets, please");
     assert.equal(result.tripwire?.processorId, "word-guard");
-    await assert.rejects(server.client.memory.getThread({ threadId: "ts-thread" }), (error: unknown) => {
+    await assert.rejects(server.client.memory.getThread({ threadId: "ts-thread", resourceId: "ada" }), (error: unknown) => {
       assert.equal(ConnectError.from(error).code, Code.NotFound);
       return true;
     });

@@ -65,7 +65,7 @@ test("a fresh install blocks a word over TLS", async () => {
     assert.equal(result.finishReason, "other");
     assert.equal(result.tripwire?.processorId, "word-guard");
     assert.equal(result.tripwire?.reason, "no secrets, please");
-    await assert.rejects(client.memory.getThread({ threadId: "fresh" }), (error: unknown) => {
+    await assert.rejects(client.memory.getThread({ threadId: "fresh", resourceId: "ada" }), (error: unknown) => {
       assert.equal(ConnectError.from(error).code, Code.NotFound);
       return true;
     });

@@ -18,7 +18,9 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use crate::domain::{Chunk, DataChunk, FinishReason, Hook, HookSet, RunInfo, Usage, now_millis};
+use crate::domain::{
+    Chunk, DataChunk, FinishReason, Hook, HookSet, RunInfo, Usage, now_millis, thread_owner,
+};
 use crate::processor::{
     BuildError, HookContext, HookError, LlmRequestArgs, LlmRequestOutcome, LlmResponseArgs, Processor,
     ProcessorResources, parse_options,
@@ -87,7 +89,11 @@ impl ResponseCache {
         let owned = |id: &str| (!id.is_empty()).then(|| id.to_owned());
         match self.scope {
             Scope::Resource => owned(&run.resource_id).map(CacheScope::Resource),
-            Scope::Thread => owned(&run.thread_id).map(CacheScope::Thread),
+            // A run without a resource keeps its thread under the thread's own id, as memory does.
+            Scope::Thread => owned(&run.thread_id).map(|thread_id| CacheScope::Thread {
+                resource_id: thread_owner(&thread_id, &run.resource_id).to_owned(),
+                thread_id,
+            }),
             Scope::Agent => Some(CacheScope::Agent(run.agent_id.clone())),
             Scope::Global => Some(CacheScope::Global),
         }

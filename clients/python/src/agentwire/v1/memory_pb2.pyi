@@ -137,36 +137,42 @@ class WorkingMemory(_message.Message):
     def __init__(self, scope: _Optional[_Union[WorkingMemoryScope, _Mapping]] = ..., content: _Optional[str] = ..., version: _Optional[int] = ..., updated_at: _Optional[int] = ...) -> None: ...
 
 class GetWorkingMemoryRequest(_message.Message):
-    __slots__ = ("scope",)
+    __slots__ = ("scope", "resource_id")
     SCOPE_FIELD_NUMBER: _ClassVar[int]
+    RESOURCE_ID_FIELD_NUMBER: _ClassVar[int]
     scope: WorkingMemoryScope
-    def __init__(self, scope: _Optional[_Union[WorkingMemoryScope, _Mapping]] = ...) -> None: ...
+    resource_id: str
+    def __init__(self, scope: _Optional[_Union[WorkingMemoryScope, _Mapping]] = ..., resource_id: _Optional[str] = ...) -> None: ...
 
 class UpdateWorkingMemoryRequest(_message.Message):
-    __slots__ = ("scope", "content", "expected_version")
+    __slots__ = ("scope", "content", "expected_version", "resource_id")
     SCOPE_FIELD_NUMBER: _ClassVar[int]
     CONTENT_FIELD_NUMBER: _ClassVar[int]
     EXPECTED_VERSION_FIELD_NUMBER: _ClassVar[int]
+    RESOURCE_ID_FIELD_NUMBER: _ClassVar[int]
     scope: WorkingMemoryScope
     content: str
     expected_version: int
-    def __init__(self, scope: _Optional[_Union[WorkingMemoryScope, _Mapping]] = ..., content: _Optional[str] = ..., expected_version: _Optional[int] = ...) -> None: ...
+    resource_id: str
+    def __init__(self, scope: _Optional[_Union[WorkingMemoryScope, _Mapping]] = ..., content: _Optional[str] = ..., expected_version: _Optional[int] = ..., resource_id: _Optional[str] = ...) -> None: ...
 
 class SearchMessagesRequest(_message.Message):
-    __slots__ = ("query", "resource_id", "thread_id", "top_k", "threshold", "embedder")
+    __slots__ = ("query", "resource_id", "thread_id", "top_k", "threshold", "embedder", "thread_resource_id")
     QUERY_FIELD_NUMBER: _ClassVar[int]
     RESOURCE_ID_FIELD_NUMBER: _ClassVar[int]
     THREAD_ID_FIELD_NUMBER: _ClassVar[int]
     TOP_K_FIELD_NUMBER: _ClassVar[int]
     THRESHOLD_FIELD_NUMBER: _ClassVar[int]
     EMBEDDER_FIELD_NUMBER: _ClassVar[int]
+    THREAD_RESOURCE_ID_FIELD_NUMBER: _ClassVar[int]
     query: str
     resource_id: str
     thread_id: str
     top_k: int
     threshold: float
     embedder: str
-    def __init__(self, query: _Optional[str] = ..., resource_id: _Optional[str] = ..., thread_id: _Optional[str] = ..., top_k: _Optional[int] = ..., threshold: _Optional[float] = ..., embedder: _Optional[str] = ...) -> None: ...
+    thread_resource_id: str
+    def __init__(self, query: _Optional[str] = ..., resource_id: _Optional[str] = ..., thread_id: _Optional[str] = ..., top_k: _Optional[int] = ..., threshold: _Optional[float] = ..., embedder: _Optional[str] = ..., thread_resource_id: _Optional[str] = ...) -> None: ...
 
 class SearchHit(_message.Message):
     __slots__ = ("message", "score")
