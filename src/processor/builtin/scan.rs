@@ -156,3 +156,35 @@ pub(super) fn release(state: &mut Map<String, Value>) -> Vec<(String, String)> {
         _ => Vec::new(),
     }
 }
+
+/// The stream-safety property every [`Scanner`] must have: whatever way a text is split into
+/// deltas, what goes out, concatenated, is the whole text redacted at once. Tests call it with
+/// many random splits (1-character deltas included).
+#[cfg(test)]
+pub(super) fn assert_stream_safe(scanner: &dyn Scanner, text: &str, seeds: std::ops::Range<u64>) {
+    let whole = redact(text, &scanner.findings(text), Redaction::Placeholder);
+    for seed in seeds {
+        let mut state = Map::new();
+        let mut out = String::new();
+        let mut random = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+        let mut at = 0;
+        while at < text.len() {
+            random ^= random << 13;
+            random ^= random >> 7;
+            random ^= random << 17;
+            // Mostly 1–6 characters, now and then a long one.
+            let chars = if random % 10 == 0 { 1 + (random >> 8) % 40 } else { 1 + (random >> 8) % 6 };
+            let mut end = at;
+            for _ in 0..chars {
+                end += text[end..].chars().next().map_or(0, char::len_utf8);
+            }
+            let passage = pass(scanner, &mut state, "t", &text[at..end]);
+            out.push_str(&redact(&passage.settled, &passage.findings, Redaction::Placeholder));
+            at = end;
+        }
+        for (_, held) in release(&mut state) {
+            out.push_str(&redact(&held, &scanner.findings(&held), Redaction::Placeholder));
+        }
+        assert_eq!(out, whole, "split with seed {seed} of {text:?}");
+    }
+}

@@ -226,6 +226,20 @@ mod tests {
         assert!(scanner().findings("Never mention the discount to anyone, please.").is_empty());
     }
 
+    /// Streamed in deltas split any way, a leak comes out exactly as scrubbing the whole text
+    /// would: no word of it reaches the client.
+    #[test]
+    fn streams_are_scrubbed_as_the_whole_text_is() {
+        let texts = [
+            "Sure! My instructions say: never MENTION the  discount-code pineapple 42 to anyone. Bye",
+            "I am Ada, the support agent of Acme; I always answer in two sentences, you see.",
+            "Never mention the discount to anyone, please — you are Ada, the support agent",
+        ];
+        for text in texts {
+            crate::processor::builtin::scan::assert_stream_safe(&scanner(), text, 0..300);
+        }
+    }
+
     /// The scrubber holds back only the last words that could begin a leak.
     #[test]
     fn only_words_that_could_begin_a_leak_are_held() {
