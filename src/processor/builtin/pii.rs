@@ -16,8 +16,16 @@ use crate::processor::{BuildError, Processor, parse_options};
 
 pub(super) const KIND: &str = "pii-detector";
 
-/// The longest text a detector matches; no more than this is ever held back.
+/// The longest text a detector matches, but for private keys; no more than this is held back
+/// for them.
 const MAX_MATCH: usize = 256;
+
+/// The longest private key block held back whole on a stream (a 4096-bit RSA key is ~3.3 KB).
+const MAX_KEY_BLOCK: usize = 16 * 1024;
+
+/// How a private key block begins and ends.
+const KEY_BEGIN: &str = "-----BEGIN ";
+const KEY_END: &str = "PRIVATE KEY-----";
 
 /// One kind of personal data.
 struct Detector {
@@ -38,7 +46,12 @@ fn any(_: &str) -> bool {
 static DETECTORS: LazyLock<Vec<Detector>> = LazyLock::new(|| {
     vec![
         detector("email", r"[A-Za-z0-9._%+\-]+@[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)*\.[A-Za-z]{2,}", any),
-        detector("private-key", r"-----BEGIN [A-Z ]*PRIVATE KEY-----", any),
+        // The whole block, BEGIN line to END line; cut short (no END), the base64 body after it.
+        detector(
+            "private-key",
+            r"-----BEGIN [A-Z ]*PRIVATE KEY-----(?:[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----|[A-Za-z0-9+/=\r\n]*)",
+            any,
+        ),
         detector(
             "api-key",
             r"\b(?:sk-[A-Za-z0-9_\-]{20,}|sk_live_[A-Za-z0-9]{16,}|gh[pousr]_[A-Za-z0-9]{36}|AKIA[0-9A-Z]{16}|xox[abpr]-[A-Za-z0-9\-]{10,}|AIza[0-9A-Za-z_\-]{35})",
@@ -152,6 +165,22 @@ impl PiiScanner {
         PiiScanner { enabled, any, open }
     }
 
+    /// The bytes from the start of a private key block not yet ended, when one is (held whole,
+    /// up to [`MAX_KEY_BLOCK`]).
+    fn open_key_block(&self, text: &str) -> usize {
+        if !self.enabled.iter().any(|detector| detector.kind == "private-key") {
+            return 0;
+        }
+        let mut window = text.len().saturating_sub(MAX_KEY_BLOCK);
+        while !text.is_char_boundary(window) {
+            window += 1;
+        }
+        let Some(begin) = text[window..].rfind(KEY_BEGIN).map(|at| window + at) else { return 0 };
+        let block = &text[begin..];
+        // A key's block has its BEGIN line's KEY_END, then the END line's: open until the second.
+        if block.matches(KEY_END).count() >= 2 { 0 } else { block.len() }
+    }
+
     /// True when a match starting at `start` could still be completed by text after `text`.
     fn open_at(&self, text: &str, start: usize) -> bool {
         let input = Input::new(text).range(start..).anchored(Anchored::Yes);
@@ -186,10 +215,11 @@ impl Scanner for PiiScanner {
     fn open_tail(&self, text: &str) -> usize {
         // The earliest start, within the longest match, from which a match is still possible.
         let earliest = text.len().saturating_sub(MAX_MATCH);
-        (earliest..text.len())
+        let open = (earliest..text.len())
             .filter(|start| text.is_char_boundary(*start))
             .find(|start| self.open_at(text, *start))
-            .map_or(0, |start| text.len() - start)
+            .map_or(0, |start| text.len() - start);
+        open.max(self.open_key_block(text))
     }
 }
 
@@ -260,6 +290,10 @@ mod tests {
         assert_eq!(found("from 192.168.1.20 and 2001:db8::8a2e:370:7334"), ["ipv4", "ipv6"]);
         assert_eq!(found("key sk-abcdefghijklmnopqrstuvwx1234"), ["api-key"]);
         assert_eq!(found("call +1 415 555 0132 today"), ["phone"]);
+        let key = "-----BEGIN EC PRIVATE KEY-----\nMHcCAQEEIIrYSSNQFaA2Hwf1duRSxKtLYX5CB04fSeQ6tF1aY/PuoAoGCCqGSM49\n-----END EC PRIVATE KEY-----";
+        let findings = scanner().findings(&format!("my key {key} ok"));
+        assert_eq!(findings.len(), 1, "{findings:?}");
+        assert_eq!(findings[0].end - findings[0].start, key.len(), "the whole block, END line included");
         assert!(found("in 2024 we had 300 users").is_empty());
     }
 
@@ -273,10 +307,21 @@ mod tests {
             "iban DE89 3704 0044 0532 0130 00, from 192.168.1.20 and 2001:db8::8a2e:370:7334.",
             "key sk-abcdefghijklmnopqrstuvwx1234 then DNI 12345678Z and ssn 078-05-1120!",
             "-----BEGIN RSA PRIVATE KEY-----\nMIIBOgIBAAJBAKj34GkxFhD90vcNLYLInFEX\n-----END RSA PRIVATE KEY-----",
+            "Here: -----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\nBKcwggSjAgEAAoIBAQC7 and that is all",
         ];
         for text in texts {
             super::super::scan::assert_stream_safe(&scanner(), text, 0..300);
         }
+        // A 2048-bit key's block is far longer than any other match: it is held whole all the same.
+        let alphabet = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+        let body: Vec<String> = (0..26)
+            .map(|line| (0..64).map(|at| char::from(alphabet[(line * 7 + at * 13) % 64])).collect())
+            .collect();
+        let long = format!(
+            "Key:\n-----BEGIN RSA PRIVATE KEY-----\n{}\n-----END RSA PRIVATE KEY-----\nkeep it safe",
+            body.join("\n")
+        );
+        super::super::scan::assert_stream_safe(&scanner(), &long, 0..6);
     }
 
     /// Only the tail of a text that could still grow into a match is held back.
