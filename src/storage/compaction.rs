@@ -7,7 +7,10 @@
 use std::path::{Path, PathBuf};
 
 use super::StoreError;
-use super::sled_codec::{Batched, engine};
+use super::sled_codec::{copy_tree, engine, open_waiting_for_lock};
+
+/// The page cache of the store being rewritten: one pass over it needs little.
+const REWRITE_CACHE_BYTES: u64 = 64 * 1024 * 1024;
 
 /// What a compaction did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -76,13 +79,8 @@ pub fn compact(path: &Path) -> Result<Compacted, StoreError> {
     rewrite(path, |live, copy| {
         let mut records = 0u64;
         for name in live.tree_names() {
-            let (from, to) = (live.open_tree(&name).map_err(engine)?, copy.open_tree(&name).map_err(engine)?);
-            let mut writer = Batched::into(&to);
-            for entry in from.iter() {
-                let (key, value) = entry.map_err(engine)?;
-                writer.insert(key, value)?;
-            }
-            records += writer.finish()?;
+            records +=
+                copy_tree(&live.open_tree(&name).map_err(engine)?, &copy.open_tree(&name).map_err(engine)?)?;
         }
         Ok(records)
     })
@@ -101,14 +99,15 @@ pub(super) fn rewrite(
     let (compacting, compacted, _) = siblings(path);
     let before_bytes = directory_bytes(path);
     let records = {
-        let live = sled::Config::new().path(path).open().map_err(|error| match error {
-            sled::Error::Io(error) if error.to_string().contains("could not acquire lock") => {
+        // Waiting out a handle closed a moment ago (an upgrade's first look), not a server.
+        let live = open_waiting_for_lock(path, REWRITE_CACHE_BYTES).map_err(|error| match error {
+            StoreError::Unavailable(reason) if reason.contains("could not acquire lock") => {
                 StoreError::Unavailable(format!(
                     "`{}` is open in another process: stop the server first",
                     path.display()
                 ))
             }
-            other => engine(other),
+            other => other,
         })?;
         let copy = sled::Config::new().path(&compacting).create_new(true).open().map_err(engine)?;
         let records = fill(&live, &copy)?;

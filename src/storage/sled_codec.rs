@@ -67,6 +67,16 @@ impl<'a> Batched<'a> {
     }
 }
 
+/// Copies every record of `from` into `to` as it is; the records copied.
+pub(super) fn copy_tree(from: &sled::Tree, to: &sled::Tree) -> Result<u64, StoreError> {
+    let mut writer = Batched::into(to);
+    for entry in from.iter() {
+        let (key, value) = entry.map_err(engine)?;
+        writer.insert(key, value)?;
+    }
+    writer.finish()
+}
+
 /// How long opening waits for the file lock: a store closed a moment ago (a restart, or sled's
 /// own flusher thread winding down) releases it shortly.
 const LOCK_PATIENCE: std::time::Duration = std::time::Duration::from_secs(3);

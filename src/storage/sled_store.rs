@@ -99,6 +99,14 @@ fn read_thread(
     }
 }
 
+/// What a resource keeps, as its `resource_usage` key holds it (nothing yet: zero).
+fn read_usage(
+    tree: &TransactionalTree,
+    key: &[u8],
+) -> Result<ResourceUsage, ConflictableTransactionError<StoreError>> {
+    Ok(tree.get(key)?.map(|bytes| ResourceUsage::decode(&bytes)).unwrap_or_default())
+}
+
 /// Checks a working-memory write against the stored version and returns the new record.
 fn next_working_memory(
     tree: &TransactionalTree,
@@ -158,7 +166,6 @@ impl SledStore {
         let at = path.to_owned();
         let opener = Box::new(move || Inner::open(&at, cache_bytes, budget.load(Ordering::Relaxed)));
         super::compaction::finish_interrupted(path)?;
-        upgrade::if_needed(path)?;
         std::fs::create_dir_all(path).map_err(|error| {
             StoreError::Unavailable(format!("cannot create `{}`: {error}", path.display()))
         })?;
@@ -228,7 +235,8 @@ impl SledStore {
 }
 
 impl Inner {
-    /// Opens the database in `path`, checks its format version and proves it can write.
+    /// Opens the database in `path`, checks its format version (upgrading an older one) and
+    /// proves it can write.
     fn open(path: &Path, cache_bytes: u64, recall_budget: usize) -> Result<Inner, StoreError> {
         let db = open_waiting_for_lock(path, cache_bytes)?;
         let meta = db.open_tree("meta").map_err(engine)?;
@@ -237,6 +245,12 @@ impl Inner {
                 let found = u32::from_be_bytes(bytes.as_ref().try_into().map_err(|_| {
                     StoreError::Corrupt { tree: "meta", reason: "format version is not 4 bytes".to_owned() }
                 })?);
+                if found == 1 {
+                    // Closed first: the upgrade rewrites the store beside itself and swaps it in.
+                    drop((meta, db));
+                    upgrade::from_format_1(path)?;
+                    return Inner::open(path, cache_bytes, recall_budget);
+                }
                 if found != keys::FORMAT_VERSION {
                     return Err(StoreError::UnsupportedFormat { found, supported: keys::FORMAT_VERSION });
                 }
@@ -321,8 +335,7 @@ impl Inner {
             |(threads, resource_threads, messages, message_ids, vectors, working_memory, usage)| {
                 let now = now_millis();
                 let usage_key = keys::resource_usage(&save.resource_id);
-                let before =
-                    usage.get(&usage_key)?.map(|bytes| ResourceUsage::decode(&bytes)).unwrap_or_default();
+                let before = read_usage(usage, &usage_key)?;
                 let mut added = ResourceUsage::default();
                 let mut thread = match read_thread(threads, &save.resource_id, &save.thread_id)? {
                     Some(thread) => thread,
@@ -426,8 +439,7 @@ impl Inner {
                 return abort(StoreError::ThreadExists(thread.id.clone()));
             }
             let usage_key = keys::resource_usage(&thread.resource_id);
-            let before =
-                usage.get(&usage_key)?.map(|bytes| ResourceUsage::decode(&bytes)).unwrap_or_default();
+            let before = read_usage(usage, &usage_key)?;
             let after = before.plus(ResourceUsage { threads: 1, ..Default::default() });
             if let Err(error) = check_quota(&new.quota, &thread.resource_id, before, after) {
                 return abort(error);
@@ -498,7 +510,7 @@ impl Inner {
             removed.bytes += value.len() as u64;
         }
         let mut vector_keys = Vec::new();
-        for entry in self.vectors.scan_prefix(keys::thread_vectors_prefix(&thread.resource_id, thread_id)) {
+        for entry in self.vectors.scan_prefix(keys::thread_vectors_prefix(resource_id, thread_id)) {
             let (key, value) = entry.map_err(engine)?;
             removed.bytes += value.len() as u64;
             vector_keys.push(key);
@@ -512,21 +524,16 @@ impl Inner {
         let trees = self.thread_trees();
         transaction(trees.transaction(
             |(threads, resource_threads, messages, ids, vectors, working_memory, usage)| {
-                let usage_key = keys::resource_usage(&thread.resource_id);
-                let before =
-                    usage.get(&usage_key)?.map(|bytes| ResourceUsage::decode(&bytes)).unwrap_or_default();
+                let usage_key = keys::resource_usage(resource_id);
+                let before = read_usage(usage, &usage_key)?;
                 usage.insert(usage_key, &before.minus(removed).encode())?;
                 threads.remove(keys::thread(resource_id, thread_id))?;
-                resource_threads.remove(keys::resource_thread(
-                    &thread.resource_id,
-                    thread.created_at,
-                    thread_id,
-                ))?;
+                resource_threads.remove(keys::resource_thread(resource_id, thread.created_at, thread_id))?;
                 for key in &message_keys {
                     messages.remove(key)?;
                 }
                 for id in &message_ids {
-                    ids.remove(keys::message_id(&thread.resource_id, id))?;
+                    ids.remove(keys::message_id(resource_id, id))?;
                 }
                 for key in &vector_keys {
                     vectors.remove(key)?;
@@ -535,7 +542,7 @@ impl Inner {
                 Ok(())
             },
         ))?;
-        if let Some(resource) = self.index.lock().expect("index lock").loaded_mut(&thread.resource_id) {
+        if let Some(resource) = self.index.lock().expect("index lock").loaded_mut(resource_id) {
             resource.remove_thread(thread_id);
         }
         self.clear_cache_scope(&CacheScope::Thread {

@@ -11,24 +11,11 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use super::compaction::rewrite;
-use super::sled_codec::{Batched, decode, engine, open_waiting_for_lock};
+use super::sled_codec::{Batched, copy_tree, decode, engine};
 use super::{ResourceUsage, StoreError, Thread, WorkingMemoryScope, keys};
 
-/// The format recorded in the database at `path`, if it has one.
-fn recorded_format(path: &Path) -> Result<Option<u32>, StoreError> {
-    if !path.join("db").exists() {
-        return Ok(None);
-    }
-    let db = open_waiting_for_lock(path, 16 * 1024 * 1024)?;
-    let format = db.open_tree("meta").map_err(engine)?.get(keys::META_FORMAT).map_err(engine)?;
-    Ok(format.and_then(|bytes| bytes.as_ref().try_into().ok()).map(u32::from_be_bytes))
-}
-
-/// Brings the store in `path` to the current format if it is in an older one.
-pub(super) fn if_needed(path: &Path) -> Result<(), StoreError> {
-    if recorded_format(path)? != Some(1) {
-        return Ok(());
-    }
+/// Rewrites the format-1 store in `path` in the current format (the caller has closed it).
+pub(super) fn from_format_1(path: &Path) -> Result<(), StoreError> {
     let upgraded = rewrite(path, from_v1)?;
     tracing::info!(records = upgraded.records, "storage format 1 upgraded to 2: ids are scoped by resource");
     Ok(())
@@ -129,13 +116,8 @@ fn from_v1(live: &sled::Db, copy: &sled::Db) -> Result<u64, StoreError> {
         if rewritten.iter().any(|done| name.as_ref() == done.as_bytes()) {
             continue;
         }
-        into = copy.open_tree(&name).map_err(engine)?;
-        let mut writer = Batched::into(&into);
-        for entry in live.open_tree(&name).map_err(engine)?.iter() {
-            let (key, value) = entry.map_err(engine)?;
-            writer.insert(key, value)?;
-        }
-        written += writer.finish()?;
+        written +=
+            copy_tree(&live.open_tree(&name).map_err(engine)?, &copy.open_tree(&name).map_err(engine)?)?;
     }
     tree(copy, "meta")?.insert(keys::META_FORMAT, &keys::FORMAT_VERSION.to_be_bytes()).map_err(engine)?;
     Ok(written)
