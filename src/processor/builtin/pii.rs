@@ -6,11 +6,10 @@
 use std::sync::{Arc, LazyLock};
 
 use regex::{Regex, RegexSet};
-use regex_automata::dfa::{Automaton, StartKind, dense};
-use regex_automata::{Anchored, Input};
+use regex_automata::dfa::{StartKind, dense};
 use serde::Deserialize;
 
-use super::scan::{Finding, Findings, Redaction, Scanner, Strategy};
+use super::scan::{Finding, Findings, Redaction, Scanner, Strategy, open_at, open_tail_within};
 use super::scanning::Scanning;
 use crate::processor::{BuildError, Processor, parse_options};
 
@@ -180,22 +179,6 @@ impl PiiScanner {
         // A key's block has its BEGIN line's KEY_END, then the END line's: open until the second.
         if block.matches(KEY_END).count() >= 2 { 0 } else { block.len() }
     }
-
-    /// True when a match starting at `start` could still be completed by text after `text`.
-    fn open_at(&self, text: &str, start: usize) -> bool {
-        let input = Input::new(text).range(start..).anchored(Anchored::Yes);
-        let Ok(mut state) = self.open.start_state_forward(&input) else { return true };
-        for &byte in &text.as_bytes()[start..] {
-            state = self.open.next_state(state, byte);
-            if self.open.is_dead_state(state) {
-                return false;
-            }
-            if self.open.is_quit_state(state) {
-                return true;
-            }
-        }
-        true
-    }
 }
 
 impl Scanner for PiiScanner {
@@ -214,11 +197,7 @@ impl Scanner for PiiScanner {
 
     fn open_tail(&self, text: &str) -> usize {
         // The earliest start, within the longest match, from which a match is still possible.
-        let earliest = text.len().saturating_sub(MAX_MATCH);
-        let open = (earliest..text.len())
-            .filter(|start| text.is_char_boundary(*start))
-            .find(|start| self.open_at(text, *start))
-            .map_or(0, |start| text.len() - start);
+        let open = open_tail_within(text, MAX_MATCH, |start| open_at(&self.open, text, start));
         open.max(self.open_key_block(text))
     }
 }

@@ -6,11 +6,10 @@
 use std::sync::Arc;
 
 use regex::Regex;
-use regex_automata::dfa::{Automaton, dense};
-use regex_automata::{Anchored, Input};
+use regex_automata::dfa::dense;
 use serde::Deserialize;
 
-use super::scan::{Finding, Findings, Redaction, Scanner, Strategy};
+use super::scan::{Finding, Findings, Redaction, Scanner, Strategy, open_at, open_tail_within};
 use super::scanning::Scanning;
 use crate::processor::{BuildError, Processor, parse_options};
 
@@ -44,21 +43,6 @@ struct Pattern {
     regex: Regex,
     /// Anchored, to ask whether a match could start at a position and still be completed.
     dfa: dense::DFA<Vec<u32>>,
-}
-
-impl Pattern {
-    /// True when a match starting at `start` could still be completed by text after `text`.
-    fn open_at(&self, text: &str, start: usize) -> bool {
-        let input = Input::new(text).range(start..).anchored(Anchored::Yes);
-        let Ok(mut state) = self.dfa.start_state_forward(&input) else { return true };
-        for &byte in &text.as_bytes()[start..] {
-            state = self.dfa.next_state(state, byte);
-            if self.dfa.is_dead_state(state) {
-                return false;
-            }
-        }
-        true
-    }
 }
 
 /// The user's patterns.
@@ -100,11 +84,9 @@ impl Scanner for RegexScanner {
     }
 
     fn open_tail(&self, text: &str) -> usize {
-        let earliest = text.len().saturating_sub(self.max_match_bytes);
-        (earliest..text.len())
-            .filter(|start| text.is_char_boundary(*start))
-            .find(|start| self.patterns.iter().any(|pattern| pattern.open_at(text, *start)))
-            .map_or(0, |start| text.len() - start)
+        open_tail_within(text, self.max_match_bytes, |start| {
+            self.patterns.iter().any(|pattern| open_at(&pattern.dfa, text, start))
+        })
     }
 }
 

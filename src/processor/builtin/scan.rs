@@ -2,6 +2,8 @@
 //! to do about them (block, warn, redact by mask, hash or placeholder), and redaction of a
 //! stream that holds back only the tail that could still grow into a match.
 
+use regex_automata::dfa::{Automaton, dense};
+use regex_automata::{Anchored, Input};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
@@ -112,6 +114,34 @@ pub(super) fn add_kinds(kinds: &mut Vec<String>, findings: &[Finding]) {
             kinds.push(finding.kind.clone());
         }
     }
+}
+
+/// True when a match of the anchored `dfa` starting at `start` could still be completed by text
+/// after `text`. A quit state (a Unicode word boundary beyond ASCII, which the DFA does not
+/// decide) counts as open.
+pub(super) fn open_at(dfa: &dense::DFA<Vec<u32>>, text: &str, start: usize) -> bool {
+    let input = Input::new(text).range(start..).anchored(Anchored::Yes);
+    let Ok(mut state) = dfa.start_state_forward(&input) else { return true };
+    for &byte in &text.as_bytes()[start..] {
+        state = dfa.next_state(state, byte);
+        if dfa.is_dead_state(state) {
+            return false;
+        }
+        if dfa.is_quit_state(state) {
+            return true;
+        }
+    }
+    true
+}
+
+/// The bytes at the end of `text` from the earliest start, among its last `max_bytes`, at which
+/// `open` says a match could still be completed (0: none).
+pub(super) fn open_tail_within(text: &str, max_bytes: usize, open: impl Fn(usize) -> bool) -> usize {
+    let earliest = text.len().saturating_sub(max_bytes);
+    (earliest..text.len())
+        .filter(|start| text.is_char_boundary(*start))
+        .find(|start| open(*start))
+        .map_or(0, |start| text.len() - start)
 }
 
 /// A stream's text as it passes: what may go out now, and what waits for more.
