@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use agentwire::bench::pass_through_instance;
+use agentwire::bench::{pass_through_instance, resident_of};
 use agentwire::server::pb;
 use agentwire::server::pb::agent_service_client::AgentServiceClient;
 use agentwire::server::pb::memory_service_client::MemoryServiceClient;
@@ -164,15 +164,6 @@ async fn processor_churn(address: String, counts: Arc<Counts>, until: Instant) {
     }
 }
 
-fn resident_kib(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    status
-        .lines()
-        .find_map(|line| line.strip_prefix("VmRSS:"))
-        .and_then(|value| value.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap_or(0)
-}
-
 /// The live messages: every thread's, listed through the memory API.
 async fn live_messages(channel: Channel) -> (u64, u64) {
     let mut memory = MemoryServiceClient::new(channel);
@@ -255,7 +246,7 @@ async fn main() {
             live.0,
             mib(live.1),
             mib(directory_bytes(&data)),
-            resident_kib(server.id()) as f64 / 1024.0,
+            resident_of(server.id()).map_or(0.0, mib),
         );
     };
     while Instant::now() < until {

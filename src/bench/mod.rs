@@ -23,6 +23,7 @@ pub use self::fixtures::{STREAM_CHUNKS, config, fill, pass_through_instance, sen
 pub use self::load::Measured;
 use self::load::{CLIENT_THREADS, Call, Phases, measure};
 use self::scenarios::{Ask, Scenario, Threads};
+pub use self::usage::resident_of;
 use crate::config::Config;
 use crate::runtime::{Components, Runtime};
 use crate::server::pb::agent_service_client::AgentServiceClient;

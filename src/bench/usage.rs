@@ -55,12 +55,19 @@ fn ticks_of(stat: &str) -> Option<(&str, u64)> {
 /// Resident memory now and its peak since the last [`reset_peak`], in bytes.
 pub(super) fn resident() -> Option<(u64, u64)> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let field = |name: &str| -> Option<u64> {
-        let line = status.lines().find(|line| line.starts_with(name))?;
-        let kilobytes: u64 = line[name.len()..].trim().trim_end_matches("kB").trim().parse().ok()?;
-        Some(kilobytes * 1024)
-    };
-    Some((field("VmRSS:")?, field("VmHWM:")?))
+    Some((status_bytes(&status, "VmRSS:")?, status_bytes(&status, "VmHWM:")?))
+}
+
+/// The resident memory of process `pid` now, in bytes (Linux).
+pub fn resident_of(pid: u32) -> Option<u64> {
+    status_bytes(&std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?, "VmRSS:")
+}
+
+/// A `/proc/<pid>/status` field in kB, as bytes.
+fn status_bytes(status: &str, name: &str) -> Option<u64> {
+    let line = status.lines().find(|line| line.starts_with(name))?;
+    let kilobytes: u64 = line[name.len()..].trim().trim_end_matches("kB").trim().parse().ok()?;
+    Some(kilobytes * 1024)
 }
 
 /// Starts a new peak: the next [`resident`] peak counts from now.
