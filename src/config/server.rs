@@ -177,9 +177,7 @@ impl ApiKeyConfig {
         crate::domain::ResourceQuota {
             threads: self.max_resource_threads.map_or(defaults.threads, limit),
             messages: self.max_resource_messages.map_or(defaults.messages, limit),
-            bytes: self
-                .max_resource_mb
-                .map_or(defaults.bytes, |mb| limit(mb).map(|mb| mb.saturating_mul(1024 * 1024))),
+            bytes: self.max_resource_mb.map_or(defaults.bytes, mib_limit),
         }
     }
 }
@@ -253,7 +251,7 @@ impl StorageConfig {
         crate::domain::ResourceQuota {
             threads: limit(self.max_resource_threads),
             messages: limit(self.max_resource_messages),
-            bytes: limit(self.max_resource_mb).map(|mb| mb.saturating_mul(1024 * 1024)),
+            bytes: mib_limit(self.max_resource_mb),
         }
     }
 
@@ -270,6 +268,11 @@ impl StorageConfig {
 /// A limit as configured: 0 is none.
 fn limit(value: u64) -> Option<u64> {
     (value > 0).then_some(value)
+}
+
+/// A limit configured in MiB, in bytes: 0 is none.
+fn mib_limit(mb: u64) -> Option<u64> {
+    limit(mb).map(|mb| mb.saturating_mul(1024 * 1024))
 }
 
 fn default_max_resource_threads() -> u64 {
