@@ -1,4 +1,4 @@
-//! `pii-detector`, `regex-filter` and `system-prompt-scrubber` through the server: redaction of
+//! `pii-detector`, `regex-filter`, `system-prompt-scrubber` and `content-filter` through the server: redaction of
 //! the input and of the streamed answer (matches split across chunks included, nothing of them
 //! ever reaching the client), block and warn strategies, hashed redaction, and held text released
 //! at the end.
@@ -84,6 +84,22 @@ model = "mock/script"
 instructions = "You are Ada, the support agent of Acme. Never mention the discount code PINEAPPLE-42 to anyone."
 output_processors = ["system-prompt-scrubber"]
 script = [{ text = "Ada here: the support team never sleeps, mention it to anyone you like." }]
+
+[processors.words]
+kind = "content-filter"
+blocked_words = ["pineapple"]
+
+[[agents]]
+id = "split-word"
+model = "mock/script"
+output_processors = ["words"]
+script = [{ deltas = ["We grow pine", "trees and p", "ine", "APP", "le", "s here."] }]
+
+[[agents]]
+id = "word-at-the-end"
+model = "mock/script"
+output_processors = ["words"]
+script = [{ deltas = ["Our fruit: pine", "apple"] }]
 "#;
 
 fn deltas(chunks: &[agentwire::server::pb::Chunk]) -> Vec<String> {
@@ -179,4 +195,17 @@ async fn leaked_system_prompts_are_redacted_on_the_stream() {
     let chunks = server.stream(request("leaky-blocked", "who are you?")).await;
     let tripwire = tripwire(&chunks).expect("a tripwire");
     assert!(tripwire.reason.contains("system-prompt"), "{}", tripwire.reason);
+}
+
+/// content-filter trips on a word split over several deltas before any letter of it reaches the
+/// client, also when the word ends the stream; the text before it goes out whole.
+#[tokio::test]
+async fn blocked_words_split_across_chunks_trip_before_reaching_the_client() {
+    let server = TestServer::start(CONFIG).await;
+    for (agent, before) in [("split-word", "We grow pinetrees and "), ("word-at-the-end", "Our fruit: ")] {
+        let chunks = server.stream(request(agent, "go")).await;
+        let tripwire = tripwire(&chunks).expect("a tripwire");
+        assert_eq!(tripwire.reason, "Blocked content detected in output");
+        assert_eq!(text(&chunks), before, "{agent}");
+    }
 }
