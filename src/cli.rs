@@ -83,6 +83,12 @@ enum Command {
         #[arg(long, default_value = "agentwire-data")]
         data_dir: PathBuf,
     },
+    /// Scores the built-in guardrails on the labelled corpora (see GUARDRAILS.md) and prints a
+    /// Markdown report.
+    Eval {
+        #[command(subcommand)]
+        what: EvalCommand,
+    },
     /// Measures runs, hooks and recall (see BENCHMARKS.md) and prints a Markdown report.
     Bench {
         /// Bench a running server (started with `--print-config`'s agents) instead of one in this
@@ -113,6 +119,20 @@ enum Command {
     },
 }
 
+/// What `agentwire eval` scores.
+#[derive(Debug, Subcommand)]
+enum EvalCommand {
+    /// `pii-detector` through a server in this process, in Generate and Stream.
+    Guardrails {
+        /// The corpora's directory.
+        #[arg(long, default_value = "tests/corpora")]
+        corpora: PathBuf,
+        /// A quarter of each corpus in two modes; exits 1 when a figure is under its floor.
+        #[arg(long)]
+        quick: bool,
+    },
+}
+
 /// Runs the command line; the exit code is 0 on success, 1 on failure and 2 after a tripwire.
 pub async fn main() -> ExitCode {
     let command = Cli::parse().command;
@@ -136,6 +156,9 @@ pub async fn main() -> ExitCode {
         }
         Command::Agents { addr, key } => list_agents(addr, key).await,
         Command::Compact { data_dir } => compact(&data_dir),
+        Command::Eval { what: EvalCommand::Guardrails { corpora, quick } } => {
+            run_eval(crate::eval::EvalOptions { corpora, quick }).await
+        }
         Command::Bench { addr, seconds, warm_up, concurrency, only, recall_sizes, smoke, print_config } => {
             if print_config {
                 print!("{}", crate::bench::config());
@@ -323,6 +346,23 @@ async fn run_bench(options: BenchOptions) -> Result<ExitCode, String> {
     let report = report.await.map_err(|_| "the bench stopped".to_owned())??;
     print!("{}", crate::bench::render(&report));
     Ok(ExitCode::SUCCESS)
+}
+
+/// Runs the evaluation on threads of its own and prints its report; with `--quick`, fails when
+/// a figure is under its floor.
+async fn run_eval(options: crate::eval::EvalOptions) -> Result<ExitCode, String> {
+    let (done, report) = tokio::sync::oneshot::channel();
+    let quick = options.quick;
+    std::thread::spawn(move || {
+        let _ = done.send(crate::eval::run(&options));
+    });
+    let report = report.await.map_err(|_| "the evaluation stopped".to_owned())??;
+    print!("{}", crate::eval::render(&report));
+    let below = crate::eval::below_floors(&report);
+    for line in &below {
+        eprintln!("under its floor: {line}");
+    }
+    Ok(if quick && !below.is_empty() { ExitCode::FAILURE } else { ExitCode::SUCCESS })
 }
 
 fn json_of(value: Option<prost_types::Value>) -> String {

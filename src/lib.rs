@@ -17,15 +17,17 @@
 //! - [`tool`]: the [`tool::Tool`] trait and the built-in tools.
 //! - [`storage`]: the [`storage::Store`] trait and its sled implementation.
 //! - [`config`]: the `agentwire.toml` file.
-//! - [`cli`]: the command line (`serve`, `run`, `agents`, `bench`).
+//! - [`cli`]: the command line (`serve`, `run`, `agents`, `bench`, `eval`).
 //! - [`metrics`]: Prometheus counters and histograms the runtime records.
 //! - [`telemetry`]: log lines, and the spans of runs exported to OpenTelemetry.
 //! - [`bench`]: `agentwire bench`, the scenarios that measure a run, a hook and a recall.
+//! - [`eval`]: `agentwire eval guardrails`, the built-in guardrails scored on labelled corpora.
 
 pub mod bench;
 pub mod cli;
 pub mod config;
 pub mod domain;
+pub mod eval;
 pub mod memory;
 pub mod model;
 pub mod processor;

@@ -17,19 +17,15 @@ use std::fmt::Write as _;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::net::TcpListener;
-
 pub use self::fixtures::{STREAM_CHUNKS, config, fill, pass_through_instance, sentence};
 pub use self::load::Measured;
 use self::load::{CLIENT_THREADS, Call, Phases, measure};
 use self::scenarios::{Ask, Scenario, Threads};
 pub use self::usage::resident_of;
-use crate::config::Config;
-use crate::runtime::{Components, Runtime};
 use crate::server::pb::agent_service_client::AgentServiceClient;
 use crate::server::pb::memory_service_client::MemoryServiceClient;
-use crate::server::{ServeOptions, pb, serve};
-use crate::storage::{SledStore, Store};
+use crate::server::{InProcess, pb};
+use crate::storage::Store;
 
 /// What to run.
 #[derive(Debug, Clone)]
@@ -118,7 +114,7 @@ impl Report {
 pub fn run(options: &BenchOptions) -> Result<Report, String> {
     let server = match &options.addr {
         Some(addr) => Server::Remote(addr.clone()),
-        None => Server::start()?,
+        None => Server::Local(InProcess::start(&config(), "aw-server")?),
     };
     // The floors serve from threads of their own, like the server, so their CPU time is
     // counted as a server's.
@@ -149,58 +145,27 @@ enum Server {
     /// Elsewhere.
     Remote(String),
     /// In this process, on its own runtime and threads.
-    Local {
-        address: String,
-        store: Arc<dyn Store>,
-        stop: tokio::sync::oneshot::Sender<()>,
-        thread: std::thread::JoinHandle<()>,
-        _data: tempfile::TempDir,
-    },
+    Local(InProcess),
 }
 
 impl Server {
-    fn start() -> Result<Server, String> {
-        let data = tempfile::tempdir().map_err(|error| format!("cannot make a data directory: {error}"))?;
-        let store: Arc<dyn Store> = Arc::new(
-            SledStore::open(data.path()).map_err(|error| format!("cannot open the store: {error}"))?,
-        );
-        let components = Components::builtin().with_store(Arc::clone(&store));
-        let config = Config::parse(&config()).map_err(|error| format!("the bench config: {error}"))?;
-        let agents = Arc::new(Runtime::new(&config, components).map_err(|error| error.to_string())?);
-        let server_runtime = runtime("aw-server")?;
-        let listener = server_runtime
-            .block_on(TcpListener::bind("127.0.0.1:0"))
-            .map_err(|error| format!("cannot listen: {error}"))?;
-        let address = listener.local_addr().map_err(|error| error.to_string())?.to_string();
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let thread = std::thread::spawn(move || {
-            let served = server_runtime.block_on(serve(listener, agents, ServeOptions::default(), async {
-                let _ = stopped.await;
-            }));
-            if let Err(error) = served {
-                eprintln!("bench server: {error}");
-            }
-        });
-        Ok(Server::Local { address, store, stop, thread, _data: data })
-    }
-
     fn address(&self) -> &str {
         match self {
-            Server::Remote(address) | Server::Local { address, .. } => address,
+            Server::Remote(address) => address,
+            Server::Local(server) => server.address(),
         }
     }
 
     fn store(&self) -> Option<&Arc<dyn Store>> {
         match self {
             Server::Remote(_) => None,
-            Server::Local { store, .. } => Some(store),
+            Server::Local(server) => Some(server.store()),
         }
     }
 
     fn stop(self) {
-        if let Server::Local { stop, thread, .. } = self {
-            let _ = stop.send(());
-            let _ = thread.join();
+        if let Server::Local(server) = self {
+            server.stop();
         }
     }
 }

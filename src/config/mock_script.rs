@@ -23,6 +23,10 @@ pub struct MockReply {
     /// Answer text as explicit deltas (after `text`, if both are set).
     #[serde(default)]
     pub deltas: Vec<String>,
+    /// Replays the run's last user text verbatim (after `text` and `deltas`), in deltas of these
+    /// many characters, cycled (`[1]`: one character per delta); how evaluations stream a corpus.
+    #[serde(default)]
+    pub repeat_input: Vec<usize>,
     /// Reasoning, streamed before the text as one delta.
     #[serde(default)]
     pub reasoning: Option<String>,

@@ -4,7 +4,8 @@
 //! - `mock/inspect` answers with a JSON description of the exact prompt it received, so users and
 //!   tests can see what reached the model.
 //! - `mock/script` plays the agent's scripted replies: reply *n* answers the run's *n*-th model
-//!   call (the last reply repeats), with text, reasoning, tool calls, an API error, and delays.
+//!   call (the last reply repeats), with text, reasoning, tool calls, an API error, delays, and
+//!   the user's text replayed in deltas of chosen sizes.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -53,16 +54,10 @@ impl MockModel {
 
     fn reply_for(&self, request: &ModelRequest) -> MockReply {
         match &self.behaviour {
-            Behaviour::Echo => {
-                let last_user_text = request
-                    .prompt
-                    .iter()
-                    .rev()
-                    .find(|message| message.role == Role::User)
-                    .map(prompt_text)
-                    .unwrap_or_default();
-                MockReply { text: Some(format!("echo: {last_user_text}")), ..MockReply::default() }
-            }
+            Behaviour::Echo => MockReply {
+                text: Some(format!("echo: {}", last_user_text(&request.prompt))),
+                ..MockReply::default()
+            },
             Behaviour::Inspect => {
                 MockReply { deltas: vec![describe_prompt(request)], ..MockReply::default() }
             }
@@ -92,6 +87,11 @@ impl LanguageModel for MockModel {
                 status: error.status,
                 message: error.message,
             });
+        }
+        let mut reply = reply;
+        if !reply.repeat_input.is_empty() {
+            let input = last_user_text(&request.prompt);
+            reply.deltas.extend(split_chars(&input, &reply.repeat_input));
         }
         let events = reply_events(&reply, prompt_words(&request.prompt));
         let chunk_delay = Duration::from_millis(reply.chunk_delay_ms);
@@ -129,6 +129,24 @@ fn reply_events(reply: &MockReply, input_tokens: u64) -> Vec<ModelEvent> {
         usage: Usage { input_tokens, output_tokens },
     });
     events
+}
+
+/// The text of the prompt's last user message.
+fn last_user_text(prompt: &[PromptMessage]) -> String {
+    prompt.iter().rev().find(|message| message.role == Role::User).map(prompt_text).unwrap_or_default()
+}
+
+/// Splits text into deltas of `sizes` characters each, cycled (a size of 0 counts as 1).
+fn split_chars(text: &str, sizes: &[usize]) -> Vec<String> {
+    let mut deltas = Vec::new();
+    let mut chars = text.chars().peekable();
+    for size in sizes.iter().cycle() {
+        if chars.peek().is_none() {
+            break;
+        }
+        deltas.push(chars.by_ref().take((*size).max(1)).collect());
+    }
+    deltas
 }
 
 /// Splits text into deltas of one word each, the space before a word kept with it.
@@ -193,5 +211,13 @@ mod tests {
         let deltas = split_words("echo: hello  world");
         assert_eq!(deltas.concat(), "echo: hello  world");
         assert_eq!(deltas[0], "echo:");
+    }
+
+    /// Replayed input comes out in deltas of the sizes given, cycled, characters not bytes.
+    #[test]
+    fn split_chars_cycles_its_sizes() {
+        assert_eq!(split_chars("héllo wörld", &[1, 3]), ["h", "éll", "o", " wö", "r", "ld"]);
+        assert_eq!(split_chars("ab", &[0]), ["a", "b"]);
+        assert!(split_chars("", &[2]).is_empty());
     }
 }

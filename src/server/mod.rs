@@ -8,6 +8,7 @@ mod agent_service;
 mod auth;
 mod client_errors;
 mod convert;
+mod in_process;
 mod limits;
 mod memory_service;
 mod metrics_endpoint;
@@ -26,6 +27,7 @@ use tokio_stream::wrappers::TcpListenerStream;
 
 use self::agent_service::AgentServiceImpl;
 pub use self::auth::{Auth, AuthError};
+pub use self::in_process::InProcess;
 pub use self::limits::LimitError;
 use self::limits::RunSlots;
 use self::memory_service::MemoryServiceImpl;

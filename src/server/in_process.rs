@@ -1,0 +1,70 @@
+//! A server in this process, on its own runtime and threads, over a temporary data directory:
+//! what `agentwire bench` and `agentwire eval` drive over real gRPC.
+
+use std::sync::Arc;
+
+use tokio::net::TcpListener;
+
+use super::{ServeOptions, serve};
+use crate::config::Config;
+use crate::runtime::{Components, Runtime};
+use crate::storage::{SledStore, Store};
+
+/// A running server; [`InProcess::stop`] ends it and deletes its data.
+pub struct InProcess {
+    address: String,
+    store: Arc<dyn Store>,
+    stop: tokio::sync::oneshot::Sender<()>,
+    thread: std::thread::JoinHandle<()>,
+    _data: tempfile::TempDir,
+}
+
+impl InProcess {
+    /// Starts a server of the agents in `config` (an `agentwire.toml`) on a loopback port, with a
+    /// runtime of two worker threads named `thread_name`.
+    pub fn start(config: &str, thread_name: &str) -> Result<InProcess, String> {
+        let data = tempfile::tempdir().map_err(|error| format!("cannot make a data directory: {error}"))?;
+        let store: Arc<dyn Store> = Arc::new(
+            SledStore::open(data.path()).map_err(|error| format!("cannot open the store: {error}"))?,
+        );
+        let components = Components::builtin().with_store(Arc::clone(&store));
+        let config = Config::parse(config).map_err(|error| format!("the config: {error}"))?;
+        let agents = Arc::new(Runtime::new(&config, components).map_err(|error| error.to_string())?);
+        let server_runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name(thread_name)
+            .enable_all()
+            .build()
+            .map_err(|error| format!("cannot start the {thread_name} runtime: {error}"))?;
+        let listener = server_runtime
+            .block_on(TcpListener::bind("127.0.0.1:0"))
+            .map_err(|error| format!("cannot listen: {error}"))?;
+        let address = listener.local_addr().map_err(|error| error.to_string())?.to_string();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let thread = std::thread::spawn(move || {
+            let served = server_runtime.block_on(serve(listener, agents, ServeOptions::default(), async {
+                let _ = stopped.await;
+            }));
+            if let Err(error) = served {
+                eprintln!("in-process server: {error}");
+            }
+        });
+        Ok(InProcess { address, store, stop, thread, _data: data })
+    }
+
+    /// Where it listens (`127.0.0.1:port`).
+    pub fn address(&self) -> &str {
+        &self.address
+    }
+
+    /// Its store.
+    pub fn store(&self) -> &Arc<dyn Store> {
+        &self.store
+    }
+
+    /// Stops it and waits for its thread.
+    pub fn stop(self) {
+        let _ = self.stop.send(());
+        let _ = self.thread.join();
+    }
+}
