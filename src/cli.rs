@@ -130,6 +130,9 @@ enum EvalCommand {
         /// A quarter of each corpus in two modes; exits 1 when a figure is under its floor.
         #[arg(long)]
         quick: bool,
+        /// Misses listed per entity type and sort.
+        #[arg(long, default_value_t = 3)]
+        misses: usize,
     },
 }
 
@@ -156,8 +159,8 @@ pub async fn main() -> ExitCode {
         }
         Command::Agents { addr, key } => list_agents(addr, key).await,
         Command::Compact { data_dir } => compact(&data_dir),
-        Command::Eval { what: EvalCommand::Guardrails { corpora, quick } } => {
-            run_eval(crate::eval::EvalOptions { corpora, quick }).await
+        Command::Eval { what: EvalCommand::Guardrails { corpora, quick, misses } } => {
+            run_eval(crate::eval::EvalOptions { corpora, quick, misses }).await
         }
         Command::Bench { addr, seconds, warm_up, concurrency, only, recall_sizes, smoke, print_config } => {
             if print_config {

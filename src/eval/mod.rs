@@ -30,6 +30,8 @@ pub struct EvalOptions {
     pub corpora: PathBuf,
     /// A quarter of each corpus, two modes, fewer latency samples.
     pub quick: bool,
+    /// Misses shown per entity type and sort (leaked, look-alike).
+    pub misses: usize,
 }
 
 /// Everything measured.
@@ -64,7 +66,7 @@ pub fn run(options: &EvalOptions) -> Result<EvalReport, String> {
     let address = server.address().to_owned();
     let pii = client.block_on(async {
         let channel = crate::server::connect(&address).await.map_err(|error| error.to_string())?;
-        pii::evaluate(&channel, &cases, &modes, samples).await
+        pii::evaluate(&channel, &cases, &modes, samples, options.misses).await
     });
     drop(client);
     server.stop();
@@ -179,7 +181,11 @@ pub fn render(report: &EvalReport) -> String {
         );
     }
     if !report.pii.misses.is_empty() {
-        let _ = writeln!(out, "\nWhat it missed (up to three of each, {}):\n", report.pii.modes[0].mode);
+        let _ = writeln!(
+            out,
+            "\nWhat it missed (up to {} of each, {}):\n",
+            report.options.misses, report.pii.modes[0].mode
+        );
         let _ = writeln!(out, "| entity | miss | text |\n|---|---|---|");
         for miss in &report.pii.misses {
             let text = miss.text.replace('\n', "⏎").replace('|', "\\|");

@@ -16,6 +16,7 @@ mod config;
 mod crash;
 mod field_limits;
 mod full_disk;
+mod guardrail_eval;
 mod health_reflection;
 mod hook_order;
 mod input_hooks;

@@ -90,8 +90,8 @@ impl Scanner for BlockedWords {
         findings.sorted()
     }
 
-    fn open_tail(&self, text: &str) -> usize {
-        open_tail_within(text, self.max_bytes, |start| open_at(&self.dfa, text, start))
+    fn open_tail(&self, text: &str, from: usize) -> usize {
+        open_tail_within(text, from, self.max_bytes, |start| open_at(&self.dfa, text, start))
     }
 }
 
@@ -160,11 +160,11 @@ impl Processor for ContentFilter {
         args: OutputStreamEndArgs<'_>,
     ) -> Result<Vec<Chunk>, HookError> {
         let mut out = Vec::new();
-        for (id, held) in release(args.ctx.state) {
-            if let Some(word) = self.words.first_in(&held) {
-                return Err(blocked_output(word));
+        for (id, held) in release(&self.words, args.ctx.state) {
+            if let Some(found) = held.findings.first() {
+                return Err(blocked_output(&found.kind));
             }
-            out.push(Chunk::TextDelta { id, text: held });
+            out.push(Chunk::TextDelta { id, text: held.settled });
         }
         Ok(out)
     }

@@ -83,8 +83,8 @@ impl Scanner for RegexScanner {
         findings.sorted()
     }
 
-    fn open_tail(&self, text: &str) -> usize {
-        open_tail_within(text, self.max_match_bytes, |start| {
+    fn open_tail(&self, text: &str, from: usize) -> usize {
+        open_tail_within(text, from, self.max_match_bytes, |start| {
             self.patterns.iter().any(|pattern| open_at(&pattern.dfa, text, start))
         })
     }

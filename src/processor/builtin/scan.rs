@@ -42,9 +42,9 @@ pub(super) trait Scanner: Send + Sync {
     /// Every match, in order, not overlapping.
     fn findings(&self, text: &str) -> Vec<Finding>;
 
-    /// How many bytes at the end of `text` could be the start of a match that later text
-    /// completes (a char boundary).
-    fn open_tail(&self, text: &str) -> usize;
+    /// How many bytes at the end of `text`, from `from` on (what comes before is settled
+    /// context), could be the start of a match that later text completes (a char boundary).
+    fn open_tail(&self, text: &str, from: usize) -> usize;
 }
 
 /// What to do with a finding.
@@ -134,10 +134,15 @@ pub(super) fn open_at(dfa: &dense::DFA<Vec<u32>>, text: &str, start: usize) -> b
     true
 }
 
-/// The bytes at the end of `text` from the earliest start, among its last `max_bytes`, at which
-/// `open` says a match could still be completed (0: none).
-pub(super) fn open_tail_within(text: &str, max_bytes: usize, open: impl Fn(usize) -> bool) -> usize {
-    let earliest = text.len().saturating_sub(max_bytes);
+/// The bytes at the end of `text` from the earliest start, from `from` on and among its last
+/// `max_bytes`, at which `open` says a match could still be completed (0: none).
+pub(super) fn open_tail_within(
+    text: &str,
+    from: usize,
+    max_bytes: usize,
+    open: impl Fn(usize) -> bool,
+) -> usize {
+    let earliest = text.len().saturating_sub(max_bytes).max(from);
     (earliest..text.len())
         .filter(|start| text.is_char_boundary(*start))
         .find(|start| open(*start))
@@ -152,39 +157,87 @@ pub(super) struct Passage {
     pub(super) findings: Vec<Finding>,
 }
 
-/// Takes a text delta of stream `id`, with the text held back before it (kept in the run's
-/// `state` under `held`); returns what is settled and keeps the rest held.
-pub(super) fn pass(scanner: &dyn Scanner, state: &mut Map<String, Value>, id: &str, delta: &str) -> Passage {
-    let held = state.get("held").and_then(|held| held.get(id)).and_then(Value::as_str).unwrap_or_default();
-    let pending = format!("{held}{delta}");
-    let findings = scanner.findings(&pending);
-    let mut cut = pending.len() - scanner.open_tail(&pending);
-    // A match reaching into the open tail may still grow: hold it whole.
-    if let Some(open) = findings.iter().find(|finding| finding.end > cut) {
-        cut = cut.min(open.start);
-    }
-    let settled_findings: Vec<Finding> = findings.into_iter().filter(|finding| finding.end <= cut).collect();
-    let rest = pending[cut..].to_owned();
-    let held = state.entry("held").or_insert_with(|| json!({}));
-    if let Value::Object(held) = held {
-        if rest.is_empty() {
-            held.remove(id);
-        } else {
-            held.insert(id.to_owned(), Value::String(rest));
-        }
-    }
-    Passage { settled: pending[..cut].to_owned(), findings: settled_findings }
+/// How much of a stream's settled text is kept as the context of what follows (the words a
+/// detector reads before a match, and the character `\b` looks at).
+const CONTEXT_BYTES: usize = 64;
+
+/// The text kept in the run's `state` under `key` for stream `id`.
+fn kept<'a>(state: &'a Map<String, Value>, key: &str, id: &str) -> &'a str {
+    state.get(key).and_then(|kept| kept.get(id)).and_then(Value::as_str).unwrap_or_default()
 }
 
-/// Everything still held, by stream id; the state forgets it.
-pub(super) fn release(state: &mut Map<String, Value>) -> Vec<(String, String)> {
-    match state.remove("held") {
-        Some(Value::Object(held)) => held
-            .into_iter()
-            .filter_map(|(id, text)| text.as_str().map(|text| (id, text.to_owned())))
-            .collect(),
-        _ => Vec::new(),
+fn keep(state: &mut Map<String, Value>, key: &str, id: &str, text: &str) {
+    if let Value::Object(kept) = state.entry(key).or_insert_with(|| json!({})) {
+        if text.is_empty() {
+            kept.remove(id);
+        } else {
+            kept.insert(id.to_owned(), Value::String(text.to_owned()));
+        }
     }
+}
+
+/// The end of settled `text` kept as context: its last [`CONTEXT_BYTES`], from just after a
+/// character that is not part of a word (so that a word boundary reads there as in the whole
+/// text), or all of it when shorter.
+fn context_of(text: &str) -> &str {
+    if text.len() <= CONTEXT_BYTES {
+        return text;
+    }
+    let mut start = text.len() - CONTEXT_BYTES;
+    while !text.is_char_boundary(start) {
+        start += 1;
+    }
+    match text[start..].char_indices().find(|(_, c)| !c.is_alphanumeric() && *c != '_') {
+        Some((at, c)) => &text[start + at + c.len_utf8()..],
+        None => "",
+    }
+}
+
+/// The findings of `text` after its first `base` bytes (context), counted from there.
+fn findings_after(scanner: &dyn Scanner, text: &str, base: usize, end: usize) -> Vec<Finding> {
+    scanner
+        .findings(text)
+        .into_iter()
+        .filter(|finding| finding.start >= base && finding.end <= end)
+        .map(|finding| Finding { start: finding.start - base, end: finding.end - base, kind: finding.kind })
+        .collect()
+}
+
+/// Takes a text delta of stream `id`, with the text held back before it and the context before
+/// that (kept in the run's `state`); returns what is settled and keeps the rest held.
+pub(super) fn pass(scanner: &dyn Scanner, state: &mut Map<String, Value>, id: &str, delta: &str) -> Passage {
+    let context = kept(state, "context", id);
+    let base = context.len();
+    let pending = format!("{context}{}{delta}", kept(state, "held", id));
+    let mut cut = (pending.len() - scanner.open_tail(&pending, base)).max(base);
+    // A match reaching into the open tail may still grow: hold it whole.
+    let findings = scanner.findings(&pending);
+    if let Some(open) = findings.iter().find(|finding| finding.start >= base && finding.end > cut) {
+        cut = cut.min(open.start);
+    }
+    let settled = findings_after(scanner, &pending, base, cut);
+    keep(state, "held", id, &pending[cut..]);
+    keep(state, "context", id, context_of(&pending[..cut]));
+    Passage { settled: pending[base..cut].to_owned(), findings: settled }
+}
+
+/// Everything still held, by stream id, with its findings; the state forgets the streams.
+pub(super) fn release(scanner: &dyn Scanner, state: &mut Map<String, Value>) -> Vec<(String, Passage)> {
+    let contexts = state.remove("context");
+    let Some(Value::Object(held)) = state.remove("held") else { return Vec::new() };
+    held.into_iter()
+        .filter_map(|(id, text)| {
+            let text = text.as_str()?;
+            let context = contexts
+                .as_ref()
+                .and_then(|contexts| contexts.get(&id))
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            let whole = format!("{context}{text}");
+            let findings = findings_after(scanner, &whole, context.len(), whole.len());
+            Some((id, Passage { settled: text.to_owned(), findings }))
+        })
+        .collect()
 }
 
 /// The stream-safety property every [`Scanner`] must have: whatever way a text is split into
@@ -212,8 +265,8 @@ pub(super) fn assert_stream_safe(scanner: &dyn Scanner, text: &str, seeds: std::
             out.push_str(&redact(&passage.settled, &passage.findings, Redaction::Placeholder));
             at = end;
         }
-        for (_, held) in release(&mut state) {
-            out.push_str(&redact(&held, &scanner.findings(&held), Redaction::Placeholder));
+        for (_, held) in release(scanner, &mut state) {
+            out.push_str(&redact(&held.settled, &held.findings, Redaction::Placeholder));
         }
         assert_eq!(out, whole, "split with seed {seed} of {text:?}");
     }

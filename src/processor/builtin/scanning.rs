@@ -132,10 +132,10 @@ impl<S: ScannerFor + 'static> Processor for Scanning<S> {
         mut args: OutputStreamEndArgs<'_>,
     ) -> Result<Vec<Chunk>, HookError> {
         let mut out = Vec::new();
-        for (id, held) in release(args.ctx.state) {
-            let findings = self.scanner.with_scanner(args.message_list, |scanner| scanner.findings(&held));
-            self.act(&mut args.ctx, Hook::ProcessOutputStream, kinds(&findings))?;
-            out.push(Chunk::TextDelta { id, text: self.rewrite(&held, &findings) });
+        let held = self.scanner.with_scanner(args.message_list, |scanner| release(scanner, args.ctx.state));
+        for (id, passage) in held {
+            self.act(&mut args.ctx, Hook::ProcessOutputStream, kinds(&passage.findings))?;
+            out.push(Chunk::TextDelta { id, text: self.rewrite(&passage.settled, &passage.findings) });
         }
         Ok(out)
     }

@@ -120,7 +120,7 @@ impl Scanner for PromptScanner {
         findings
     }
 
-    fn open_tail(&self, text: &str) -> usize {
+    fn open_tail(&self, text: &str, from: usize) -> usize {
         let words = words(text);
         // A last word not yet ended may be the start of a longer one: hold it, then look for the
         // longest run of whole words before it that the prompt holds.
@@ -131,7 +131,7 @@ impl Scanner for PromptScanner {
             .find(|&length| self.is_run(&whole[whole.len() - length..]))
             .unwrap_or(0);
         match words.get(words.len() - unfinished - longest) {
-            Some(first) => text.len() - first.start,
+            Some(first) => (text.len() - first.start).min(text.len() - from),
             None => 0,
         }
     }
@@ -169,7 +169,7 @@ impl Scanner for NoPrompt {
         Vec::new()
     }
 
-    fn open_tail(&self, _text: &str) -> usize {
+    fn open_tail(&self, _text: &str, _from: usize) -> usize {
         0
     }
 }
@@ -244,8 +244,8 @@ mod tests {
     #[test]
     fn only_words_that_could_begin_a_leak_are_held() {
         let scanner = scanner();
-        assert_eq!(scanner.open_tail("Hello there. "), 0);
-        assert_eq!(scanner.open_tail("Hello, never mention the "), "never mention the ".len());
-        assert_eq!(scanner.open_tail("Hello the"), "the".len(), "an unfinished word");
+        assert_eq!(scanner.open_tail("Hello there. ", 0), 0);
+        assert_eq!(scanner.open_tail("Hello, never mention the ", 0), "never mention the ".len());
+        assert_eq!(scanner.open_tail("Hello the", 0), "the".len(), "an unfinished word");
     }
 }
