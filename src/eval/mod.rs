@@ -115,41 +115,13 @@ pub fn render(report: &EvalReport) -> String {
         if report.options.quick { " (quick: every fourth sentence)" } else { "" }
     );
     if let Some(reference) = report.pii.modes.first() {
-        let _ = writeln!(out, "Per entity type ({}):\n", reference.mode);
-        let _ = writeln!(
-            out,
-            "| entity | planted | found | precision | recall | F2 |\n|---|---:|---:|---:|---:|---:|"
-        );
-        for (kind, tally) in &reference.by_kind {
-            let _ = writeln!(
-                out,
-                "| {kind} | {} | {} |{}",
-                tally.planted,
-                tally.found_right + tally.found_wrong,
-                figures(tally)
-            );
-        }
-        let _ = writeln!(
-            out,
-            "| **all** | {} | {} |{}",
-            reference.all.planted,
-            reference.all.found_right + reference.all.found_wrong,
-            figures(&reference.all)
-        );
-        let _ = writeln!(out, "\nPer locale ({}):\n", reference.mode);
-        let _ = writeln!(
-            out,
-            "| locale | planted | found | precision | recall | F2 |\n|---|---:|---:|---:|---:|---:|"
-        );
-        for (locale, tally) in &reference.by_locale {
-            let _ = writeln!(
-                out,
-                "| {locale} | {} | {} |{}",
-                tally.planted,
-                tally.found_right + tally.found_wrong,
-                figures(tally)
-            );
-        }
+        let mut by_kind: Vec<(&str, &Tally)> =
+            reference.by_kind.iter().map(|(kind, tally)| (kind.as_str(), tally)).collect();
+        by_kind.push(("**all**", &reference.all));
+        tally_table(&mut out, &format!("Per entity type ({})", reference.mode), "entity", &by_kind);
+        let by_locale: Vec<(&str, &Tally)> =
+            reference.by_locale.iter().map(|(locale, tally)| (locale.as_str(), tally)).collect();
+        tally_table(&mut out, &format!("Per locale ({})", reference.mode), "locale", &by_locale);
     }
     let _ = writeln!(
         out,
@@ -198,6 +170,25 @@ pub fn render(report: &EvalReport) -> String {
         }
     }
     out
+}
+
+/// A table of `rows`, each a name and its counts.
+fn tally_table(out: &mut String, title: &str, column: &str, rows: &[(&str, &Tally)]) {
+    let _ = writeln!(out, "{title}:\n");
+    let _ = writeln!(
+        out,
+        "| {column} | planted | found | precision | recall | F2 |\n|---|---:|---:|---:|---:|---:|"
+    );
+    for (name, tally) in rows {
+        let _ = writeln!(
+            out,
+            "| {name} | {} | {} |{}",
+            tally.planted,
+            tally.found_right + tally.found_wrong,
+            figures(tally)
+        );
+    }
+    let _ = writeln!(out);
 }
 
 fn figures(tally: &Tally) -> String {

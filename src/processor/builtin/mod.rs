@@ -32,6 +32,7 @@ mod language_detector;
 mod lowercase;
 mod moderation;
 mod pass_through;
+mod phone;
 mod pii;
 mod prefill_error_handler;
 mod prompt_injection;

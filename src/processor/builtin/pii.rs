@@ -1,7 +1,9 @@
-//! `pii-detector`: finds personal data and secrets — email addresses, phone numbers, credit cards
-//! (Luhn-checked), IBANs (checksum-checked), national ids (US social security numbers, UK
-//! National Insurance numbers, Spanish DNI/NIE with their check letter), IP addresses, API keys
-//! and private keys — in the input and in the streamed answer; blocks, warns or redacts.
+//! `pii-detector`: finds personal data and secrets — email addresses, phone numbers (valid in
+//! their number plan: `phone.rs`), credit cards (brand, length, Luhn), IBANs (checksum-checked),
+//! national ids (US social security numbers, UK National Insurance numbers, Spanish DNI/NIE with
+//! their check letter), IP addresses, API keys and private keys — in the input and in the
+//! streamed answer; blocks, warns or redacts. Look-alikes (dates, ISBNs, ids led by a year,
+//! ranges of years) are found too, only to keep the number detectors off them.
 
 use std::sync::{Arc, LazyLock};
 
@@ -9,6 +11,7 @@ use regex::{Regex, RegexSet};
 use regex_automata::dfa::{StartKind, dense};
 use serde::Deserialize;
 
+use super::phone::{led_by_id_word, phone_valid};
 use super::scan::{Finding, Findings, Redaction, Scanner, Strategy, open_at, open_tail_within};
 use super::scanning::Scanning;
 use crate::processor::{BuildError, Processor, parse_options};
@@ -29,15 +32,21 @@ const KEY_END: &str = "PRIVATE KEY-----";
 /// One kind of personal data, or of text that looks like some (a look-alike).
 struct Detector {
     kind: &'static str,
-    source: &'static str,
+    /// The pattern as written, with ASCII word boundaries (see [`detector`]).
+    source: String,
     pattern: Regex,
     check: fn(&str) -> bool,
     /// False for a look-alike: found to keep the detectors after it off its text, never redacted.
     redacted: bool,
 }
 
+/// A detector of `kind` by `source`, whose `\b` are ASCII word boundaries: the DFAs decide those
+/// on any text, where a Unicode `\b` beside a non-ASCII letter (`é`, `ü`, `€`) sends the search
+/// to a slower engine — and every value detected is ASCII.
 fn detector(kind: &'static str, source: &'static str, check: fn(&str) -> bool) -> Detector {
-    Detector { kind, source, pattern: Regex::new(source).expect("valid pattern"), check, redacted: true }
+    let source = source.replace(r"\b", r"(?-u:\b)");
+    let pattern = Regex::new(&source).expect("valid pattern");
+    Detector { kind, source, pattern, check, redacted: true }
 }
 
 /// Numbers that are not personal data but would pass for some: claimed before the number
@@ -205,135 +214,6 @@ fn ipv6_valid(candidate: &str) -> bool {
     candidate.matches(':').count() >= 2 && candidate.parse::<std::net::Ipv6Addr>().is_ok()
 }
 
-/// The number plans a phone number without a country code is tried in, in order, each with
-/// whether its numbers are written with the trunk prefix 0 at home (`020 7946 0958`, not
-/// `20 7946 0958`) and how many digits they have as written there (trunk prefix included).
-const PHONE_REGIONS: [(phonenumber::country::Id, bool, std::ops::RangeInclusive<usize>); 8] = {
-    use phonenumber::country::Id::{BR, DE, ES, FR, GB, IT, NL, US};
-    [
-        (US, false, 10..=11),
-        (GB, true, 10..=11),
-        (DE, true, 6..=15),
-        (FR, true, 10..=10),
-        (ES, false, 9..=9),
-        (IT, false, 6..=11),
-        (NL, true, 10..=10),
-        (BR, false, 10..=12),
-    ]
-};
-
-/// A phone number valid in its number plan: with `+` and a country code in that country's,
-/// else in one of [`PHONE_REGIONS`] (and written as that plan writes them). Digit runs that read
-/// as something else are not tried: a decimal (`48.858370`: one `.` and nothing else between
-/// digits); dates, ISBNs and ids led by a year are look-alikes, and a number after a word such
-/// as `order` or `ref.` is an id (see `ID_WORDS`).
-fn phone_valid(candidate: &str) -> bool {
-    let digits = candidate.chars().filter(char::is_ascii_digit).count();
-    if !(7..=15).contains(&digits) {
-        return false;
-    }
-    let separators: Vec<char> = candidate.chars().filter(|c| !c.is_ascii_digit() && *c != ' ').collect();
-    let groups: Vec<&str> =
-        candidate.split(|c: char| !c.is_ascii_digit()).filter(|group| !group.is_empty()).collect();
-    if separators == ['.'] && groups.len() == 2 {
-        return false;
-    }
-    VALIDATED.with_borrow_mut(|validated| {
-        if let Some(valid) = validated.get(candidate) {
-            return *valid;
-        }
-        if validated.len() >= 4096 {
-            validated.clear();
-        }
-        let valid = valid_in_a_plan(candidate);
-        validated.insert(candidate.to_owned(), valid);
-        valid
-    })
-}
-
-thread_local! {
-    /// Candidates already validated on this thread: a stream scans its held tail again with every
-    /// delta, and parsing by number plan costs microseconds.
-    static VALIDATED: std::cell::RefCell<std::collections::HashMap<String, bool>> = Default::default();
-}
-
-fn valid_in_a_plan(candidate: &str) -> bool {
-    let valid = |region, text: &str| {
-        phonenumber::parse(region, text).is_ok_and(|number| phonenumber::is_valid(&number))
-    };
-    if candidate.starts_with('+') {
-        return valid(None, candidate);
-    }
-    if let Some(international) = candidate.strip_prefix("00") {
-        return valid(None, &format!("+{international}"));
-    }
-    let trunk = candidate.trim_start_matches('(').starts_with('0');
-    let digits = candidate.chars().filter(char::is_ascii_digit).count();
-    PHONE_REGIONS
-        .iter()
-        .filter(|(_, written_with_trunk, lengths)| {
-            (trunk || !written_with_trunk) && lengths.contains(&digits)
-        })
-        .any(|(region, _, _)| valid(Some(*region), candidate))
-}
-
-/// Words that say the number after them is an id, not a phone number (`ref. 355 643 667`,
-/// `Bestellung 7187805464`), in the languages of the evaluation corpus.
-const ID_WORDS: [&str; 35] = [
-    "ref",
-    "reference",
-    "referenz",
-    "référence",
-    "referencia",
-    "riferimento",
-    "referência",
-    "kenmerk",
-    "aktenzeichen",
-    "order",
-    "bestellung",
-    "commande",
-    "pedido",
-    "ordine",
-    "bestelling",
-    "invoice",
-    "rechnung",
-    "facture",
-    "factura",
-    "fattura",
-    "factuur",
-    "fatura",
-    "id",
-    "nr",
-    "n°",
-    "nº",
-    "sku",
-    "ean",
-    "isbn",
-    "barcode",
-    "strichcode",
-    "barres",
-    "barras",
-    "barre",
-    "streepjescode",
-];
-
-/// True when the last word before a number (within 24 bytes: no more than a stream keeps as
-/// context) is one of [`ID_WORDS`], or the number follows `#` or `№`.
-fn led_by_id_word(before: &str) -> bool {
-    let mut start = before.len().saturating_sub(24);
-    while !before.is_char_boundary(start) {
-        start += 1;
-    }
-    let window =
-        before[start..].trim_end_matches(|c: char| c.is_whitespace() || matches!(c, ':' | '.' | '=' | '-'));
-    if window.ends_with(['#', '№']) {
-        return true;
-    }
-    let word =
-        window.rsplit(|c: char| !(c.is_alphanumeric() || matches!(c, '°' | 'º'))).next().unwrap_or_default();
-    ID_WORDS.contains(&word.to_lowercase().as_str())
-}
-
 /// The enabled detectors, with one automaton for all their patterns (most text matches none of
 /// them: one pass says so) and one anchored DFA of them all, which says whether a match starting
 /// at some position could still be completed by text yet to come.
@@ -345,10 +225,10 @@ pub(super) struct PiiScanner {
 
 impl PiiScanner {
     fn new(enabled: Vec<&'static Detector>) -> PiiScanner {
-        let sources: Vec<&str> = enabled.iter().map(|detector| detector.source).collect();
+        let sources: Vec<&str> = enabled.iter().map(|detector| detector.source.as_str()).collect();
         let any = RegexSet::new(&sources).expect("valid patterns");
-        // `\b` is Unicode-aware: the DFA handles it on ASCII and stops (counted as open) beyond.
-        let config = dense::Config::new().start_kind(StartKind::Anchored).unicode_word_boundary(true);
+        // Word boundaries are ASCII (see `detector`): the DFA decides them on any text.
+        let config = dense::Config::new().start_kind(StartKind::Anchored);
         let open =
             dense::Builder::new().configure(config).build_many(&sources).expect("the patterns build a DFA");
         PiiScanner { enabled, any, open }
