@@ -124,21 +124,32 @@ pub(super) fn phone_valid(candidate: &str) -> bool {
     if let Some(international) = digits.strip_prefix("00") {
         return international_valid(&format!("+{international}"), international);
     }
-    PLANS.iter().any(|plan| plan.national_of(&digits).is_some_and(|national| plan.holds(national)))
+    PLANS.iter().any(|plan| {
+        plan.national_of(&digits).is_some_and(|national| {
+            // Code 1 is shared by 25 plans (Canada, the Caribbean): the crate knows them all.
+            plan.holds(national) || (plan.code == 1 && crate_valid(Some(Id::US), candidate))
+        })
+    })
+}
+
+/// The `phonenumber` crate's own parse and validation: every plan, but slower.
+fn crate_valid(region: Option<Id>, candidate: &str) -> bool {
+    phonenumber::parse(region, candidate).is_ok_and(|number| phonenumber::is_valid(&number))
 }
 
 /// `+` and a country code: checked against that country's plan when it is one of ours (a `(0)`
-/// or a trunk 0 after the code tolerated), else by the `phonenumber` crate.
+/// or a trunk 0 after the code tolerated), else (and for code 1 beyond the US) by the
+/// `phonenumber` crate.
 fn international_valid(candidate: &str, digits: &str) -> bool {
     for plan in PLANS.iter() {
         let code = plan.code.to_string();
         if let Some(rest) = digits.strip_prefix(code.as_str()) {
             let national =
                 if plan.trunk || plan.code == 55 { rest.strip_prefix('0').unwrap_or(rest) } else { rest };
-            return plan.holds(national);
+            return plan.holds(national) || (plan.code == 1 && crate_valid(None, candidate));
         }
     }
-    phonenumber::parse(None, candidate).is_ok_and(|number| phonenumber::is_valid(&number))
+    crate_valid(None, candidate)
 }
 
 /// Words that say the number after them is an id, not a phone number (`ref. 355 643 667`,

@@ -393,6 +393,8 @@ mod tests {
     #[test]
     fn look_alikes_are_kept_apart_from_phones_and_cards() {
         for phone in [
+            "+1-418-499-8809",
+            "548 308 3968",
             "+33 (0)5 47 72 13 05",
             "(0116) 4960157",
             "(415)555-0132",
