@@ -125,7 +125,7 @@ pub fn render(report: &EvalReport) -> String {
     }
     let _ = writeln!(
         out,
-        "\nEvery mode (the same sentences; \"unlike whole\": sentences whose redaction differs from the whole text's at once):\n"
+        "Every mode (the same sentences; \"unlike whole\": sentences whose redaction differs from the whole text's at once):\n"
     );
     let _ = writeln!(
         out,
