@@ -280,6 +280,12 @@ impl Scanner for PiiScanner {
         let open = open_tail_within(text, from, MAX_MATCH, |start| open_at(&self.open, text, start));
         open.max(self.open_key_block(text)).min(text.len() - from)
     }
+
+    /// The id word before a phone number (24 bytes, see `phone::led_by_id_word`), with room for
+    /// the word cut at the context's start.
+    fn context_bytes(&self) -> usize {
+        48
+    }
 }
 
 #[derive(Deserialize)]

@@ -88,6 +88,11 @@ impl Scanner for RegexScanner {
             self.patterns.iter().any(|pattern| open_at(&pattern.dfa, text, start))
         })
     }
+
+    /// The character a `\b` at a match's start looks at.
+    fn context_bytes(&self) -> usize {
+        8
+    }
 }
 
 /// Builds a `regex-filter` from its options.

@@ -45,6 +45,12 @@ pub(super) trait Scanner: Send + Sync {
     /// How many bytes at the end of `text`, from `from` on (what comes before is settled
     /// context), could be the start of a match that later text completes (a char boundary).
     fn open_tail(&self, text: &str, from: usize) -> usize;
+
+    /// How many bytes of a stream's settled text its findings may depend on before a match
+    /// (context words, a word boundary): kept and scanned again with each delta (0: none).
+    fn context_bytes(&self) -> usize {
+        0
+    }
 }
 
 /// What to do with a finding.
@@ -157,10 +163,6 @@ pub(super) struct Passage {
     pub(super) findings: Vec<Finding>,
 }
 
-/// How much of a stream's settled text is kept as the context of what follows (the words a
-/// detector reads before a match, and the character `\b` looks at).
-const CONTEXT_BYTES: usize = 64;
-
 /// The text kept in the run's `state` under `key` for stream `id`.
 fn kept<'a>(state: &'a Map<String, Value>, key: &str, id: &str) -> &'a str {
     state.get(key).and_then(|kept| kept.get(id)).and_then(Value::as_str).unwrap_or_default()
@@ -176,14 +178,14 @@ fn keep(state: &mut Map<String, Value>, key: &str, id: &str, text: &str) {
     }
 }
 
-/// The end of settled `text` kept as context: its last [`CONTEXT_BYTES`], from just after a
-/// character that is not part of a word (so that a word boundary reads there as in the whole
-/// text), or all of it when shorter.
-fn context_of(text: &str) -> &str {
-    if text.len() <= CONTEXT_BYTES {
+/// The end of settled `text` kept as context: its last `bytes`, from just after a character that
+/// is not part of a word (so that a word boundary reads there as in the whole text), or all of it
+/// when shorter.
+fn context_of(text: &str, bytes: usize) -> &str {
+    if text.len() <= bytes {
         return text;
     }
-    let mut start = text.len() - CONTEXT_BYTES;
+    let mut start = text.len() - bytes;
     while !text.is_char_boundary(start) {
         start += 1;
     }
@@ -193,10 +195,10 @@ fn context_of(text: &str) -> &str {
     }
 }
 
-/// The findings of `text` after its first `base` bytes (context), counted from there.
-fn findings_after(scanner: &dyn Scanner, text: &str, base: usize, end: usize) -> Vec<Finding> {
-    scanner
-        .findings(text)
+/// The `findings` of a text between its first `base` bytes (context) and `end`, counted from
+/// `base`.
+fn findings_after(findings: Vec<Finding>, base: usize, end: usize) -> Vec<Finding> {
+    findings
         .into_iter()
         .filter(|finding| finding.start >= base && finding.end <= end)
         .map(|finding| Finding { start: finding.start - base, end: finding.end - base, kind: finding.kind })
@@ -215,9 +217,9 @@ pub(super) fn pass(scanner: &dyn Scanner, state: &mut Map<String, Value>, id: &s
     if let Some(open) = findings.iter().find(|finding| finding.start >= base && finding.end > cut) {
         cut = cut.min(open.start);
     }
-    let settled = findings_after(scanner, &pending, base, cut);
+    let settled = findings_after(findings, base, cut);
     keep(state, "held", id, &pending[cut..]);
-    keep(state, "context", id, context_of(&pending[..cut]));
+    keep(state, "context", id, context_of(&pending[..cut], scanner.context_bytes()));
     Passage { settled: pending[base..cut].to_owned(), findings: settled }
 }
 
@@ -234,7 +236,7 @@ pub(super) fn release(scanner: &dyn Scanner, state: &mut Map<String, Value>) -> 
                 .and_then(Value::as_str)
                 .unwrap_or_default();
             let whole = format!("{context}{text}");
-            let findings = findings_after(scanner, &whole, context.len(), whole.len());
+            let findings = findings_after(scanner.findings(&whole), context.len(), whole.len());
             Some((id, Passage { settled: text.to_owned(), findings }))
         })
         .collect()
