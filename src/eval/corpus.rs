@@ -49,3 +49,42 @@ pub fn read_pii(path: &Path) -> Result<Vec<PiiCase>, String> {
     }
     Ok(cases)
 }
+
+/// One text of the prompt-injection corpora.
+#[derive(Debug, Clone, Deserialize)]
+pub struct InjectionCase {
+    /// Unique in its file (`de-direct-0042`).
+    pub id: String,
+    /// The language (`en`, `de`, `fr`, `es`, `it`, `pt`, `zh`, `ja`, `ko`).
+    pub lang: String,
+    /// Where the text meets the detector: `direct` (the user's input) or `tool` (a tool's result).
+    pub path: String,
+    /// The sort of attack (`override`, `obfuscated-base64`, `in-the-wild`, …) or of benign text
+    /// (`benign`, `benign-trigger`, …).
+    pub category: String,
+    /// Whether it is an injection.
+    pub label: bool,
+    /// The text.
+    pub text: String,
+}
+
+/// Reads a prompt-injection corpus.
+pub fn read_injection(path: &Path) -> Result<Vec<InjectionCase>, String> {
+    let text =
+        std::fs::read_to_string(path).map_err(|error| format!("cannot read {}: {error}", path.display()))?;
+    let mut cases = Vec::new();
+    for (index, line) in text.lines().enumerate().filter(|(_, line)| !line.trim().is_empty()) {
+        let case: InjectionCase = serde_json::from_str(line)
+            .map_err(|error| format!("{}:{}: {error}", path.display(), index + 1))?;
+        if !matches!(case.path.as_str(), "direct" | "tool") {
+            return Err(format!(
+                "{}:{}: `path` is {:?}, not direct or tool",
+                path.display(),
+                index + 1,
+                case.path
+            ));
+        }
+        cases.push(case);
+    }
+    Ok(cases)
+}

@@ -1,32 +1,47 @@
 //! `agentwire eval guardrails`: how well the built-in guardrails do their job, measured on
-//! labelled corpora (`tests/corpora/`) through a real server in this process, over real gRPC —
-//! precision, recall and F2 per entity type and per locale, in Generate and in Stream under
-//! several chunkings, and the latency each adds. `--quick` runs a quarter of the corpus in two
-//! modes and fails when a figure falls under its floor (what CI runs).
+//! labelled corpora (`tests/corpora/`) through a real server in this process, over real gRPC.
+//! `pii-detector`: precision, recall and F2 per entity type and per locale, in Generate and in
+//! Stream under several chunkings. `prompt-injection-detector`: precision, recall and balanced
+//! accuracy per language, per category and per path (the user's input, a tool's result). Both
+//! with the latency they add. `--quick` runs a quarter of the PII corpus in two modes and the
+//! injection corpus with the whole detector only, and fails when a figure falls under its
+//! floor (what CI runs). `agentwire eval train-injection` trains the injection model.
 
 mod corpus;
+mod injection;
+mod injection_render;
+mod paired;
 mod pii;
 mod spans;
 mod tally;
+mod train;
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::time::Duration;
 
-pub use self::corpus::{PiiCase, Span, read_pii};
+pub use self::corpus::{InjectionCase, PiiCase, Span, read_injection, read_pii};
+pub use self::injection::{Confusion, DETECTORS, Detector, DetectorFigures, InjectionReport};
 pub use self::pii::{MODES, ModeFigures, PiiReport};
 pub use self::tally::Tally;
+pub use self::train::{TrainOptions, Trained, check, train};
 use crate::server::InProcess;
 
 /// The floors a quick run must hold: every entity type's F2, and precision over all of them.
 pub const PII_F2_FLOOR: f64 = 0.95;
 /// See [`PII_F2_FLOOR`].
 pub const PII_PRECISION_FLOOR: f64 = 0.90;
+/// The floors of `prompt-injection-detector` on each path: balanced accuracy and precision.
+pub const INJECTION_BALANCED_ACCURACY_FLOOR: f64 = 0.90;
+/// See [`INJECTION_BALANCED_ACCURACY_FLOOR`].
+pub const INJECTION_PRECISION_FLOOR: f64 = 0.95;
+/// The floor of recall in every language, on the direct path.
+pub const INJECTION_RECALL_FLOOR: f64 = 0.80;
 
 /// What to evaluate.
 #[derive(Debug, Clone)]
 pub struct EvalOptions {
-    /// The corpora's directory (`pii.jsonl` in it).
+    /// The corpora's directory (`pii.jsonl` and `injection.jsonl` in it).
     pub corpora: PathBuf,
     /// A quarter of each corpus, two modes, fewer latency samples.
     pub quick: bool,
@@ -43,6 +58,10 @@ pub struct EvalReport {
     pub pii_corpus: (usize, usize, usize),
     /// The `pii-detector` figures.
     pub pii: PiiReport,
+    /// The injection corpus's size: texts, languages, injections.
+    pub injection_corpus: (usize, usize, usize),
+    /// The `prompt-injection-detector` figures.
+    pub injection: InjectionReport,
 }
 
 /// Runs the evaluation on a server of its own.
@@ -54,7 +73,12 @@ pub fn run(options: &EvalOptions) -> Result<EvalReport, String> {
     let locales: std::collections::BTreeSet<&str> = cases.iter().map(|case| case.locale.as_str()).collect();
     let planted = cases.iter().map(|case| case.spans.len()).sum();
     let pii_corpus = (cases.len(), locales.len(), planted);
-    let server = InProcess::start(&pii::config(), "aw-eval-server")?;
+    let injections = read_injection(&options.corpora.join("injection.jsonl"))?;
+    let languages: std::collections::BTreeSet<&str> =
+        injections.iter().map(|case| case.lang.as_str()).collect();
+    let attacks = injections.iter().filter(|case| case.label).count();
+    let injection_corpus = (injections.len(), languages.len(), attacks);
+    let server = InProcess::start(&(pii::config() + &injection::config()), "aw-eval-server")?;
     let client = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .thread_name("aw-eval-client")
@@ -63,14 +87,18 @@ pub fn run(options: &EvalOptions) -> Result<EvalReport, String> {
         .map_err(|error| format!("cannot start the client runtime: {error}"))?;
     let (modes, samples): (Vec<usize>, usize) =
         if options.quick { (pii::QUICK_MODES.to_vec(), 100) } else { ((0..MODES.len()).collect(), 400) };
+    let detectors = if options.quick { &DETECTORS[..1] } else { &DETECTORS[..] };
     let address = server.address().to_owned();
-    let pii = client.block_on(async {
+    let figures = client.block_on(async {
         let channel = crate::server::connect(&address).await.map_err(|error| error.to_string())?;
-        pii::evaluate(&channel, &cases, &modes, samples, options.misses).await
+        let pii = pii::evaluate(&channel, &cases, &modes, samples, options.misses).await?;
+        let injection = injection::evaluate(&channel, &injections, detectors, samples).await?;
+        Ok::<_, String>((pii, injection))
     });
     drop(client);
     server.stop();
-    Ok(EvalReport { options: options.clone(), pii_corpus, pii: pii? })
+    let (pii, injection) = figures?;
+    Ok(EvalReport { options: options.clone(), pii_corpus, pii, injection_corpus, injection })
 }
 
 /// The figures under their floors, one line each (none: all hold).
@@ -98,6 +126,30 @@ pub fn below_floors(report: &EvalReport) -> Vec<String> {
                 "pii-detector, {}: {} sentences redacted unlike the whole text",
                 figures.mode, figures.unlike_whole
             ));
+        }
+    }
+    if let Some(whole) = report.injection.detectors.first() {
+        for (path, confusion) in &whole.by_path {
+            if confusion.balanced_accuracy() < INJECTION_BALANCED_ACCURACY_FLOOR {
+                below.push(format!(
+                    "prompt-injection-detector, {path}: balanced accuracy {:.3} < {INJECTION_BALANCED_ACCURACY_FLOOR}",
+                    confusion.balanced_accuracy()
+                ));
+            }
+            if confusion.precision() < INJECTION_PRECISION_FLOOR {
+                below.push(format!(
+                    "prompt-injection-detector, {path}: precision {:.3} < {INJECTION_PRECISION_FLOOR}",
+                    confusion.precision()
+                ));
+            }
+        }
+        for (lang, confusion) in &whole.by_lang {
+            if confusion.recall() < INJECTION_RECALL_FLOOR {
+                below.push(format!(
+                    "prompt-injection-detector, {lang}: recall {:.3} < {INJECTION_RECALL_FLOOR}",
+                    confusion.recall()
+                ));
+            }
         }
     }
     below
@@ -169,6 +221,7 @@ pub fn render(report: &EvalReport) -> String {
             let _ = writeln!(out, "| {} | {} | `{text}` |", miss.kind, miss.what);
         }
     }
+    injection_render::render(&mut out, report);
     out
 }
 
@@ -195,6 +248,6 @@ fn figures(tally: &Tally) -> String {
     format!(" {:.3} | {:.3} | {:.3} |", tally.precision(), tally.recall(), tally.f2())
 }
 
-fn micros(duration: Duration) -> String {
+pub(super) fn micros(duration: Duration) -> String {
     format!("{:.0} µs", duration.as_secs_f64() * 1e6)
 }

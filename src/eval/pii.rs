@@ -3,12 +3,13 @@
 //! deltas of several sizes), scored per entity type and per locale, with the latency it adds.
 
 use std::collections::BTreeMap;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use futures::{StreamExt, TryStreamExt};
 use tonic::transport::Channel;
 
 use super::corpus::{PiiCase, Span};
+use super::paired::paired;
 use super::spans::found_in;
 use super::tally::Tally;
 use crate::server::pb;
@@ -234,28 +235,19 @@ fn first_misses(misses: Vec<Miss>, each: usize) -> Vec<Miss> {
         .collect()
 }
 
-/// Median latency of `with` and of `without` over `cases`, one run at a time, alternating so
-/// that both see the same machine.
+/// Median latency of `with` and of `without` (agent, stream) over `cases`.
 async fn paired_p50(
     channel: &Channel,
     cases: &[PiiCase],
     with: (&str, bool),
     without: (&str, bool),
 ) -> Result<(Duration, Duration), String> {
-    let (mut timed_with, mut timed_without) = (Vec::new(), Vec::new());
-    for case in cases {
-        for ((agent, stream), timed) in [(with, &mut timed_with), (without, &mut timed_without)] {
-            let started = Instant::now();
-            ask(channel, agent, stream, &case.text).await?;
-            timed.push(started.elapsed());
-        }
-    }
-    Ok((median(timed_with), median(timed_without)))
-}
-
-fn median(mut durations: Vec<Duration>) -> Duration {
-    durations.sort();
-    durations.get(durations.len() / 2).copied().unwrap_or_default()
+    let texts: Vec<String> = cases.iter().map(|case| case.text.clone()).collect();
+    paired(&texts, |(on, text)| async move {
+        let (agent, stream) = if on { with } else { without };
+        ask(channel, agent, stream, &text).await.map(|_| ())
+    })
+    .await
 }
 
 #[cfg(test)]

@@ -3,6 +3,7 @@
 //! synonyms, but shares words and word pieces well, costs microseconds, and needs nothing.
 
 use super::{EmbedError, Embedder};
+use crate::domain::fnv1a;
 
 /// The config name.
 pub(super) const NAME: &str = "lexical";
@@ -58,18 +59,6 @@ fn add(vector: &mut [f32], pieces: &[&[u8]], weight: f32) {
     let slot = usize::try_from(hash % DIMENSION as u64).expect("the slot fits");
     let sign = if hash >> 63 == 0 { 1.0 } else { -1.0 };
     vector[slot] += sign * weight;
-}
-
-/// FNV-1a, 64 bits: stable across builds and platforms.
-fn fnv1a(pieces: &[&[u8]]) -> u64 {
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for piece in pieces {
-        for byte in *piece {
-            hash ^= u64::from(*byte);
-            hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
-        }
-    }
-    hash
 }
 
 #[async_trait::async_trait]

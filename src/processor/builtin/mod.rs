@@ -52,6 +52,9 @@ mod word_counter;
 
 pub use self::content_filter::ContentFilter;
 pub use self::lowercase::Lowercase;
+pub use self::prompt_injection::{
+    ModelFormatError, NGRAM_DIMENSION, NgramModel, injection_readings, ngram_features, ngram_windows,
+};
 pub use self::quality_guardrail::QualityGuardrail;
 pub use self::word_counter::WordCounter;
 use super::ProcessorRegistry;

@@ -1,0 +1,142 @@
+//! `agentwire eval train-injection`: trains the prompt-injection detector's n-gram model on the
+//! training corpus (`tests/corpora/train/injection.jsonl`) and writes the file the binary ships
+//! (`src/processor/builtin/prompt_injection/model.bin`). Logistic regression over the detector's
+//! own features and readings, by AdaGrad, with the classes weighed equally; deterministic, so
+//! the same corpus writes the same model.
+
+use std::path::Path;
+
+use super::corpus::{InjectionCase, read_injection};
+use super::injection::Confusion;
+use crate::processor::builtin::{
+    NGRAM_DIMENSION, NgramModel, injection_readings, ngram_features, ngram_windows,
+};
+
+/// How to train.
+#[derive(Debug, Clone, Copy)]
+pub struct TrainOptions {
+    /// Passes over the training texts.
+    pub epochs: usize,
+    /// AdaGrad's step.
+    pub learning_rate: f32,
+    /// L2 penalty per update.
+    pub l2: f32,
+}
+
+impl Default for TrainOptions {
+    /// What the shipped model was trained with.
+    fn default() -> TrainOptions {
+        TrainOptions { epochs: 12, learning_rate: 0.3, l2: 1e-6 }
+    }
+}
+
+/// One training text: its feature slots and label.
+struct Example {
+    slots: Vec<u32>,
+    label: bool,
+}
+
+/// What training did.
+#[derive(Debug, Clone)]
+pub struct Trained {
+    /// Texts in the corpus.
+    pub cases: usize,
+    /// Readings trained on (a case gives one or more).
+    pub examples: usize,
+    /// Of those, the share the model classifies right at 0.5.
+    pub accuracy: f64,
+}
+
+/// Trains on `corpus` and writes the model to `out`.
+pub fn train(corpus: &Path, out: &Path, options: TrainOptions) -> Result<Trained, String> {
+    let cases = read_injection(corpus)?;
+    let examples: Vec<Example> = cases.iter().flat_map(examples_of).collect();
+    let model = fit(&examples, options);
+    std::fs::write(out, model.to_bytes())
+        .map_err(|error| format!("cannot write {}: {error}", out.display()))?;
+    let right =
+        examples.iter().filter(|example| (model.logit(&example.slots) >= 0.0) == example.label).count();
+    Ok(Trained {
+        cases: cases.len(),
+        examples: examples.len(),
+        accuracy: right as f64 / examples.len() as f64,
+    })
+}
+
+/// How the model in `bytes` alone (no heuristic, no server) does on `corpus`, at 0.5: a quick
+/// look while training; the evaluation is what counts.
+pub fn check(bytes: &[u8], corpus: &Path) -> Result<Confusion, String> {
+    let model = NgramModel::from_bytes(bytes).map_err(|error| error.to_string())?;
+    let mut confusion = Confusion::default();
+    for case in read_injection(corpus)? {
+        let best = injection_readings(&case.text)
+            .iter()
+            .map(|(_, reading)| model.score(reading))
+            .fold(0.0, f64::max);
+        confusion.add(case.label, best >= 0.5);
+    }
+    Ok(confusion)
+}
+
+/// The readings a case teaches: an obfuscated attack, the reading that undoes its obfuscation
+/// (or the text itself, for what normalising undoes); any other text itself, and a benign text
+/// its every reading too (rot13 of a benign text is still benign) and every window the model
+/// reads of it (each part of a benign text is benign; a part of an attack need not be one).
+fn examples_of(case: &InjectionCase) -> Vec<Example> {
+    let readings = injection_readings(&case.text);
+    let example = |reading: &str| Example { slots: ngram_features(reading), label: case.label };
+    if let Some(kind) = case.category.strip_prefix("obfuscated-") {
+        let undone = readings.iter().find(|(decoding, _)| *decoding == Some(kind)).unwrap_or(&readings[0]);
+        return vec![example(&undone.1)];
+    }
+    if case.label {
+        return vec![example(&readings[0].1)];
+    }
+    let mut examples: Vec<Example> = readings.iter().map(|(_, reading)| example(reading)).collect();
+    let windows = ngram_windows(&readings[0].1);
+    if windows.len() > 1 {
+        examples.extend(windows.into_iter().map(example));
+    }
+    examples
+}
+
+/// Logistic regression by AdaGrad, each class weighing half.
+fn fit(examples: &[Example], options: TrainOptions) -> NgramModel {
+    let positives = examples.iter().filter(|example| example.label).count().max(1) as f32;
+    let negatives = (examples.len() as f32 - positives).max(1.0);
+    let total = examples.len() as f32;
+    let weight_of = |label: bool| if label { total / (2.0 * positives) } else { total / (2.0 * negatives) };
+    let mut model = NgramModel::new(vec![0.0; NGRAM_DIMENSION], 0.0).expect("the dimension");
+    let mut squares = vec![1e-8f32; NGRAM_DIMENSION];
+    let mut bias_square = 1e-8f32;
+    let mut order: Vec<usize> = (0..examples.len()).collect();
+    let mut seed: u64 = 0x5eed_2026_1201;
+    for _ in 0..options.epochs {
+        shuffle(&mut order, &mut seed);
+        for &index in &order {
+            let example = &examples[index];
+            let probability = 1.0 / (1.0 + (-model.logit(&example.slots)).exp());
+            let error = weight_of(example.label) * (probability - f32::from(u8::from(example.label)));
+            let scale = 1.0 / (example.slots.len().max(1) as f32).sqrt();
+            let (weights, bias) = model.parameters_mut();
+            for &slot in &example.slots {
+                let slot = slot as usize;
+                let gradient = error * scale + options.l2 * weights[slot];
+                squares[slot] += gradient * gradient;
+                weights[slot] -= options.learning_rate * gradient / squares[slot].sqrt();
+            }
+            bias_square += error * error;
+            *bias -= options.learning_rate * error / bias_square.sqrt();
+        }
+    }
+    model
+}
+
+/// Fisher–Yates with a 64-bit LCG: the same order on every machine.
+fn shuffle(order: &mut [usize], seed: &mut u64) {
+    for index in (1..order.len()).rev() {
+        *seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+        let other = (*seed >> 33) as usize % (index + 1);
+        order.swap(index, other);
+    }
+}
