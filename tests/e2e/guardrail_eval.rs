@@ -1,7 +1,9 @@
 //! `agentwire eval guardrails --quick` in the test suite: a quarter of the labelled PII corpus
-//! through a real in-process server, in Generate and in Stream, must hold every quality floor
-//! (per entity type F2, overall precision, streams redacted exactly as the whole text) — what
-//! CI fails on when a detector gets worse.
+//! through a real in-process server, in Generate and in Stream, and the whole prompt-injection
+//! corpus on both paths (the user's input, a remote tool's result), must hold every quality
+//! floor (per entity type F2, overall precision, streams redacted exactly as the whole text;
+//! balanced accuracy and precision per path, recall per language) — what CI fails on when a
+//! detector gets worse.
 
 use agentwire::eval::{EvalOptions, MODES, below_floors, render, run};
 
@@ -24,6 +26,15 @@ fn the_quick_evaluation_holds_every_floor() {
             assert!(figures.by_kind.get(kind).is_some_and(|tally| tally.planted > 0), "{kind} not planted");
         }
     }
+    let (texts, languages, _) = report.injection_corpus;
+    assert_eq!(languages, 9);
+    let whole = &report.injection.detectors[0];
+    for path in ["direct", "tool"] {
+        let confusion = whole.by_path[path];
+        assert!(confusion.attacks() > 0 && confusion.benign() > 0, "{path}: both classes are run");
+    }
+    let run: u64 = whole.by_path.values().map(|confusion| confusion.attacks() + confusion.benign()).sum();
+    assert_eq!(run as usize, texts, "every text of the injection corpus is run");
     let below = below_floors(&report);
     assert!(below.is_empty(), "under their floors:\n{}\n\n{}", below.join("\n"), render(&report));
 }

@@ -32,6 +32,7 @@ mod memory_working;
 mod metrics;
 mod output_hooks;
 mod processor_admission;
+mod prompt_injection;
 mod providers;
 mod quotas;
 mod remote_hooks;

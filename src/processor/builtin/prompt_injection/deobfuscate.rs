@@ -227,8 +227,8 @@ fn rot13(c: char) -> char {
     }
 }
 
-/// Words that mix letters with leetspeak digits and symbols, read as letters; `None` when no
-/// word does.
+/// Words that mix letters with leetspeak digits and symbols (not hex strings), read as
+/// letters; `None` when no word does.
 fn unleeted(text: &str) -> Option<String> {
     let leet = |c: char| match c {
         '4' | '@' => Some('a'),
@@ -242,7 +242,10 @@ fn unleeted(text: &str) -> Option<String> {
     let mut changed = false;
     let mut out = String::with_capacity(text.len());
     for word in text.split_inclusive(|c: char| c.is_whitespace() || ",.;:?\"'()".contains(c)) {
-        let mixed = word.chars().any(char::is_alphabetic) && word.chars().any(|c| leet(c).is_some());
+        // Hex strings (hashes, ids) mix letters and digits too, but are no words.
+        let hex =
+            word.trim_end_matches(|c: char| !c.is_alphanumeric()).chars().all(|c| c.is_ascii_hexdigit());
+        let mixed = !hex && word.chars().any(char::is_alphabetic) && word.chars().any(|c| leet(c).is_some());
         if mixed {
             changed = true;
             out.extend(word.chars().map(|c| leet(c).unwrap_or(c)));
