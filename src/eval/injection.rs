@@ -156,8 +156,8 @@ pub struct InjectionReport {
     pub tool_p50: (Duration, Duration),
 }
 
-/// Runs `cases` through each of `detectors` and measures the latency added over
-/// `latency_samples` texts of each path.
+/// Runs `cases` through each of `detectors` and measures the latency added over up to
+/// `latency_samples` texts of each path, spread over it.
 pub(super) async fn evaluate(
     channel: &Channel,
     cases: &[InjectionCase],
@@ -168,8 +168,10 @@ pub(super) async fn evaluate(
     let (direct, indirect): (Vec<&InjectionCase>, Vec<&InjectionCase>) =
         cases.iter().partition(|case| case.path == "direct");
     let mut report = InjectionReport::default();
+    // Spread over the path, so that every language, the long jailbreaks and the documents are in.
     let sample = |cases: &[&InjectionCase]| -> Vec<String> {
-        cases.iter().take(latency_samples).map(|case| case.text.clone()).collect()
+        let step = cases.len().div_ceil(latency_samples.max(1)).max(1);
+        cases.iter().step_by(step).map(|case| case.text.clone()).collect()
     };
     report.direct_p50 = paired(&sample(&direct), |agent_text| async move {
         let (with, text) = agent_text;

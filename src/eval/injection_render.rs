@@ -56,7 +56,7 @@ pub(super) fn render(out: &mut String, report: &EvalReport) {
     }
     let _ = writeln!(
         out,
-        "\nLatency added (p50 per text, one run at a time, with and without the detector, alternating):\n"
+        "\nLatency added (p50 per text, over texts spread across each path, one run at a time, with and without the detector, alternating):\n"
     );
     let _ = writeln!(out, "| path | with | without | added |\n|---|---:|---:|---:|");
     for (path, (with, without)) in [("direct", injection.direct_p50), ("tool", injection.tool_p50)] {

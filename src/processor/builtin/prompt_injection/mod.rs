@@ -282,8 +282,8 @@ impl Processor for PromptInjectionDetector {
         Ok(if changed { InputOutcome::Messages(args.messages) } else { InputOutcome::Unchanged })
     }
 
-    /// Every string of the result goes through the heuristic; the judge, if any, is asked once,
-    /// about the whole result, when the heuristic found nothing.
+    /// Every string of the result goes through the offline stages; the judge, if any, is asked
+    /// once, about the whole result, when they found nothing.
     async fn process_tool_result(
         &self,
         mut args: ToolResultArgs<'_>,

@@ -145,17 +145,23 @@ pub fn windows(text: &str) -> Vec<&str> {
         .match_indices(['.', '!', '?', '\n', '。', '！', '？'])
         .map(|(at, mark)| at + mark.len())
         .collect();
-    ends.push(text.len());
-    let mut starts = vec![0];
-    starts.extend(ends.iter().copied().filter(|end| *end < text.len()));
+    if ends.last() != Some(&text.len()) {
+        ends.push(text.len());
+    }
     let mut out = Vec::new();
-    for start in starts {
-        let end = ends
-            .iter()
-            .copied()
-            .filter(|end| *end > start)
-            .find(|end| text[start..*end].chars().count() >= WINDOW)
-            .unwrap_or(text.len());
+    for first in 0..ends.len() {
+        let start = if first == 0 { 0 } else { ends[first - 1] };
+        // The first sentence end at which the window is long enough, or the text's end.
+        let mut end = text.len();
+        let mut length = 0;
+        for (index, &candidate) in ends.iter().enumerate().skip(first) {
+            let from = if index == 0 { 0 } else { ends[index - 1] };
+            length += text[from..candidate].chars().count();
+            if length >= WINDOW {
+                end = candidate;
+                break;
+            }
+        }
         let window = text[start..end].trim();
         if window.len() >= MIN_WINDOW_BYTES {
             out.push(window);
