@@ -405,9 +405,8 @@ fn train_injection(
         trained.accuracy,
         out.display()
     );
-    let bytes = std::fs::read(out).map_err(|error| format!("cannot read {}: {error}", out.display()))?;
     for corpus in check {
-        let confusion = crate::eval::check(&bytes, corpus)?;
+        let confusion = crate::eval::check(&trained.model, corpus)?;
         println!(
             "{}: precision {:.3}, recall {:.3}, specificity {:.3}, balanced accuracy {:.3}",
             corpus.display(),

@@ -45,6 +45,8 @@ pub struct Trained {
     pub examples: usize,
     /// Of those, the share the model classifies right at 0.5.
     pub accuracy: f64,
+    /// The model as written: its 8-bit weights, as the binary will read them.
+    pub model: NgramModel,
 }
 
 /// Trains on `corpus` and writes the model to `out`.
@@ -52,21 +54,21 @@ pub fn train(corpus: &Path, out: &Path, options: TrainOptions) -> Result<Trained
     let cases = read_injection(corpus)?;
     let examples: Vec<Example> = cases.iter().flat_map(examples_of).collect();
     let model = fit(&examples, options);
-    std::fs::write(out, model.to_bytes())
-        .map_err(|error| format!("cannot write {}: {error}", out.display()))?;
+    let bytes = model.to_bytes();
+    std::fs::write(out, &bytes).map_err(|error| format!("cannot write {}: {error}", out.display()))?;
     let right =
         examples.iter().filter(|example| (model.logit(&example.slots) >= 0.0) == example.label).count();
     Ok(Trained {
         cases: cases.len(),
         examples: examples.len(),
         accuracy: right as f64 / examples.len() as f64,
+        model: NgramModel::from_bytes(&bytes).map_err(|error| error.to_string())?,
     })
 }
 
-/// How the model in `bytes` alone (no heuristic, no server) does on `corpus`, at 0.5: a quick
-/// look while training; the evaluation is what counts.
-pub fn check(bytes: &[u8], corpus: &Path) -> Result<Confusion, String> {
-    let model = NgramModel::from_bytes(bytes).map_err(|error| error.to_string())?;
+/// How `model` alone (no heuristic, no server) does on `corpus`, at 0.5: a quick look while
+/// training; the evaluation is what counts.
+pub fn check(model: &NgramModel, corpus: &Path) -> Result<Confusion, String> {
     let mut confusion = Confusion::default();
     for case in read_injection(corpus)? {
         let best = injection_readings(&case.text)
