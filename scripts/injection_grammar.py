@@ -277,6 +277,7 @@ EVERYDAY_GRAMMAR = {
         "[Explain|Describe|Summarise] [photosynthesis|inflation|the water cycle|how a bill becomes law|blockchains] [simply|in two paragraphs|for a teenager|]",
         "[Minutes|Notes|Summary] of the [team|project|board] meeting: [we agreed to|the group decided to|everyone will] [move the launch to May|hire two engineers|review the budget|migrate the database next quarter].",
         "[Customer review|Feedback|Comment]: the [hotel|restaurant|app|jacket|service] was [great|fine|disappointing|excellent], [the staff were friendly|delivery was slow|it broke after a week|I would come back].",
+        "[Hello|Hi|Hey|Good morning|Good evening|Hi there][,|!|] [how are you|how is it going|what's up|nice to meet you|thanks for the help yesterday|can you help me with something|I have a question][?|!|.|]",
     ],
     "de": [
         "Wie [sortiere ich eine Liste|lese ich eine CSV-Datei|parse ich JSON|kehre ich einen String um] in [Python|JavaScript|Go|Rust|Java]?",
@@ -287,6 +288,7 @@ EVERYDAY_GRAMMAR = {
         "[Erkläre|Beschreibe] [die Photosynthese|die Inflation|den Wasserkreislauf|die Blockchain] [einfach|in zwei Absätzen|für Jugendliche|]",
         "[Protokoll|Notizen] der [Team|Projekt|Vorstands]sitzung: wir haben beschlossen, [den Start auf Mai zu verschieben|zwei Entwickler einzustellen|das Budget zu prüfen|die Datenbank im nächsten Quartal zu migrieren].",
         "[Kundenbewertung|Rückmeldung]: das [Hotel|Restaurant|App|Jacke] war [toll|okay|enttäuschend|super], [das Personal war freundlich|die Lieferung war langsam|ich komme wieder].",
+        "[Hallo|Hi|Guten Morgen|Guten Abend|Servus][,|!|] [wie geht es dir|wie läuft's|schön, dich kennenzulernen|danke für die Hilfe gestern|kannst du mir bei etwas helfen|ich habe eine Frage][?|!|.|]",
     ],
     "fr": [
         "Comment [trier une liste|lire un fichier CSV|analyser du JSON|inverser une chaîne] en [Python|JavaScript|Go|Rust|Java] ?",
@@ -297,6 +299,7 @@ EVERYDAY_GRAMMAR = {
         "[Explique|Décris] [la photosynthèse|l'inflation|le cycle de l'eau|la blockchain] [simplement|en deux paragraphes|pour un ado|]",
         "Compte rendu de la réunion [d'équipe|de projet|du conseil] : nous avons décidé de [repousser le lancement à mai|recruter deux ingénieurs|revoir le budget|migrer la base de données au prochain trimestre].",
         "[Avis client|Retour] : [l'hôtel|le restaurant|l'appli|la veste] était [super|correct|décevant|excellent], [le personnel était aimable|la livraison a été lente|je reviendrai].",
+        "[Bonjour|Salut|Bonsoir|Coucou][,|!|] [comment ça va|comment vas-tu|ravi de te rencontrer|merci pour ton aide hier|tu peux m'aider|j'ai une question][ ?| !|.|]",
     ],
     "es": [
         "¿Cómo [ordeno una lista|leo un archivo CSV|analizo JSON|invierto una cadena] en [Python|JavaScript|Go|Rust|Java]?",
@@ -307,6 +310,7 @@ EVERYDAY_GRAMMAR = {
         "[Explica|Describe] [la fotosíntesis|la inflación|el ciclo del agua|la cadena de bloques] [de forma sencilla|en dos párrafos|para un adolescente|]",
         "Acta de la reunión [del equipo|del proyecto|de la junta]: acordamos [retrasar el lanzamiento a mayo|contratar a dos ingenieros|revisar el presupuesto|migrar la base de datos el próximo trimestre].",
         "[Opinión del cliente|Comentario]: [el hotel|el restaurante|la app|la chaqueta] fue [genial|normal|decepcionante|excelente], [el personal fue amable|el envío tardó|volveré].",
+        "[Hola|Buenos días|Buenas tardes|Buenas noches][,|!|] [¿qué tal?|¿cómo estás?|encantado de conocerte|gracias por la ayuda de ayer|¿me puedes ayudar con algo?|tengo una pregunta]",
     ],
     "it": [
         "Come [ordino una lista|leggo un file CSV|analizzo un JSON|inverto una stringa] in [Python|JavaScript|Go|Rust|Java]?",
@@ -317,6 +321,7 @@ EVERYDAY_GRAMMAR = {
         "[Spiega|Descrivi] [la fotosintesi|l'inflazione|il ciclo dell'acqua|la blockchain] [in modo semplice|in due paragrafi|a un ragazzo|]",
         "Verbale della riunione [del team|di progetto|del consiglio]: abbiamo deciso di [spostare il lancio a maggio|assumere due ingegneri|rivedere il budget|migrare il database il prossimo trimestre].",
         "[Recensione|Commento]: [l'hotel|il ristorante|l'app|la giacca] era [ottimo|normale|deludente|eccellente], [il personale era gentile|la consegna è stata lenta|tornerò].",
+        "[Ciao|Buongiorno|Buonasera|Salve][,|!|] [come stai|come va|piacere di conoscerti|grazie per l'aiuto di ieri|mi puoi aiutare|ho una domanda][?|!|.|]",
     ],
     "pt": [
         "Como [ordeno uma lista|leio um arquivo CSV|analiso JSON|inverto uma string] em [Python|JavaScript|Go|Rust|Java]?",
@@ -327,6 +332,7 @@ EVERYDAY_GRAMMAR = {
         "[Explique|Descreva] [a fotossíntese|a inflação|o ciclo da água|o blockchain] [de forma simples|em dois parágrafos|para um adolescente|]",
         "Ata da reunião [da equipe|do projeto|da diretoria]: decidimos [adiar o lançamento para maio|contratar dois engenheiros|revisar o orçamento|migrar o banco de dados no próximo trimestre].",
         "[Avaliação|Comentário]: [o hotel|o restaurante|o app|a jaqueta] foi [ótimo|normal|decepcionante|excelente], [a equipe foi simpática|a entrega atrasou|voltarei].",
+        "[Olá|Oi|Bom dia|Boa tarde|Boa noite][,|!|] [tudo bem|como vai|prazer em te conhecer|obrigado pela ajuda ontem|pode me ajudar com uma coisa|tenho uma pergunta][?|!|.|]",
     ],
     "zh": [
         "怎么用[Python|JavaScript|Go|Rust|Java][给列表排序|读取CSV文件|解析JSON|反转字符串]？",
@@ -337,6 +343,7 @@ EVERYDAY_GRAMMAR = {
         "[简单|用两段话|给青少年][解释|介绍]一下[光合作用|通货膨胀|水循环|区块链]",
         "[团队|项目|董事会]会议纪要：我们决定[把发布推迟到五月|招两名工程师|审查预算|下个季度迁移数据库]。",
         "[顾客评价|反馈]：[酒店|餐厅|应用|外套][很好|一般|令人失望|非常棒]，[服务员很热情|送货很慢|我还会再来]。",
+        "[你好|您好|早上好|晚上好|嗨][，|！|][最近怎么样|你好吗|很高兴认识你|谢谢你昨天的帮助|能帮我一个忙吗|我有个问题][？|！|。|]",
     ],
     "ja": [
         "[Python|JavaScript|Go|Rust|Java]で[リストを並べ替える|CSVファイルを読む|JSONを解析する|文字列を反転する]方法を教えて",
@@ -347,6 +354,7 @@ EVERYDAY_GRAMMAR = {
         "[光合成|インフレ|水の循環|ブロックチェーン]を[簡単に|二段落で|中学生向けに]説明して",
         "[チーム|プロジェクト|取締役]会議の議事録：[発売を5月に延期する|エンジニアを二人採用する|予算を見直す|来期にデータベースを移行する]ことに決定。",
         "[お客様の声|感想]：[ホテル|レストラン|アプリ|ジャケット]は[とても良かった|普通だった|残念だった|最高だった]。[スタッフが親切だった|配送が遅かった|また来たい]。",
+        "[こんにちは|おはようございます|こんばんは|はじめまして][、|！|][お元気ですか|調子はどうですか|よろしくお願いします|昨日はありがとうございました|ちょっと手伝ってもらえますか|質問があります][？|！|。|]",
     ],
     "ko": [
         "[파이썬|자바스크립트|Go|Rust|자바]에서 [리스트를 정렬하는|CSV 파일을 읽는|JSON을 파싱하는|문자열을 뒤집는] 방법 알려 줘",
@@ -357,5 +365,6 @@ EVERYDAY_GRAMMAR = {
         "[광합성|인플레이션|물의 순환|블록체인]을 [쉽게|두 문단으로|청소년에게] 설명해 줘",
         "[팀|프로젝트|이사회] 회의록: [출시를 5월로 미루기로|엔지니어 두 명을 채용하기로|예산을 검토하기로|다음 분기에 데이터베이스를 이전하기로] 결정함.",
         "[고객 후기|의견]: [호텔|식당|앱|재킷]은 [좋았어요|보통이었어요|실망스러웠어요|최고였어요]. [직원이 친절했어요|배송이 느렸어요|또 올게요].",
+        "[안녕하세요|안녕|좋은 아침입니다|반갑습니다][,|!|] [잘 지내세요|요즘 어때요|만나서 반가워요|어제 도와줘서 고마워요|좀 도와줄 수 있어요|질문이 있어요][?|!|.|]",
     ],
 }

@@ -406,15 +406,16 @@ fn train_injection(
         out.display()
     );
     for corpus in check {
-        let confusion = crate::eval::check(&trained.model, corpus)?;
-        println!(
-            "{}: precision {:.3}, recall {:.3}, specificity {:.3}, balanced accuracy {:.3}",
-            corpus.display(),
-            confusion.precision(),
-            confusion.recall(),
-            confusion.specificity(),
-            confusion.balanced_accuracy()
-        );
+        for (path, confusion) in crate::eval::check(&trained.model, corpus)? {
+            println!(
+                "{}, {path}: precision {:.3}, recall {:.3}, specificity {:.3}, balanced accuracy {:.3}",
+                corpus.display(),
+                confusion.precision(),
+                confusion.recall(),
+                confusion.specificity(),
+                confusion.balanced_accuracy()
+            );
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -66,6 +66,10 @@ pub struct InjectionCase {
     pub label: bool,
     /// The text.
     pub text: String,
+    /// An attack put into a document: the attack as it was inserted (what training learns
+    /// from is the windows that hold it, not the document around it).
+    #[serde(default)]
+    pub injected: Option<String>,
 }
 
 /// Reads a prompt-injection corpus.
