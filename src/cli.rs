@@ -13,11 +13,12 @@ use clap::{Parser, Subcommand};
 use tokio::net::TcpListener;
 
 use crate::bench::BenchOptions;
+use crate::config::StorageBackend;
 use crate::config::{Config, LogFormat};
 use crate::runtime::{Components, Runtime};
 use crate::server::pb::agent_service_client::AgentServiceClient;
 use crate::server::{ServeOptions, pb, serve};
-use crate::storage::SledStore;
+use crate::storage::{PgOptions, PgStore, SledStore, Store};
 use crate::telemetry::Telemetry;
 
 /// The address `serve` listens on and the clients call by default.
@@ -252,16 +253,9 @@ async fn run_server(
 async fn serve_config(config: Config, listen: SocketAddr, data_dir: PathBuf) -> Result<ExitCode, String> {
     std::fs::create_dir_all(&data_dir)
         .map_err(|error| format!("cannot create data directory `{}`: {error}", data_dir.display()))?;
-    let store =
-        SledStore::open_with_cache(&data_dir.join("store"), config.storage.cache_mb.max(1) * 1024 * 1024)
-            .map_err(|error| format!("cannot open the store in `{}`: {error}", data_dir.display()))?;
-    let recall_bytes =
-        usize::try_from(config.storage.recall_index_mb.max(1) * 1024 * 1024).unwrap_or(usize::MAX);
-    store.set_recall_budget(recall_bytes);
-    store.set_min_free_bytes(config.storage.min_free_mb.saturating_mul(1024 * 1024));
-    let flushed_on_exit = store.clone();
-    let runtime = Runtime::new(&config, Components::builtin().with_store(Arc::new(store)))
-        .map_err(|error| error.to_string())?;
+    let (store, flushed_on_exit) = open_store(&config.storage, &data_dir).await?;
+    let runtime =
+        Runtime::new(&config, Components::builtin().with_store(store)).map_err(|error| error.to_string())?;
     let options = ServeOptions::from_config(&config).map_err(|error| error.to_string())?;
     if options.auth.is_open() {
         if !listen.ip().is_loopback() && !config.auth.allow_unauthenticated {
@@ -290,9 +284,50 @@ async fn serve_config(config: Config, listen: SocketAddr, data_dir: PathBuf) -> 
     println!("agentwire listening on {address}");
     std::io::stdout().flush().map_err(|error| error.to_string())?;
     serve(listener, runtime, options, shutdown).await.map_err(|error| error.to_string())?;
-    flushed_on_exit.flush().map_err(|error| format!("cannot flush the store: {error}"))?;
+    if let Some(sled) = flushed_on_exit {
+        sled.flush().map_err(|error| format!("cannot flush the store: {error}"))?;
+    }
     tracing::info!("agentwire stopped");
     Ok(ExitCode::SUCCESS)
+}
+
+/// The store `[storage]` names: sled in `data_dir/store` (also handed back, to flush on the way
+/// out), or PostgreSQL at the URL in the environment variable `[storage.postgres] url_env`.
+async fn open_store(
+    storage: &crate::config::StorageConfig,
+    data_dir: &std::path::Path,
+) -> Result<(Arc<dyn Store>, Option<SledStore>), String> {
+    match storage.backend {
+        StorageBackend::Sled => {
+            let store =
+                SledStore::open_with_cache(&data_dir.join("store"), storage.cache_mb.max(1) * 1024 * 1024)
+                    .map_err(|error| format!("cannot open the store in `{}`: {error}", data_dir.display()))?;
+            let recall_bytes =
+                usize::try_from(storage.recall_index_mb.max(1) * 1024 * 1024).unwrap_or(usize::MAX);
+            store.set_recall_budget(recall_bytes);
+            store.set_min_free_bytes(storage.min_free_mb.saturating_mul(1024 * 1024));
+            Ok((Arc::new(store.clone()), Some(store)))
+        }
+        StorageBackend::Postgres => {
+            let postgres = &storage.postgres;
+            let url = std::env::var(&postgres.url_env).map_err(|_| {
+                format!(
+                    "[storage] backend = \"postgres\" reads the connection URL from the environment variable \
+                     `{}` ([storage.postgres] url_env), which is not set",
+                    postgres.url_env
+                )
+            })?;
+            let options = PgOptions {
+                url,
+                pool_size: postgres.pool_size,
+                statement_timeout: std::time::Duration::from_millis(postgres.statement_timeout_ms),
+            };
+            let store = PgStore::connect(&options).await.map_err(|error| {
+                format!("cannot open the PostgreSQL store (`{}`): {error}", postgres.url_env)
+            })?;
+            Ok((Arc::new(store), None))
+        }
+    }
 }
 
 /// Installs the SIGINT and SIGTERM handlers now, and resolves when either signal arrives.

@@ -43,7 +43,10 @@ pub use self::memory::{
 pub use self::mock_script::{MockError, MockReply, MockScript, MockToolCall};
 pub use self::providers::{Api, ProviderConfig};
 pub use self::remote::{ProcessorTokenConfig, RemoteConfig};
-pub use self::server::{ApiKeyConfig, AuthConfig, LimitsConfig, MetricsConfig, StorageConfig, TlsConfig};
+pub use self::server::{
+    ApiKeyConfig, AuthConfig, LimitsConfig, MetricsConfig, PostgresConfig, StorageBackend, StorageConfig,
+    TlsConfig,
+};
 pub use self::telemetry::{LogFormat, SpanDetail, TelemetryConfig};
 pub use self::tools::RemoteToolConfig;
 

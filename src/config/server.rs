@@ -190,6 +190,13 @@ fn every_agent() -> Vec<String> {
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct StorageConfig {
+    /// Where memory is kept: `sled` (embedded in the data directory, the default) or `postgres`
+    /// (PostgreSQL 15+ with pgvector, shared by several replicas; `[storage.postgres]`).
+    #[serde(default)]
+    pub backend: StorageBackend,
+    /// The PostgreSQL store, for `backend = "postgres"`.
+    #[serde(default)]
+    pub postgres: PostgresConfig,
     /// The largest file part (inline data, in bytes) a run with memory may store; larger ones are
     /// refused before the run starts. Default 1 MiB.
     #[serde(default = "default_max_file_bytes")]
@@ -231,6 +238,8 @@ pub struct StorageConfig {
 impl Default for StorageConfig {
     fn default() -> StorageConfig {
         StorageConfig {
+            backend: StorageBackend::default(),
+            postgres: PostgresConfig::default(),
             max_file_bytes: default_max_file_bytes(),
             cache_mb: default_cache_mb(),
             recall_index_mb: default_recall_index_mb(),
@@ -263,6 +272,57 @@ impl StorageConfig {
             working_memory: self.max_working_memory_bytes,
         }
     }
+}
+
+/// Where memory is kept.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StorageBackend {
+    /// Embedded sled, in the data directory.
+    #[default]
+    Sled,
+    /// PostgreSQL with pgvector.
+    Postgres,
+}
+
+/// The `[storage.postgres]` table.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PostgresConfig {
+    /// The environment variable holding the connection URL
+    /// (`postgres://user:password@host:5432/database`): the password never goes in the file.
+    /// Default `AGENTWIRE_POSTGRES_URL`.
+    #[serde(default = "default_postgres_url_env")]
+    pub url_env: String,
+    /// Connections kept open at most. Default 16.
+    #[serde(default = "default_postgres_pool_size")]
+    pub pool_size: usize,
+    /// Longest a statement may run, in milliseconds, before PostgreSQL cancels it (the call
+    /// fails with UNAVAILABLE). Default 10,000.
+    #[serde(default = "default_postgres_statement_timeout_ms")]
+    pub statement_timeout_ms: u64,
+}
+
+impl Default for PostgresConfig {
+    fn default() -> PostgresConfig {
+        PostgresConfig {
+            url_env: default_postgres_url_env(),
+            pool_size: default_postgres_pool_size(),
+            statement_timeout_ms: default_postgres_statement_timeout_ms(),
+        }
+    }
+}
+
+fn default_postgres_url_env() -> String {
+    "AGENTWIRE_POSTGRES_URL".to_owned()
+}
+
+fn default_postgres_pool_size() -> usize {
+    16
+}
+
+fn default_postgres_statement_timeout_ms() -> u64 {
+    10_000
 }
 
 /// A limit as configured: 0 is none.

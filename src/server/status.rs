@@ -82,9 +82,10 @@ fn store_code(error: &StoreError) -> Code {
         StoreError::VersionConflict { .. } => Code::Aborted,
         StoreError::DiskLow { .. } | StoreError::Unavailable(_) => Code::Unavailable,
         StoreError::QuotaExceeded { .. } => Code::ResourceExhausted,
-        StoreError::UnsupportedFormat { .. } | StoreError::Corrupt { .. } | StoreError::Engine(_) => {
-            Code::Internal
-        }
+        StoreError::UnsupportedFormat { .. }
+        | StoreError::SchemaTooNew { .. }
+        | StoreError::Corrupt { .. }
+        | StoreError::Engine(_) => Code::Internal,
     }
 }
 

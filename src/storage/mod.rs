@@ -1,6 +1,6 @@
 //! Storage: the [`Store`] trait — threads, messages, embeddings, working memory and cached model
-//! responses — and its
-//! embedded implementation on sled ([`SledStore`]).
+//! responses — with two implementations: embedded on sled ([`SledStore`], the default) and on
+//! PostgreSQL with pgvector ([`PgStore`], shared by several replicas).
 //!
 //! Each trait method is a unit of atomicity and durability: when it returns `Ok`, what it wrote
 //! is on disk, all of it or nothing. Search is pushed down (scope, top-k and threshold in, scored
@@ -9,6 +9,7 @@
 mod compaction;
 mod group_commit;
 mod keys;
+mod postgres;
 mod quota;
 mod reopening;
 mod sled_codec;
@@ -20,6 +21,7 @@ mod vectors;
 mod writability;
 
 pub use self::compaction::{Compacted, compact, directory_bytes};
+pub use self::postgres::{PgOptions, PgStore, SCHEMA_VERSION};
 pub use self::quota::{ResourceUsage, check_quota};
 pub use self::sled_store::{DEFAULT_CACHE_BYTES, DEFAULT_MIN_FREE_BYTES, SledStore};
 pub use self::types::{
@@ -64,6 +66,17 @@ pub enum StoreError {
         /// The format found on disk.
         found: u32,
         /// The format this build reads and writes.
+        supported: u32,
+    },
+    /// The PostgreSQL database holds a newer agentwire schema than this binary knows.
+    #[error(
+        "the database has agentwire schema version {found}, this agentwire knows versions up to {supported}: \
+         run a newer agentwire (a rollback cannot read what the newer one wrote)"
+    )]
+    SchemaTooNew {
+        /// The schema version in the database.
+        found: u32,
+        /// The newest version this build applies.
         supported: u32,
     },
     /// A record on disk could not be decoded.

@@ -149,6 +149,25 @@ pub enum WorkingMemoryScope {
     },
 }
 
+impl WorkingMemoryScope {
+    /// The scope as a key (`resource:<id>`, `thread:<resource length>:<resource>:<thread>`).
+    pub fn key(&self) -> String {
+        match self {
+            WorkingMemoryScope::Resource(id) => format!("resource:{id}"),
+            WorkingMemoryScope::Thread { resource_id, thread_id } => {
+                format!("thread:{}:{resource_id}:{thread_id}", resource_id.len())
+            }
+        }
+    }
+
+    /// The resource whose memory it is.
+    pub fn resource_id(&self) -> &str {
+        match self {
+            WorkingMemoryScope::Resource(id) | WorkingMemoryScope::Thread { resource_id: id, .. } => id,
+        }
+    }
+}
+
 impl std::fmt::Display for WorkingMemoryScope {
     fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {

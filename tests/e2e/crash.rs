@@ -78,9 +78,31 @@ fn text_of(message: &agentwire::domain::Message) -> String {
 /// its answer); the store reopens after each kill.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kill_9_loses_no_finished_run_and_leaves_no_half_run() {
+    kill_9_rounds(None).await;
+}
+
+/// The same with the store in PostgreSQL: a replica killed with SIGKILL loses no run whose
+/// `finish` a client received (committed durably before it), and leaves no half run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_9_on_postgres_loses_no_finished_run() {
+    let Some(url) = crate::common::postgres::fresh_database().await else { return };
+    kill_9_rounds(Some(&url)).await;
+}
+
+/// The variable the PostgreSQL rounds name in `[storage.postgres] url_env`.
+const URL_ENV: &str = "AGENTWIRE_CRASH_TEST_URL";
+
+/// Kill-and-check rounds on one store: sled in a data directory, or PostgreSQL at `postgres`.
+async fn kill_9_rounds(postgres: Option<&str>) {
     let data_dir = tempfile::tempdir().unwrap();
     let config_path = data_dir.path().join("agentwire.toml");
-    std::fs::write(&config_path, CONFIG).unwrap();
+    let storage = match postgres {
+        Some(_) => {
+            format!("\n[storage]\nbackend = \"postgres\"\n\n[storage.postgres]\nurl_env = \"{URL_ENV}\"\n")
+        }
+        None => String::new(),
+    };
+    std::fs::write(&config_path, format!("{CONFIG}{storage}")).unwrap();
     let mut all_finished: Vec<(String, String)> = Vec::new();
     for round in 0..rounds() {
         let mut server = Command::new(env!("CARGO_BIN_EXE_agentwire"))
@@ -88,6 +110,7 @@ async fn kill_9_loses_no_finished_run_and_leaves_no_half_run() {
             .arg(&config_path)
             .arg("--data-dir")
             .arg(data_dir.path())
+            .env(URL_ENV, postgres.unwrap_or_default())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
@@ -117,7 +140,12 @@ async fn kill_9_loses_no_finished_run_and_leaves_no_half_run() {
         eprintln!("round {round}: {} runs finished before the kill", finished.len());
         all_finished.extend(finished);
 
-        let store = SledStore::open(&data_dir.path().join("store")).expect("the store reopens after SIGKILL");
+        let store: Box<dyn Store> = match postgres {
+            Some(url) => Box::new(crate::common::postgres::connect(url).await),
+            None => Box::new(
+                SledStore::open(&data_dir.path().join("store")).expect("the store reopens after SIGKILL"),
+            ),
+        };
         for index in 0..CLIENTS {
             let thread = format!("thread-{index}");
             let messages = store

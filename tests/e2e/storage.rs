@@ -1,5 +1,6 @@
-//! The `Store` contract, run against the sled store. Written against `&dyn Store` so that any
-//! later backend can run the same suite.
+//! The `Store` contract, run against every backend: sled, and PostgreSQL on a fresh database
+//! of the test server (`common::postgres`). What only one backend has (sled's format and lock,
+//! its in-memory recall budget; PostgreSQL's schema versions) is tested on that one.
 
 use agentwire::domain::{Message, Part, Role};
 use agentwire::storage::{
@@ -7,10 +8,31 @@ use agentwire::storage::{
     ThreadUpdate, VectorQuery, WorkingMemoryScope,
 };
 
+use std::sync::Arc;
+
+use crate::common::postgres;
+
 fn open() -> (tempfile::TempDir, SledStore) {
     let dir = tempfile::tempdir().unwrap();
     let store = SledStore::open(dir.path()).unwrap();
     (dir, store)
+}
+
+/// One backend's store, empty, and what keeps it alive.
+struct Backend {
+    name: &'static str,
+    store: Arc<dyn Store>,
+    _dir: Option<tempfile::TempDir>,
+}
+
+/// An empty store of every backend there is here (PostgreSQL when the tests have one).
+async fn backends() -> Vec<Backend> {
+    let (dir, sled) = open();
+    let mut backends = vec![Backend { name: "sled", store: Arc::new(sled), _dir: Some(dir) }];
+    if let Some((_, store)) = postgres::fresh_store().await {
+        backends.push(Backend { name: "postgres", store: Arc::new(store), _dir: None });
+    }
+    backends
 }
 
 fn message(text: &str) -> Message {
@@ -35,19 +57,23 @@ fn texts(messages: &[agentwire::storage::StoredMessage]) -> Vec<String> {
 /// A run's save creates the thread, appends in order, and is idempotent per message id.
 #[tokio::test]
 async fn save_run_appends_in_order_and_is_idempotent() {
-    let (_dir, store) = open();
-    let store: &dyn Store = &store;
-    let first = message("one");
-    store.save_run(save("t", "r", vec![first.clone(), message("two")])).await.unwrap();
-    store.save_run(save("t", "r", vec![first, message("three")])).await.unwrap();
-    let thread = store.get_thread("r", "t").await.unwrap().expect("created");
-    assert_eq!(thread.resource_id, "r");
-    assert_eq!(thread.next_seq, 3);
-    let all = store.last_messages("r", "t", 10).await.unwrap();
-    assert_eq!(texts(&all), ["one", "two", "three"]);
-    assert_eq!(all.iter().map(|stored| stored.seq).collect::<Vec<_>>(), [0, 1, 2]);
-    assert!(all.iter().all(|stored| stored.message.thread_id == "t" && stored.message.resource_id == "r"));
-    assert_eq!(texts(&store.last_messages("r", "t", 2).await.unwrap()), ["two", "three"]);
+    for backend in backends().await {
+        eprintln!("backend: {}", backend.name);
+        let store: &dyn Store = &*backend.store;
+        let first = message("one");
+        store.save_run(save("t", "r", vec![first.clone(), message("two")])).await.unwrap();
+        store.save_run(save("t", "r", vec![first, message("three")])).await.unwrap();
+        let thread = store.get_thread("r", "t").await.unwrap().expect("created");
+        assert_eq!(thread.resource_id, "r");
+        assert_eq!(thread.next_seq, 3);
+        let all = store.last_messages("r", "t", 10).await.unwrap();
+        assert_eq!(texts(&all), ["one", "two", "three"]);
+        assert_eq!(all.iter().map(|stored| stored.seq).collect::<Vec<_>>(), [0, 1, 2]);
+        assert!(
+            all.iter().all(|stored| stored.message.thread_id == "t" && stored.message.resource_id == "r")
+        );
+        assert_eq!(texts(&store.last_messages("r", "t", 2).await.unwrap()), ["two", "three"]);
+    }
 }
 
 /// Message ids are scoped by resource: an id one resource used neither hides another
@@ -55,83 +81,91 @@ async fn save_run_appends_in_order_and_is_idempotent() {
 /// saving idempotent.
 #[tokio::test]
 async fn message_ids_are_scoped_by_resource() {
-    let (_dir, store) = open();
-    let store: &dyn Store = &store;
-    let mut alice = message("alice's");
-    alice.id = "m-1".into();
-    let mut bob = message("bob's");
-    bob.id = "m-1".into();
-    store.save_run(save("alice-thread", "alice", vec![alice.clone()])).await.unwrap();
-    store.save_run(save("bob-thread", "bob", vec![bob])).await.unwrap();
-    assert_eq!(texts(&store.last_messages("bob", "bob-thread", 10).await.unwrap()), ["bob's"]);
-    store.save_run(save("alice-thread", "alice", vec![alice])).await.unwrap();
-    assert_eq!(texts(&store.last_messages("alice", "alice-thread", 10).await.unwrap()), ["alice's"]);
-    // Deleting one resource's thread frees only its own ids.
-    store.delete_thread("bob", "bob-thread").await.unwrap();
-    let mut again = message("alice's again");
-    again.id = "m-1".into();
-    store.save_run(save("alice-thread", "alice", vec![again])).await.unwrap();
-    assert_eq!(texts(&store.last_messages("alice", "alice-thread", 10).await.unwrap()), ["alice's"]);
+    for backend in backends().await {
+        eprintln!("backend: {}", backend.name);
+        let store: &dyn Store = &*backend.store;
+        let mut alice = message("alice's");
+        alice.id = "m-1".into();
+        let mut bob = message("bob's");
+        bob.id = "m-1".into();
+        store.save_run(save("alice-thread", "alice", vec![alice.clone()])).await.unwrap();
+        store.save_run(save("bob-thread", "bob", vec![bob])).await.unwrap();
+        assert_eq!(texts(&store.last_messages("bob", "bob-thread", 10).await.unwrap()), ["bob's"]);
+        store.save_run(save("alice-thread", "alice", vec![alice])).await.unwrap();
+        assert_eq!(texts(&store.last_messages("alice", "alice-thread", 10).await.unwrap()), ["alice's"]);
+        // Deleting one resource's thread frees only its own ids.
+        store.delete_thread("bob", "bob-thread").await.unwrap();
+        let mut again = message("alice's again");
+        again.id = "m-1".into();
+        store.save_run(save("alice-thread", "alice", vec![again])).await.unwrap();
+        assert_eq!(texts(&store.last_messages("alice", "alice-thread", 10).await.unwrap()), ["alice's"]);
+    }
 }
 
 /// Thread ids are a resource's own: another resource's thread of the same id is another thread,
 /// and neither sees the other's messages.
 #[tokio::test]
 async fn thread_ids_are_scoped_by_resource() {
-    let (_dir, store) = open();
-    store.save_run(save("t", "alice", vec![message("alice's")])).await.unwrap();
-    store.save_run(save("t", "mallory", vec![message("mallory's")])).await.unwrap();
-    assert_eq!(texts(&store.last_messages("alice", "t", 10).await.unwrap()), ["alice's"]);
-    assert_eq!(texts(&store.last_messages("mallory", "t", 10).await.unwrap()), ["mallory's"]);
-    assert_eq!(store.get_thread("alice", "t").await.unwrap().unwrap().resource_id, "alice");
-    store.delete_thread("mallory", "t").await.unwrap();
-    assert_eq!(texts(&store.last_messages("alice", "t", 10).await.unwrap()), ["alice's"]);
-    assert!(store.get_thread("mallory", "t").await.unwrap().is_none());
+    for backend in backends().await {
+        eprintln!("backend: {}", backend.name);
+        let store: &dyn Store = &*backend.store;
+        store.save_run(save("t", "alice", vec![message("alice's")])).await.unwrap();
+        store.save_run(save("t", "mallory", vec![message("mallory's")])).await.unwrap();
+        assert_eq!(texts(&store.last_messages("alice", "t", 10).await.unwrap()), ["alice's"]);
+        assert_eq!(texts(&store.last_messages("mallory", "t", 10).await.unwrap()), ["mallory's"]);
+        assert_eq!(store.get_thread("alice", "t").await.unwrap().unwrap().resource_id, "alice");
+        store.delete_thread("mallory", "t").await.unwrap();
+        assert_eq!(texts(&store.last_messages("alice", "t", 10).await.unwrap()), ["alice's"]);
+        assert!(store.get_thread("mallory", "t").await.unwrap().is_none());
+    }
 }
 
 /// Threads list newest first, in pages; messages page both ways; neighbours come deduplicated.
 #[tokio::test]
 async fn paging_and_neighbours() {
-    let (_dir, store) = open();
-    for index in 0..5 {
-        let thread = store
-            .create_thread(NewThread {
-                id: format!("t{index}"),
-                resource_id: "r".into(),
-                ..Default::default()
-            })
-            .await
-            .unwrap();
-        assert_eq!(thread.id, format!("t{index}"));
-        tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+    for backend in backends().await {
+        eprintln!("backend: {}", backend.name);
+        let store: &dyn Store = &*backend.store;
+        for index in 0..5 {
+            let thread = store
+                .create_thread(NewThread {
+                    id: format!("t{index}"),
+                    resource_id: "r".into(),
+                    ..Default::default()
+                })
+                .await
+                .unwrap();
+            assert_eq!(thread.id, format!("t{index}"));
+            tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+        }
+        let duplicate = NewThread { id: "t0".into(), resource_id: "r".into(), ..Default::default() };
+        assert_eq!(store.create_thread(duplicate).await.unwrap_err(), StoreError::ThreadExists("t0".into()));
+        let first = store.list_threads("r", "", 2).await.unwrap();
+        assert_eq!(first.threads.iter().map(|t| t.id.as_str()).collect::<Vec<_>>(), ["t4", "t3"]);
+        let second = store.list_threads("r", &first.next_cursor, 2).await.unwrap();
+        assert_eq!(second.threads.iter().map(|t| t.id.as_str()).collect::<Vec<_>>(), ["t2", "t1"]);
+        let last = store.list_threads("r", &second.next_cursor, 2).await.unwrap();
+        assert_eq!(last.threads.len(), 1);
+        assert!(last.next_cursor.is_empty());
+        assert!(store.list_threads("other", "", 10).await.unwrap().threads.is_empty());
+
+        let messages = (0..7).map(|index| message(&format!("m{index}"))).collect();
+        store.save_run(save("t0", "r", messages)).await.unwrap();
+        let forward = store.list_messages("r", "t0", Direction::Forward, "", 3).await.unwrap();
+        assert_eq!(texts(&forward.messages), ["m0", "m1", "m2"]);
+        let forward_next =
+            store.list_messages("r", "t0", Direction::Forward, &forward.next_cursor, 3).await.unwrap();
+        assert_eq!(texts(&forward_next.messages), ["m3", "m4", "m5"]);
+        let backward = store.list_messages("r", "t0", Direction::Backward, "", 4).await.unwrap();
+        assert_eq!(texts(&backward.messages), ["m6", "m5", "m4", "m3"]);
+        let backward_next =
+            store.list_messages("r", "t0", Direction::Backward, &backward.next_cursor, 4).await.unwrap();
+        assert_eq!(texts(&backward_next.messages), ["m2", "m1", "m0"]);
+        assert!(backward_next.next_cursor.is_empty());
+
+        let around = store.messages_around("r", "t0", &[1, 2, 6], 1, 1).await.unwrap();
+        assert_eq!(texts(&around), ["m0", "m1", "m2", "m3", "m5", "m6"]);
     }
-    let duplicate = NewThread { id: "t0".into(), resource_id: "r".into(), ..Default::default() };
-    assert_eq!(store.create_thread(duplicate).await.unwrap_err(), StoreError::ThreadExists("t0".into()));
-    let first = store.list_threads("r", "", 2).await.unwrap();
-    assert_eq!(first.threads.iter().map(|t| t.id.as_str()).collect::<Vec<_>>(), ["t4", "t3"]);
-    let second = store.list_threads("r", &first.next_cursor, 2).await.unwrap();
-    assert_eq!(second.threads.iter().map(|t| t.id.as_str()).collect::<Vec<_>>(), ["t2", "t1"]);
-    let last = store.list_threads("r", &second.next_cursor, 2).await.unwrap();
-    assert_eq!(last.threads.len(), 1);
-    assert!(last.next_cursor.is_empty());
-    assert!(store.list_threads("other", "", 10).await.unwrap().threads.is_empty());
-
-    let messages = (0..7).map(|index| message(&format!("m{index}"))).collect();
-    store.save_run(save("t0", "r", messages)).await.unwrap();
-    let forward = store.list_messages("r", "t0", Direction::Forward, "", 3).await.unwrap();
-    assert_eq!(texts(&forward.messages), ["m0", "m1", "m2"]);
-    let forward_next =
-        store.list_messages("r", "t0", Direction::Forward, &forward.next_cursor, 3).await.unwrap();
-    assert_eq!(texts(&forward_next.messages), ["m3", "m4", "m5"]);
-    let backward = store.list_messages("r", "t0", Direction::Backward, "", 4).await.unwrap();
-    assert_eq!(texts(&backward.messages), ["m6", "m5", "m4", "m3"]);
-    let backward_next =
-        store.list_messages("r", "t0", Direction::Backward, &backward.next_cursor, 4).await.unwrap();
-    assert_eq!(texts(&backward_next.messages), ["m2", "m1", "m0"]);
-    assert!(backward_next.next_cursor.is_empty());
-
-    let around = store.messages_around("r", "t0", &[1, 2, 6], 1, 1).await.unwrap();
-    assert_eq!(texts(&around), ["m0", "m1", "m2", "m3", "m5", "m6"]);
 }
 
 fn unit(values: &[f32]) -> Vec<f32> {
@@ -150,102 +184,117 @@ fn embedded(thread: &str, resource: &str, text: &str, vector: &[f32]) -> RunSave
 /// vectors of another embedder.
 #[tokio::test]
 async fn search_is_scoped_ranked_and_checked() {
-    let (_dir, store) = open();
-    store.save_run(embedded("a1", "alice", "cats", &[1.0, 0.0, 0.0])).await.unwrap();
-    store.save_run(embedded("a2", "alice", "kittens", &[0.9, 0.1, 0.0])).await.unwrap();
-    store.save_run(embedded("b1", "bob", "cats too", &[1.0, 0.0, 0.0])).await.unwrap();
-    let query = |scope: RecallScope| VectorQuery {
-        scope,
-        embedder: "test".into(),
-        vector: unit(&[1.0, 0.0, 0.0]),
-        top_k: 10,
-        threshold: None,
-    };
-    let alice = store.search(query(RecallScope::Resource("alice".into()))).await.unwrap();
-    assert_eq!(alice.iter().map(|hit| hit.thread_id.as_str()).collect::<Vec<_>>(), ["a1", "a2"]);
-    assert!(alice[0].score > alice[1].score);
-    let thread_only = store
-        .search(query(RecallScope::Thread { resource_id: "alice".into(), thread_id: "a2".into() }))
-        .await
-        .unwrap();
-    assert_eq!(thread_only.len(), 1);
-    let mut strict = query(RecallScope::Resource("alice".into()));
-    strict.threshold = Some(0.999);
-    assert_eq!(store.search(strict).await.unwrap().len(), 1);
-    // Written after the resource was loaded into memory: still found.
-    store.save_run(embedded("a3", "alice", "more cats", &[1.0, 0.0, 0.01])).await.unwrap();
-    assert_eq!(store.search(query(RecallScope::Resource("alice".into()))).await.unwrap().len(), 3);
+    for backend in backends().await {
+        eprintln!("backend: {}", backend.name);
+        let store: &dyn Store = &*backend.store;
+        store.save_run(embedded("a1", "alice", "cats", &[1.0, 0.0, 0.0])).await.unwrap();
+        store.save_run(embedded("a2", "alice", "kittens", &[0.9, 0.1, 0.0])).await.unwrap();
+        store.save_run(embedded("b1", "bob", "cats too", &[1.0, 0.0, 0.0])).await.unwrap();
+        let query = |scope: RecallScope| VectorQuery {
+            scope,
+            embedder: "test".into(),
+            vector: unit(&[1.0, 0.0, 0.0]),
+            top_k: 10,
+            threshold: None,
+        };
+        let alice = store.search(query(RecallScope::Resource("alice".into()))).await.unwrap();
+        assert_eq!(alice.iter().map(|hit| hit.thread_id.as_str()).collect::<Vec<_>>(), ["a1", "a2"]);
+        assert!(alice[0].score > alice[1].score);
+        let thread_only = store
+            .search(query(RecallScope::Thread { resource_id: "alice".into(), thread_id: "a2".into() }))
+            .await
+            .unwrap();
+        assert_eq!(thread_only.len(), 1);
+        let mut strict = query(RecallScope::Resource("alice".into()));
+        strict.threshold = Some(0.999);
+        assert_eq!(store.search(strict).await.unwrap().len(), 1);
+        // Written after the resource was loaded into memory: still found.
+        store.save_run(embedded("a3", "alice", "more cats", &[1.0, 0.0, 0.01])).await.unwrap();
+        assert_eq!(store.search(query(RecallScope::Resource("alice".into()))).await.unwrap().len(), 3);
 
-    let mut foreign = query(RecallScope::Resource("alice".into()));
-    foreign.embedder = "other".into();
-    assert!(matches!(store.search(foreign).await, Err(StoreError::EmbedderMismatch { .. })));
-    let wrong_writer = RunSave {
-        embeddings: vec![EmbeddingRecord {
-            message_id: "x".into(),
-            embedder: "other".into(),
-            vector: vec![1.0],
-        }],
-        ..save("a1", "alice", vec![])
-    };
-    assert!(matches!(store.save_run(wrong_writer).await, Err(StoreError::EmbedderMismatch { .. })));
+        let mut foreign = query(RecallScope::Resource("alice".into()));
+        foreign.embedder = "other".into();
+        assert!(matches!(store.search(foreign).await, Err(StoreError::EmbedderMismatch { .. })));
+        let wrong_writer = RunSave {
+            embeddings: vec![EmbeddingRecord {
+                message_id: "x".into(),
+                embedder: "other".into(),
+                vector: vec![1.0],
+            }],
+            ..save("a1", "alice", vec![])
+        };
+        assert!(matches!(store.save_run(wrong_writer).await, Err(StoreError::EmbedderMismatch { .. })));
+    }
 }
 
 /// Working memory is versioned: a write based on a stale version is refused.
 #[tokio::test]
 async fn working_memory_writes_are_versioned() {
-    let (_dir, store) = open();
-    let scope = WorkingMemoryScope::Resource("r".into());
-    assert!(store.get_working_memory(&scope).await.unwrap().is_none());
-    assert_eq!(store.put_working_memory(&scope, "# v1".into(), 0).await.unwrap(), 1);
-    assert_eq!(store.put_working_memory(&scope, "# v2".into(), 1).await.unwrap(), 2);
-    let stale = store.put_working_memory(&scope, "# lost?".into(), 1).await.unwrap_err();
-    assert!(matches!(stale, StoreError::VersionConflict { expected: 1, found: 2, .. }));
-    assert_eq!(store.get_working_memory(&scope).await.unwrap().unwrap().content, "# v2");
+    for backend in backends().await {
+        eprintln!("backend: {}", backend.name);
+        let store: &dyn Store = &*backend.store;
+        let scope = WorkingMemoryScope::Resource("r".into());
+        assert!(store.get_working_memory(&scope).await.unwrap().is_none());
+        assert_eq!(store.put_working_memory(&scope, "# v1".into(), 0).await.unwrap(), 1);
+        assert_eq!(store.put_working_memory(&scope, "# v2".into(), 1).await.unwrap(), 2);
+        let stale = store.put_working_memory(&scope, "# lost?".into(), 1).await.unwrap_err();
+        assert!(matches!(stale, StoreError::VersionConflict { expected: 1, found: 2, .. }));
+        assert_eq!(store.get_working_memory(&scope).await.unwrap().unwrap().content, "# v2");
+    }
 }
 
 /// Deleting a thread takes its messages, embeddings and working memory; deleting a resource takes
 /// all of its threads and reports the counts.
 #[tokio::test]
 async fn deletes_cascade_and_report_counts() {
-    let (_dir, store) = open();
-    store.save_run(embedded("a1", "alice", "one", &[1.0, 0.0])).await.unwrap();
-    store.save_run(embedded("a2", "alice", "two", &[0.0, 1.0])).await.unwrap();
-    store.save_run(save("a2", "alice", vec![message("three")])).await.unwrap();
-    store.save_run(embedded("b1", "bob", "bob's", &[1.0, 0.0])).await.unwrap();
-    store
-        .put_working_memory(
-            &WorkingMemoryScope::Thread { resource_id: "alice".into(), thread_id: "a1".into() },
-            "notes".into(),
-            0,
-        )
-        .await
-        .unwrap();
-    store
-        .put_working_memory(&WorkingMemoryScope::Resource("alice".into()), "profile".into(), 0)
-        .await
-        .unwrap();
+    for backend in backends().await {
+        eprintln!("backend: {}", backend.name);
+        let store: &dyn Store = &*backend.store;
+        store.save_run(embedded("a1", "alice", "one", &[1.0, 0.0])).await.unwrap();
+        store.save_run(embedded("a2", "alice", "two", &[0.0, 1.0])).await.unwrap();
+        store.save_run(save("a2", "alice", vec![message("three")])).await.unwrap();
+        store.save_run(embedded("b1", "bob", "bob's", &[1.0, 0.0])).await.unwrap();
+        store
+            .put_working_memory(
+                &WorkingMemoryScope::Thread { resource_id: "alice".into(), thread_id: "a1".into() },
+                "notes".into(),
+                0,
+            )
+            .await
+            .unwrap();
+        store
+            .put_working_memory(&WorkingMemoryScope::Resource("alice".into()), "profile".into(), 0)
+            .await
+            .unwrap();
 
-    let report = store.delete_thread("alice", "a1").await.unwrap();
-    assert_eq!((report.threads, report.messages, report.embeddings, report.working_memories), (1, 1, 1, 1));
-    assert!(store.get_thread("alice", "a1").await.unwrap().is_none());
-    assert!(store.last_messages("alice", "a1", 10).await.unwrap().is_empty());
-    assert_eq!(
-        store.delete_thread("alice", "a1").await.unwrap_err(),
-        StoreError::ThreadNotFound("a1".into())
-    );
+        let report = store.delete_thread("alice", "a1").await.unwrap();
+        assert_eq!(
+            (report.threads, report.messages, report.embeddings, report.working_memories),
+            (1, 1, 1, 1)
+        );
+        assert!(store.get_thread("alice", "a1").await.unwrap().is_none());
+        assert!(store.last_messages("alice", "a1", 10).await.unwrap().is_empty());
+        assert_eq!(
+            store.delete_thread("alice", "a1").await.unwrap_err(),
+            StoreError::ThreadNotFound("a1".into())
+        );
 
-    let report = store.delete_resource("alice").await.unwrap();
-    assert_eq!((report.threads, report.messages, report.embeddings, report.working_memories), (1, 2, 1, 1));
-    assert!(store.list_threads("alice", "", 10).await.unwrap().threads.is_empty());
-    let query = VectorQuery {
-        scope: RecallScope::Resource("alice".into()),
-        embedder: "test".into(),
-        vector: unit(&[1.0, 0.0]),
-        top_k: 5,
-        threshold: None,
-    };
-    assert!(store.search(query).await.unwrap().is_empty());
-    assert_eq!(store.last_messages("bob", "b1", 10).await.unwrap().len(), 1, "bob is untouched");
+        let report = store.delete_resource("alice").await.unwrap();
+        assert_eq!(
+            (report.threads, report.messages, report.embeddings, report.working_memories),
+            (1, 2, 1, 1)
+        );
+        assert!(store.list_threads("alice", "", 10).await.unwrap().threads.is_empty());
+        let query = VectorQuery {
+            scope: RecallScope::Resource("alice".into()),
+            embedder: "test".into(),
+            vector: unit(&[1.0, 0.0]),
+            top_k: 5,
+            threshold: None,
+        };
+        assert!(store.search(query).await.unwrap().is_empty());
+        assert_eq!(store.last_messages("bob", "b1", 10).await.unwrap().len(), 1, "bob is untouched");
+    }
 }
 
 /// Everything survives closing and reopening the store; renames and metadata too.
@@ -305,22 +354,24 @@ async fn opening_waits_for_a_store_closing_elsewhere() {
 /// Cached values are kept per scope, expire, and go with their thread or resource.
 #[tokio::test]
 async fn cached_values_expire_and_are_scoped() {
-    let (_dir, store) = open();
-    let store: &dyn Store = &store;
-    let now = agentwire::domain::now_millis();
-    let alice = CacheScope::Resource("alice".into());
-    let thread = CacheScope::Thread { resource_id: "alice".into(), thread_id: "t1".into() };
-    store.cache_put(&alice, "k", b"answer".to_vec(), now + 60_000).await.unwrap();
-    store.cache_put(&thread, "k", b"thread answer".to_vec(), now + 60_000).await.unwrap();
-    store.cache_put(&alice, "old", b"stale".to_vec(), now - 1).await.unwrap();
-    assert_eq!(store.cache_get(&alice, "k").await.unwrap().as_deref(), Some(&b"answer"[..]));
-    assert_eq!(store.cache_get(&CacheScope::Resource("bob".into()), "k").await.unwrap(), None);
-    assert_eq!(store.cache_get(&alice, "old").await.unwrap(), None, "expired");
-    store.save_run(save("t1", "alice", vec![message("hi")])).await.unwrap();
-    store.delete_thread("alice", "t1").await.unwrap();
-    assert_eq!(store.cache_get(&thread, "k").await.unwrap(), None, "gone with its thread");
-    store.delete_resource("alice").await.unwrap();
-    assert_eq!(store.cache_get(&alice, "k").await.unwrap(), None, "gone with its resource");
+    for backend in backends().await {
+        eprintln!("backend: {}", backend.name);
+        let store: &dyn Store = &*backend.store;
+        let now = agentwire::domain::now_millis();
+        let alice = CacheScope::Resource("alice".into());
+        let thread = CacheScope::Thread { resource_id: "alice".into(), thread_id: "t1".into() };
+        store.cache_put(&alice, "k", b"answer".to_vec(), now + 60_000).await.unwrap();
+        store.cache_put(&thread, "k", b"thread answer".to_vec(), now + 60_000).await.unwrap();
+        store.cache_put(&alice, "old", b"stale".to_vec(), now - 1).await.unwrap();
+        assert_eq!(store.cache_get(&alice, "k").await.unwrap().as_deref(), Some(&b"answer"[..]));
+        assert_eq!(store.cache_get(&CacheScope::Resource("bob".into()), "k").await.unwrap(), None);
+        assert_eq!(store.cache_get(&alice, "old").await.unwrap(), None, "expired");
+        store.save_run(save("t1", "alice", vec![message("hi")])).await.unwrap();
+        store.delete_thread("alice", "t1").await.unwrap();
+        assert_eq!(store.cache_get(&thread, "k").await.unwrap(), None, "gone with its thread");
+        store.delete_resource("alice").await.unwrap();
+        assert_eq!(store.cache_get(&alice, "k").await.unwrap(), None, "gone with its resource");
+    }
 }
 
 /// Recall's in-memory vectors stay within their budget: searching many resources drops the least
@@ -369,4 +420,122 @@ async fn recall_memory_stays_within_its_budget() {
         hits.iter().map(|hit| (hit.thread_id.clone(), hit.seq)).collect::<Vec<_>>()
     };
     assert_eq!(ids(&again), ids(&first), "read back from disk, the same hits");
+}
+
+/// A save is all or nothing: one past the resource's quota, or with a stale working-memory
+/// version, leaves no message, no thread and no usage behind.
+#[tokio::test]
+async fn a_refused_save_leaves_nothing() {
+    for backend in backends().await {
+        eprintln!("backend: {}", backend.name);
+        let store: &dyn Store = &*backend.store;
+        let quota = agentwire::domain::ResourceQuota { messages: Some(2), ..Default::default() };
+        let over = RunSave { quota, ..save("t", "r", vec![message("1"), message("2"), message("3")]) };
+        assert!(matches!(store.save_run(over).await, Err(StoreError::QuotaExceeded { .. })));
+        assert!(store.get_thread("r", "t").await.unwrap().is_none());
+        assert_eq!(store.usage("r").await.unwrap(), Default::default());
+
+        let scope = WorkingMemoryScope::Resource("r".into());
+        store.put_working_memory(&scope, "v1".into(), 0).await.unwrap();
+        let stale = RunSave {
+            working_memory: Some((scope.clone(), "stale".into(), 0)),
+            ..save("t", "r", vec![message("lost?")])
+        };
+        assert!(matches!(store.save_run(stale).await, Err(StoreError::VersionConflict { .. })));
+        assert!(store.last_messages("r", "t", 10).await.unwrap().is_empty());
+        assert_eq!(store.get_working_memory(&scope).await.unwrap().unwrap().content, "v1");
+        assert_eq!(store.usage("r").await.unwrap().messages, 0);
+    }
+}
+
+/// Two replicas on one database appending to one thread at once: every message is kept, with
+/// consecutive seqs, and the resource's usage counts each once.
+#[tokio::test]
+async fn replicas_append_to_one_thread_at_once() {
+    let Some((url, first)) = postgres::fresh_store().await else { return };
+    let second = postgres::connect(&url).await;
+    let mut tasks = Vec::new();
+    for (replica, store) in [first.clone(), second.clone()].into_iter().enumerate() {
+        for index in 0..10 {
+            let store = store.clone();
+            tasks.push(tokio::spawn(async move {
+                store.save_run(save("shared", "r", vec![message(&format!("{replica}-{index}"))])).await
+            }));
+        }
+    }
+    for task in tasks {
+        task.await.unwrap().unwrap();
+    }
+    let all = second.last_messages("r", "shared", 100).await.unwrap();
+    assert_eq!(all.iter().map(|stored| stored.seq).collect::<Vec<_>>(), (0..20).collect::<Vec<_>>());
+    let mut texts = texts(&all);
+    texts.sort();
+    assert_eq!(texts.len(), 20);
+    texts.dedup();
+    assert_eq!(texts.len(), 20, "no message twice");
+    assert_eq!(first.usage("r").await.unwrap().messages, 20);
+    assert_eq!(first.get_thread("r", "shared").await.unwrap().unwrap().next_seq, 20);
+}
+
+/// Two replicas updating one working memory concurrently, each retrying on a version conflict
+/// as the memory processor does: no update is lost.
+#[tokio::test]
+async fn replicas_updating_one_working_memory_lose_nothing() {
+    let Some((url, first)) = postgres::fresh_store().await else { return };
+    let second = postgres::connect(&url).await;
+    let scope = WorkingMemoryScope::Resource("r".into());
+    let mut tasks = Vec::new();
+    for (replica, store) in [first.clone(), second.clone()].into_iter().enumerate() {
+        for index in 0..8 {
+            let (store, scope) = (store.clone(), scope.clone());
+            tasks.push(tokio::spawn(async move {
+                loop {
+                    let current = store.get_working_memory(&scope).await.unwrap();
+                    let (content, version) =
+                        current.map_or((String::new(), 0), |record| (record.content, record.version));
+                    let added = format!("{content}[{replica}-{index}]");
+                    match store.put_working_memory(&scope, added, version).await {
+                        Ok(_) => break,
+                        Err(StoreError::VersionConflict { .. }) => continue,
+                        Err(other) => panic!("{other}"),
+                    }
+                }
+            }));
+        }
+    }
+    for task in tasks {
+        task.await.unwrap();
+    }
+    let record = first.get_working_memory(&scope).await.unwrap().unwrap();
+    assert_eq!(record.version, 16);
+    for replica in 0..2 {
+        for index in 0..8 {
+            assert!(record.content.contains(&format!("[{replica}-{index}]")), "{}", record.content);
+        }
+    }
+}
+
+/// Everything survives reconnecting (the schema applied once, not again), and a database whose
+/// schema is newer than this binary's is refused with a message saying so.
+#[tokio::test]
+async fn postgres_keeps_data_and_refuses_a_newer_schema() {
+    let Some((url, store)) = postgres::fresh_store().await else { return };
+    store.save_run(embedded("t", "r", "remember me", &[1.0, 0.0])).await.unwrap();
+    drop(store);
+    let store = postgres::connect(&url).await;
+    assert_eq!(texts(&store.last_messages("r", "t", 10).await.unwrap()), ["remember me"]);
+
+    let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls).await.unwrap();
+    tokio::spawn(connection);
+    let versions: i64 = client.query_one("SELECT count(*) FROM agentwire_schema", &[]).await.unwrap().get(0);
+    assert_eq!(versions, i64::from(agentwire::storage::SCHEMA_VERSION));
+    client.execute("INSERT INTO agentwire_schema VALUES (99, 0)", &[]).await.unwrap();
+    let options = agentwire::storage::PgOptions {
+        url: url.clone(),
+        pool_size: 1,
+        statement_timeout: std::time::Duration::from_secs(5),
+    };
+    let error = agentwire::storage::PgStore::connect(&options).await.unwrap_err();
+    assert_eq!(error, StoreError::SchemaTooNew { found: 99, supported: agentwire::storage::SCHEMA_VERSION });
+    assert!(error.to_string().contains("schema version 99"), "{error}");
 }

@@ -5,6 +5,7 @@
 pub mod binary;
 pub mod fake_provider;
 pub mod logs;
+pub mod postgres;
 pub mod processors;
 pub mod remote;
 
@@ -88,9 +89,13 @@ impl TestServerBuilder {
             None => Some(tempfile::tempdir().expect("temp dir")),
         };
         let data_dir = self.data_dir.clone().unwrap_or_else(|| temp_dir.as_ref().unwrap().path().to_owned());
-        // `open` waits for a server stopped a moment ago on the same directory to release it.
-        let store = SledStore::open(&data_dir).expect("the store opens");
-        let mut components = Components::builtin().with_store(Arc::new(store));
+        let store: Arc<dyn agentwire::storage::Store> = if postgres::servers_use_postgres() {
+            Arc::new(postgres::store_for(&data_dir).await)
+        } else {
+            // `open` waits for a server stopped a moment ago on the same directory to release it.
+            Arc::new(SledStore::open(&data_dir).expect("the store opens"))
+        };
+        let mut components = Components::builtin().with_store(store);
         components.processor_kinds = self.kinds;
         let runtime = Runtime::new(&config, components).expect("test config is valid");
         let options = ServeOptions::from_config(&config).expect("test auth config is valid");

@@ -1,0 +1,725 @@
+//! [`Store`] on PostgreSQL: each method as SQL, each write one transaction.
+
+use std::collections::HashSet;
+use std::sync::atomic::Ordering;
+
+use pgvector::Vector;
+use serde_json::Value;
+use tokio_postgres::Row;
+use tokio_postgres::types::ToSql;
+
+use super::{PgStore, database};
+use crate::domain::{Message, new_id, now_millis};
+use crate::storage::{
+    CacheScope, DeleteReport, Direction, Hit, MessagePage, NewThread, RecallScope, ResourceUsage, RunSave,
+    Store, StoreError, StoredMessage, Thread, ThreadPage, ThreadUpdate, VectorQuery, WorkingMemoryRecord,
+    WorkingMemoryScope, check_quota, keys,
+};
+
+/// Cache writes between two sweeps of expired entries.
+pub(super) const CACHE_SWEEP_EVERY: u64 = 1024;
+
+/// `meta` key of the embedder that made the stored vectors (`id/dimension`).
+const META_EMBEDDER: &str = "embedder";
+
+const THREAD_COLUMNS: &str = "id, resource_id, title, metadata, created_at, updated_at, next_seq";
+
+type Transaction<'a> = deadpool_postgres::Transaction<'a>;
+
+fn thread_of(row: &Row) -> Thread {
+    let metadata = match row.get::<_, Value>("metadata") {
+        Value::Object(map) => map,
+        _ => Default::default(),
+    };
+    Thread {
+        id: row.get("id"),
+        resource_id: row.get("resource_id"),
+        title: row.get("title"),
+        metadata,
+        created_at: row.get("created_at"),
+        updated_at: row.get("updated_at"),
+        next_seq: row.get::<_, i64>("next_seq") as u64,
+    }
+}
+
+fn stored_message(row: &Row) -> Result<StoredMessage, StoreError> {
+    let message: Message = serde_json::from_value(row.get("record"))
+        .map_err(|error| StoreError::Corrupt { tree: "messages", reason: error.to_string() })?;
+    Ok(StoredMessage { seq: row.get::<_, i64>("seq") as u64, message })
+}
+
+fn seq_cursor(seq: u64) -> String {
+    keys::encode_cursor(&seq.to_be_bytes())
+}
+
+fn cursor_seq(cursor: &str) -> Option<u64> {
+    keys::decode_cursor(cursor).and_then(|bytes| Some(u64::from_be_bytes(bytes.try_into().ok()?)))
+}
+
+/// A thread page's cursor: the last thread's creation time and id.
+fn thread_cursor(thread: &Thread) -> String {
+    let mut bytes = thread.created_at.to_be_bytes().to_vec();
+    bytes.extend_from_slice(thread.id.as_bytes());
+    keys::encode_cursor(&bytes)
+}
+
+fn cursor_thread(cursor: &str) -> Option<(i64, String)> {
+    let bytes = keys::decode_cursor(cursor)?;
+    let (created_at, id) = bytes.split_first_chunk::<8>()?;
+    Some((i64::from_be_bytes(*created_at), String::from_utf8(id.to_vec()).ok()?))
+}
+
+fn usage_of(row: &Row) -> ResourceUsage {
+    ResourceUsage {
+        threads: row.get::<_, i64>("threads") as u64,
+        messages: row.get::<_, i64>("messages") as u64,
+        bytes: row.get::<_, i64>("bytes") as u64,
+    }
+}
+
+fn as_i64(value: u64) -> i64 {
+    i64::try_from(value).unwrap_or(i64::MAX)
+}
+
+/// Locks a resource's usage row for the rest of the transaction (made if missing) and reads it.
+/// Every write of a resource takes this lock first, so they serialise per resource.
+async fn lock_usage(transaction: &Transaction<'_>, resource_id: &str) -> Result<ResourceUsage, StoreError> {
+    transaction
+        .execute(
+            "INSERT INTO resource_usage (resource_id) VALUES ($1) ON CONFLICT DO NOTHING",
+            &[&resource_id],
+        )
+        .await
+        .map_err(database)?;
+    let row = transaction
+        .query_one(
+            "SELECT threads, messages, bytes FROM resource_usage WHERE resource_id = $1 FOR UPDATE",
+            &[&resource_id],
+        )
+        .await
+        .map_err(database)?;
+    Ok(usage_of(&row))
+}
+
+async fn write_usage(
+    transaction: &Transaction<'_>,
+    resource_id: &str,
+    usage: ResourceUsage,
+) -> Result<(), StoreError> {
+    transaction
+        .execute(
+            "UPDATE resource_usage SET threads = $2, messages = $3, bytes = $4 WHERE resource_id = $1",
+            &[&resource_id, &as_i64(usage.threads), &as_i64(usage.messages), &as_i64(usage.bytes)],
+        )
+        .await
+        .map_err(database)?;
+    Ok(())
+}
+
+/// Writes working memory if its stored version is `expected_version`; the new version.
+async fn write_working_memory(
+    transaction: &Transaction<'_>,
+    scope: &WorkingMemoryScope,
+    content: &str,
+    expected_version: u64,
+) -> Result<u64, StoreError> {
+    let key = scope.key();
+    let found: u64 = transaction
+        .query_opt("SELECT version FROM working_memory WHERE scope = $1 FOR UPDATE", &[&key])
+        .await
+        .map_err(database)?
+        .map_or(0, |row| row.get::<_, i64>(0) as u64);
+    if found != expected_version {
+        return Err(StoreError::VersionConflict {
+            scope: scope.to_string(),
+            expected: expected_version,
+            found,
+        });
+    }
+    let thread_id = match scope {
+        WorkingMemoryScope::Thread { thread_id, .. } => Some(thread_id.as_str()),
+        WorkingMemoryScope::Resource(_) => None,
+    };
+    let version = found + 1;
+    // A first write racing another first write: the loser's insert conflicts and finds it written.
+    let written = transaction
+        .execute(
+            "INSERT INTO working_memory (scope, resource_id, thread_id, content, version, updated_at) \
+             VALUES ($1, $2, $3, $4, $5, $6) \
+             ON CONFLICT (scope) DO UPDATE SET content = $4, version = $5, updated_at = $6 \
+             WHERE working_memory.version = $5 - 1",
+            &[&key, &scope.resource_id(), &thread_id, &content, &as_i64(version), &now_millis()],
+        )
+        .await
+        .map_err(database)?;
+    if written == 0 {
+        return Err(StoreError::VersionConflict {
+            scope: scope.to_string(),
+            expected: expected_version,
+            found: found + 1,
+        });
+    }
+    Ok(version)
+}
+
+impl PgStore {
+    /// Checks `embedder/dimension` against the store's, claiming it (and making the HNSW index
+    /// for its dimension) when no vectors were ever written.
+    async fn check_embedder(
+        &self,
+        transaction: &Transaction<'_>,
+        embedder: &str,
+        dimension: usize,
+    ) -> Result<(), StoreError> {
+        let requested = format!("{embedder}/{dimension}");
+        let claimed = transaction
+            .execute(
+                "INSERT INTO meta (key, value) VALUES ($1, $2) ON CONFLICT DO NOTHING",
+                &[&META_EMBEDDER, &requested],
+            )
+            .await
+            .map_err(database)?;
+        if claimed == 1 {
+            transaction
+                .batch_execute(&format!(
+                    "CREATE INDEX IF NOT EXISTS embeddings_hnsw ON embeddings \
+                     USING hnsw ((embedding::vector({dimension})) vector_ip_ops)"
+                ))
+                .await
+                .map_err(database)?;
+            return Ok(());
+        }
+        let stored: String = transaction
+            .query_one("SELECT value FROM meta WHERE key = $1", &[&META_EMBEDDER])
+            .await
+            .map_err(database)?
+            .get(0);
+        if stored == requested { Ok(()) } else { Err(StoreError::EmbedderMismatch { stored, requested }) }
+    }
+
+    async fn save_run_in(&self, transaction: &Transaction<'_>, save: &RunSave) -> Result<(), StoreError> {
+        if let Some(first) = save.embeddings.first() {
+            self.check_embedder(transaction, &first.embedder, first.vector.len()).await?;
+        }
+        let (resource_id, thread_id) = (save.resource_id.as_str(), save.thread_id.as_str());
+        let before = lock_usage(transaction, resource_id).await?;
+        let mut added = ResourceUsage::default();
+        let now = now_millis();
+        added.threads += transaction
+            .execute(
+                "INSERT INTO threads (resource_id, id, created_at, updated_at) VALUES ($1, $2, $3, $3) \
+                 ON CONFLICT DO NOTHING",
+                &[&resource_id, &thread_id, &now],
+            )
+            .await
+            .map_err(database)?;
+        let mut next_seq: i64 = transaction
+            .query_one(
+                "SELECT next_seq FROM threads WHERE resource_id = $1 AND id = $2 FOR UPDATE",
+                &[&resource_id, &thread_id],
+            )
+            .await
+            .map_err(database)?
+            .get(0);
+        let ids: Vec<&str> = save.messages.iter().map(|message| message.id.as_str()).collect();
+        let mut seen: HashSet<String> = transaction
+            .query("SELECT id FROM messages WHERE resource_id = $1 AND id = ANY($2)", &[&resource_id, &ids])
+            .await
+            .map_err(database)?
+            .iter()
+            .map(|row| row.get(0))
+            .collect();
+        let (mut seqs, mut message_ids, mut records, mut sizes) =
+            (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        let mut seq_of = std::collections::HashMap::new();
+        for message in &save.messages {
+            if !seen.insert(message.id.clone()) {
+                continue; // saved before: saving is idempotent
+            }
+            let mut stored = message.clone();
+            stored.thread_id.clone_from(&save.thread_id);
+            stored.resource_id.clone_from(&save.resource_id);
+            let record = serde_json::to_value(&stored).expect("messages serialise");
+            let size = serde_json::to_vec(&record).map_or(0, |bytes| bytes.len() as i64);
+            added.messages += 1;
+            added.bytes += size as u64;
+            seq_of.insert(message.id.as_str(), next_seq);
+            seqs.push(next_seq);
+            message_ids.push(message.id.as_str());
+            records.push(record);
+            sizes.push(size);
+            next_seq += 1;
+        }
+        if !seqs.is_empty() {
+            transaction
+                .execute(
+                    "INSERT INTO messages (resource_id, thread_id, seq, id, record, bytes) \
+                     SELECT $1, $2, * FROM unnest($3::bigint[], $4::text[], $5::jsonb[], $6::bigint[])",
+                    &[&resource_id, &thread_id, &seqs, &message_ids, &records, &sizes],
+                )
+                .await
+                .map_err(database)?;
+        }
+        for embedding in &save.embeddings {
+            let Some(seq) = seq_of.get(embedding.message_id.as_str()) else { continue };
+            let size = (embedding.vector.len() * 4) as i64;
+            added.bytes += size as u64;
+            transaction
+                .execute(
+                    "INSERT INTO embeddings (resource_id, thread_id, seq, embedding, bytes) VALUES ($1, $2, $3, $4, $5)",
+                    &[&resource_id, &thread_id, seq, &Vector::from(embedding.vector.clone()), &size],
+                )
+                .await
+                .map_err(database)?;
+        }
+        if let Some((scope, content, expected_version)) = &save.working_memory {
+            write_working_memory(transaction, scope, content, *expected_version).await?;
+        }
+        let after = before.plus(added);
+        check_quota(&save.quota, resource_id, before, after)?;
+        if after != before {
+            write_usage(transaction, resource_id, after).await?;
+        }
+        transaction
+            .execute(
+                "UPDATE threads SET next_seq = $3, updated_at = $4 WHERE resource_id = $1 AND id = $2",
+                &[&resource_id, &thread_id, &next_seq, &now],
+            )
+            .await
+            .map_err(database)?;
+        Ok(())
+    }
+
+    /// Deletes a thread within `transaction`, its resource's usage row locked already.
+    async fn delete_thread_in(
+        &self,
+        transaction: &Transaction<'_>,
+        resource_id: &str,
+        thread_id: &str,
+    ) -> Result<(DeleteReport, ResourceUsage), StoreError> {
+        let locked = transaction
+            .query_opt(
+                "SELECT 1 FROM threads WHERE resource_id = $1 AND id = $2 FOR UPDATE",
+                &[&resource_id, &thread_id],
+            )
+            .await
+            .map_err(database)?;
+        if locked.is_none() {
+            return Err(StoreError::ThreadNotFound(thread_id.to_owned()));
+        }
+        let counted = |table: &str| {
+            format!(
+                "SELECT count(*), coalesce(sum(bytes), 0)::bigint FROM {table} WHERE resource_id = $1 AND thread_id = $2"
+            )
+        };
+        let messages = transaction
+            .query_one(&counted("messages"), &[&resource_id, &thread_id])
+            .await
+            .map_err(database)?;
+        let embeddings = transaction
+            .query_one(&counted("embeddings"), &[&resource_id, &thread_id])
+            .await
+            .map_err(database)?;
+        let scope = WorkingMemoryScope::Thread {
+            resource_id: resource_id.to_owned(),
+            thread_id: thread_id.to_owned(),
+        };
+        let working_memories = transaction
+            .execute("DELETE FROM working_memory WHERE scope = $1", &[&scope.key()])
+            .await
+            .map_err(database)?;
+        transaction
+            .execute("DELETE FROM threads WHERE resource_id = $1 AND id = $2", &[&resource_id, &thread_id])
+            .await
+            .map_err(database)?;
+        let cache =
+            CacheScope::Thread { resource_id: resource_id.to_owned(), thread_id: thread_id.to_owned() };
+        transaction
+            .execute("DELETE FROM response_cache WHERE scope = $1", &[&cache.key()])
+            .await
+            .map_err(database)?;
+        let report = DeleteReport {
+            threads: 1,
+            messages: messages.get::<_, i64>(0) as u64,
+            embeddings: embeddings.get::<_, i64>(0) as u64,
+            working_memories,
+        };
+        let removed = ResourceUsage {
+            threads: 1,
+            messages: report.messages,
+            bytes: (messages.get::<_, i64>(1) + embeddings.get::<_, i64>(1)) as u64,
+        };
+        Ok((report, removed))
+    }
+
+    /// Runs `write` in a transaction and commits it (durably: `synchronous_commit` is on).
+    async fn write<T, F>(&self, write: F) -> Result<T, StoreError>
+    where
+        F: for<'a> FnOnce(
+                &'a PgStore,
+                &'a Transaction<'a>,
+            )
+                -> std::pin::Pin<Box<dyn Future<Output = Result<T, StoreError>> + Send + 'a>>
+            + Send,
+        T: Send,
+    {
+        let mut client = self.client().await?;
+        let transaction = client.transaction().await.map_err(database)?;
+        let value = write(self, &transaction).await?;
+        transaction.commit().await.map_err(database)?;
+        Ok(value)
+    }
+
+    async fn query(&self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<Vec<Row>, StoreError> {
+        let client = self.client().await?;
+        let statement = client.prepare_cached(sql).await.map_err(database)?;
+        client.query(&statement, params).await.map_err(database)
+    }
+}
+
+#[async_trait::async_trait]
+impl Store for PgStore {
+    async fn save_run(&self, save: RunSave) -> Result<(), StoreError> {
+        self.write(|store, transaction| Box::pin(async move { store.save_run_in(transaction, &save).await }))
+            .await
+    }
+
+    async fn create_thread(&self, new: NewThread) -> Result<Thread, StoreError> {
+        let now = now_millis();
+        let thread = Thread {
+            id: if new.id.is_empty() { new_id() } else { new.id.clone() },
+            resource_id: new.resource_id.clone(),
+            title: new.title.clone(),
+            metadata: new.metadata.clone(),
+            created_at: now,
+            updated_at: now,
+            next_seq: 0,
+        };
+        self.write(|_, transaction| {
+            Box::pin(async move {
+                let before = lock_usage(transaction, &thread.resource_id).await?;
+                let inserted = transaction
+                    .execute(
+                        "INSERT INTO threads (resource_id, id, title, metadata, created_at, updated_at) \
+                         VALUES ($1, $2, $3, $4, $5, $5) ON CONFLICT DO NOTHING",
+                        &[
+                            &thread.resource_id,
+                            &thread.id,
+                            &thread.title,
+                            &Value::Object(thread.metadata.clone()),
+                            &now,
+                        ],
+                    )
+                    .await
+                    .map_err(database)?;
+                if inserted == 0 {
+                    return Err(StoreError::ThreadExists(thread.id.clone()));
+                }
+                let after = before.plus(ResourceUsage { threads: 1, ..Default::default() });
+                check_quota(&new.quota, &thread.resource_id, before, after)?;
+                write_usage(transaction, &thread.resource_id, after).await?;
+                Ok(thread)
+            })
+        })
+        .await
+    }
+
+    async fn get_thread(&self, resource_id: &str, thread_id: &str) -> Result<Option<Thread>, StoreError> {
+        let sql = format!("SELECT {THREAD_COLUMNS} FROM threads WHERE resource_id = $1 AND id = $2");
+        Ok(self.query(&sql, &[&resource_id, &thread_id]).await?.first().map(thread_of))
+    }
+
+    async fn list_threads(
+        &self,
+        resource_id: &str,
+        cursor: &str,
+        limit: usize,
+    ) -> Result<ThreadPage, StoreError> {
+        let (created_at, id) = cursor_thread(cursor).unwrap_or((i64::MAX, String::new()));
+        let first_page = cursor_thread(cursor).is_none();
+        let sql = format!(
+            "SELECT {THREAD_COLUMNS} FROM threads WHERE resource_id = $1 \
+             AND ($4 OR (created_at, id) < ($2, $3)) ORDER BY created_at DESC, id DESC LIMIT $5"
+        );
+        let rows =
+            self.query(&sql, &[&resource_id, &created_at, &id, &first_page, &(limit as i64 + 1)]).await?;
+        let mut threads: Vec<Thread> = rows.iter().map(thread_of).collect();
+        let next_cursor = if threads.len() > limit {
+            threads.truncate(limit);
+            threads.last().map(thread_cursor).unwrap_or_default()
+        } else {
+            String::new()
+        };
+        Ok(ThreadPage { threads, next_cursor })
+    }
+
+    async fn update_thread(
+        &self,
+        resource_id: &str,
+        thread_id: &str,
+        update: ThreadUpdate,
+    ) -> Result<Thread, StoreError> {
+        let sql = format!(
+            "UPDATE threads SET title = coalesce($3, title), metadata = coalesce($4, metadata), updated_at = $5 \
+             WHERE resource_id = $1 AND id = $2 RETURNING {THREAD_COLUMNS}"
+        );
+        let metadata = update.metadata.map(Value::Object);
+        let rows =
+            self.query(&sql, &[&resource_id, &thread_id, &update.title, &metadata, &now_millis()]).await?;
+        rows.first().map(thread_of).ok_or_else(|| StoreError::ThreadNotFound(thread_id.to_owned()))
+    }
+
+    async fn delete_thread(&self, resource_id: &str, thread_id: &str) -> Result<DeleteReport, StoreError> {
+        let (resource_id, thread_id) = (resource_id.to_owned(), thread_id.to_owned());
+        self.write(|store, transaction| {
+            Box::pin(async move {
+                let before = lock_usage(transaction, &resource_id).await?;
+                let (report, removed) = store.delete_thread_in(transaction, &resource_id, &thread_id).await?;
+                write_usage(transaction, &resource_id, before.minus(removed)).await?;
+                Ok(report)
+            })
+        })
+        .await
+    }
+
+    async fn delete_resource(&self, resource_id: &str) -> Result<DeleteReport, StoreError> {
+        let resource_id = resource_id.to_owned();
+        self.write(|_, transaction| {
+            Box::pin(async move {
+                lock_usage(transaction, &resource_id).await?;
+                let count = |table: &str| format!("SELECT count(*) FROM {table} WHERE resource_id = $1");
+                let mut report = DeleteReport::default();
+                for (table, field) in [
+                    ("threads", &mut report.threads),
+                    ("messages", &mut report.messages),
+                    ("embeddings", &mut report.embeddings),
+                ] {
+                    *field = transaction
+                        .query_one(&count(table), &[&resource_id])
+                        .await
+                        .map_err(database)?
+                        .get::<_, i64>(0) as u64;
+                }
+                report.working_memories = transaction
+                    .execute("DELETE FROM working_memory WHERE resource_id = $1", &[&resource_id])
+                    .await
+                    .map_err(database)?;
+                transaction
+                    .execute("DELETE FROM threads WHERE resource_id = $1", &[&resource_id])
+                    .await
+                    .map_err(database)?;
+                let threads_prefix = format!("thread:{}:{resource_id}:", resource_id.len());
+                transaction
+                    .execute(
+                        "DELETE FROM response_cache WHERE scope = $1 OR starts_with(scope, $2)",
+                        &[&CacheScope::Resource(resource_id.clone()).key(), &threads_prefix],
+                    )
+                    .await
+                    .map_err(database)?;
+                transaction
+                    .execute("DELETE FROM resource_usage WHERE resource_id = $1", &[&resource_id])
+                    .await
+                    .map_err(database)?;
+                Ok(report)
+            })
+        })
+        .await
+    }
+
+    async fn last_messages(
+        &self,
+        resource_id: &str,
+        thread_id: &str,
+        limit: usize,
+    ) -> Result<Vec<StoredMessage>, StoreError> {
+        let rows = self
+            .query(
+                "SELECT seq, record FROM messages WHERE resource_id = $1 AND thread_id = $2 ORDER BY seq DESC LIMIT $3",
+                &[&resource_id, &thread_id, &(limit as i64)],
+            )
+            .await?;
+        rows.iter().rev().map(stored_message).collect()
+    }
+
+    async fn list_messages(
+        &self,
+        resource_id: &str,
+        thread_id: &str,
+        direction: Direction,
+        cursor: &str,
+        limit: usize,
+    ) -> Result<MessagePage, StoreError> {
+        let after = cursor_seq(cursor);
+        let sql = match direction {
+            Direction::Forward => {
+                "SELECT seq, record FROM messages WHERE resource_id = $1 AND thread_id = $2 AND seq > $3 \
+                 ORDER BY seq LIMIT $4"
+            }
+            Direction::Backward => {
+                "SELECT seq, record FROM messages WHERE resource_id = $1 AND thread_id = $2 AND seq < $3 \
+                 ORDER BY seq DESC LIMIT $4"
+            }
+        };
+        let bound = match (direction, after) {
+            (_, Some(seq)) => as_i64(seq),
+            (Direction::Forward, None) => -1,
+            (Direction::Backward, None) => i64::MAX,
+        };
+        let rows = self.query(sql, &[&resource_id, &thread_id, &bound, &(limit as i64 + 1)]).await?;
+        let mut messages = rows.iter().map(stored_message).collect::<Result<Vec<_>, _>>()?;
+        let next_cursor = if messages.len() > limit {
+            messages.truncate(limit);
+            messages.last().map(|last| seq_cursor(last.seq)).unwrap_or_default()
+        } else {
+            String::new()
+        };
+        Ok(MessagePage { messages, next_cursor })
+    }
+
+    async fn messages_around(
+        &self,
+        resource_id: &str,
+        thread_id: &str,
+        seqs: &[u64],
+        before: usize,
+        after: usize,
+    ) -> Result<Vec<StoredMessage>, StoreError> {
+        let seqs: Vec<i64> = seqs.iter().map(|seq| as_i64(*seq)).collect();
+        let rows = self
+            .query(
+                "SELECT seq, record FROM messages m WHERE resource_id = $1 AND thread_id = $2 \
+                 AND EXISTS (SELECT 1 FROM unnest($3::bigint[]) AS hit(seq) \
+                             WHERE m.seq BETWEEN hit.seq - $4 AND hit.seq + $5) \
+                 ORDER BY seq",
+                &[&resource_id, &thread_id, &seqs, &(before as i64), &(after as i64)],
+            )
+            .await?;
+        rows.iter().map(stored_message).collect()
+    }
+
+    async fn search(&self, query: VectorQuery) -> Result<Vec<Hit>, StoreError> {
+        let stored = self.query("SELECT value FROM meta WHERE key = $1", &[&META_EMBEDDER]).await?;
+        let Some(stored) = stored.first().map(|row| row.get::<_, String>(0)) else {
+            return Ok(Vec::new());
+        };
+        let dimension = query.vector.len();
+        let requested = format!("{}/{dimension}", query.embedder);
+        if stored != requested {
+            return Err(StoreError::EmbedderMismatch { stored, requested });
+        }
+        if query.top_k == 0 {
+            return Ok(Vec::new());
+        }
+        let (resource_id, thread_id) = match &query.scope {
+            RecallScope::Resource(resource_id) => (resource_id.as_str(), None),
+            RecallScope::Thread { resource_id, thread_id } => {
+                (resource_id.as_str(), Some(thread_id.as_str()))
+            }
+        };
+        // The same expression as the HNSW index, so that the planner may use it.
+        let sql = format!(
+            "SELECT thread_id, seq, score FROM ( \
+               SELECT thread_id, seq, -(embedding::vector({dimension}) <#> $1::vector({dimension})) AS score \
+               FROM embeddings WHERE resource_id = $2 AND ($3::text IS NULL OR thread_id = $3) \
+               ORDER BY embedding::vector({dimension}) <#> $1::vector({dimension}) LIMIT $4 \
+             ) best WHERE $5::real IS NULL OR score >= $5 ORDER BY score DESC, thread_id, seq"
+        );
+        let rows = self
+            .query(
+                &sql,
+                &[
+                    &Vector::from(query.vector.clone()),
+                    &resource_id,
+                    &thread_id,
+                    &(query.top_k as i64),
+                    &query.threshold,
+                ],
+            )
+            .await?;
+        Ok(rows
+            .iter()
+            .map(|row| Hit {
+                thread_id: row.get(0),
+                seq: row.get::<_, i64>(1) as u64,
+                score: row.get::<_, f64>(2) as f32,
+            })
+            .collect())
+    }
+
+    async fn get_working_memory(
+        &self,
+        scope: &WorkingMemoryScope,
+    ) -> Result<Option<WorkingMemoryRecord>, StoreError> {
+        let rows = self
+            .query(
+                "SELECT content, version, updated_at FROM working_memory WHERE scope = $1",
+                &[&scope.key()],
+            )
+            .await?;
+        Ok(rows.first().map(|row| WorkingMemoryRecord {
+            content: row.get(0),
+            version: row.get::<_, i64>(1) as u64,
+            updated_at: row.get(2),
+        }))
+    }
+
+    async fn put_working_memory(
+        &self,
+        scope: &WorkingMemoryScope,
+        content: String,
+        expected_version: u64,
+    ) -> Result<u64, StoreError> {
+        let scope = scope.clone();
+        self.write(|_, transaction| {
+            Box::pin(
+                async move { write_working_memory(transaction, &scope, &content, expected_version).await },
+            )
+        })
+        .await
+    }
+
+    async fn usage(&self, resource_id: &str) -> Result<ResourceUsage, StoreError> {
+        let rows = self
+            .query(
+                "SELECT threads, messages, bytes FROM resource_usage WHERE resource_id = $1",
+                &[&resource_id],
+            )
+            .await?;
+        Ok(rows.first().map(usage_of).unwrap_or_default())
+    }
+
+    async fn cache_get(&self, scope: &CacheScope, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        let rows = self
+            .query(
+                "SELECT value, expires_at FROM response_cache WHERE scope = $1 AND key = $2",
+                &[&scope.key(), &key],
+            )
+            .await?;
+        let Some(row) = rows.first() else { return Ok(None) };
+        if row.get::<_, i64>(1) <= now_millis() {
+            self.query("DELETE FROM response_cache WHERE scope = $1 AND key = $2", &[&scope.key(), &key])
+                .await?;
+            return Ok(None);
+        }
+        Ok(Some(row.get(0)))
+    }
+
+    async fn cache_put(
+        &self,
+        scope: &CacheScope,
+        key: &str,
+        value: Vec<u8>,
+        expires_at: i64,
+    ) -> Result<(), StoreError> {
+        self.query(
+            "INSERT INTO response_cache (scope, key, expires_at, value) VALUES ($1, $2, $3, $4) \
+             ON CONFLICT (scope, key) DO UPDATE SET expires_at = $3, value = $4",
+            &[&scope.key(), &key, &expires_at, &value],
+        )
+        .await?;
+        if self.cache_puts.fetch_add(1, Ordering::Relaxed) % CACHE_SWEEP_EVERY == CACHE_SWEEP_EVERY - 1 {
+            self.query("DELETE FROM response_cache WHERE expires_at <= $1", &[&now_millis()]).await?;
+        }
+        Ok(())
+    }
+}
