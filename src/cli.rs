@@ -253,6 +253,7 @@ async fn run_server(
 async fn serve_config(config: Config, listen: SocketAddr, data_dir: PathBuf) -> Result<ExitCode, String> {
     std::fs::create_dir_all(&data_dir)
         .map_err(|error| format!("cannot create data directory `{}`: {error}", data_dir.display()))?;
+    crate::telemetry::metrics::set_replica(config.metrics.replica.clone().unwrap_or_else(host_name));
     let (store, flushed_on_exit) = open_store(&config.storage, &data_dir).await?;
     let runtime =
         Runtime::new(&config, Components::builtin().with_store(store)).map_err(|error| error.to_string())?;
@@ -289,6 +290,16 @@ async fn serve_config(config: Config, listen: SocketAddr, data_dir: PathBuf) -> 
     }
     tracing::info!("agentwire stopped");
     Ok(ExitCode::SUCCESS)
+}
+
+/// This machine's host name (the metrics' default `replica`).
+fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .map(|name| name.trim().to_owned())
+        .filter(|name| !name.is_empty())
+        .unwrap_or_else(|| "agentwire".to_owned())
 }
 
 /// The store `[storage]` names: sled in `data_dir/store` (also handed back, to flush on the way

@@ -30,6 +30,10 @@ pub struct MetricsConfig {
     /// served.
     #[serde(default)]
     pub listen: Option<std::net::SocketAddr>,
+    /// The `replica` label on every series, to tell replicas apart in one Prometheus. Default:
+    /// the machine's host name (a pod's name in Kubernetes).
+    #[serde(default)]
+    pub replica: Option<String>,
 }
 
 /// The `[tls]` table: PEM files, relative to the config file.

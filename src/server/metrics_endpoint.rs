@@ -78,5 +78,5 @@ fn scrape(runtime: &Runtime) -> String {
             });
         }
     }
-    crate::telemetry::metrics::global().render(&gauges)
+    crate::telemetry::metrics::global().render(&gauges, crate::telemetry::metrics::replica())
 }

@@ -67,6 +67,29 @@ pub fn global() -> &'static Metrics {
     &GLOBAL
 }
 
+static REPLICA: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// Names this process as the `replica` label of every series the metrics endpoint serves (set
+/// once, at start: several replicas scraped into one Prometheus stay apart).
+pub fn set_replica(name: String) {
+    let _ = REPLICA.set(name);
+}
+
+/// The name [`set_replica`] gave, if any.
+pub fn replica() -> Option<&'static str> {
+    REPLICA.get().map(String::as_str)
+}
+
+/// `labels` (a rendered set, or empty) with `replica="…"` first, when there is a replica.
+fn with_replica(replica: &str, labels: &str) -> String {
+    let inner = labels.trim_start_matches('{').trim_end_matches('}');
+    match (replica.is_empty(), inner.is_empty()) {
+        (true, _) => labels.to_owned(),
+        (false, true) => format!("{{{replica}}}"),
+        (false, false) => format!("{{{replica},{inner}}}"),
+    }
+}
+
 /// `{name="value",...}`, values escaped as the text format wants.
 fn label_set(labels: &[(&str, &str)]) -> String {
     let mut out = String::new();
@@ -158,13 +181,17 @@ impl Metrics {
         }
     }
 
-    /// Everything, in the Prometheus text format, with `gauges` (name, labels, value) read now.
-    pub fn render(&self, gauges: &[Gauge]) -> String {
+    /// Everything, in the Prometheus text format, with `gauges` (name, labels, value) read now;
+    /// every series labelled `replica` when there is one.
+    pub fn render(&self, gauges: &[Gauge], replica: Option<&str>) -> String {
         let series = self.series.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).clone();
+        let replica = replica.map(|replica| label_set(&[("replica", replica)])).unwrap_or_default();
+        let replica = replica.trim_start_matches('{').trim_end_matches('}');
         let mut out = String::new();
         for (name, kind, help) in DESCRIPTIONS {
             let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
             for (labels, value) in series.get(name).into_iter().flatten() {
+                let labels = &with_replica(replica, labels);
                 match value {
                     Series::Counter(value) => {
                         let _ = writeln!(out, "{name}{labels} {value}");
@@ -189,7 +216,13 @@ impl Metrics {
             for gauge in gauges.iter().filter(|gauge| gauge.name == *name) {
                 let labels: Vec<(&str, &str)> =
                     gauge.labels.iter().map(|(label, value)| (*label, value.as_str())).collect();
-                let _ = writeln!(out, "{}{} {}", gauge.name, label_set(&labels), gauge.value);
+                let _ = writeln!(
+                    out,
+                    "{}{} {}",
+                    gauge.name,
+                    with_replica(replica, &label_set(&labels)),
+                    gauge.value
+                );
             }
         }
         out
@@ -210,8 +243,8 @@ mod tests {
             &[("processor", "p\"1"), ("hook", "processInput")],
             0.003,
         );
-        let text =
-            metrics.render(&[Gauge { name: "agentwire_store_bytes", labels: Vec::new(), value: 4096.0 }]);
+        let text = metrics
+            .render(&[Gauge { name: "agentwire_store_bytes", labels: Vec::new(), value: 4096.0 }], None);
         assert!(text.contains("agentwire_runs_total{agent=\"echo\",outcome=\"finished\"} 2"), "{text}");
         assert!(text.contains("agentwire_hook_duration_seconds_bucket{processor=\"p\\\"1\",hook=\"processInput\",le=\"0.005\"} 1"), "{text}");
         assert!(text.contains("agentwire_hook_duration_seconds_bucket{processor=\"p\\\"1\",hook=\"processInput\",le=\"0.0025\"} 0"), "{text}");
@@ -222,5 +255,25 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("agentwire_store_bytes 4096"), "{text}");
+    }
+
+    /// With a replica name, every series — counters, histogram lines, gauges — carries it first.
+    #[test]
+    fn every_series_carries_the_replica() {
+        let metrics = Metrics::default();
+        metrics.count("agentwire_runs_total", &[("agent", "echo")], 1);
+        metrics.observe("agentwire_hook_duration_seconds", &[], 0.001);
+        let gauges = [Gauge { name: "agentwire_store_bytes", labels: Vec::new(), value: 1.0 }];
+        let text = metrics.render(&gauges, Some("pod-\"a\""));
+        assert!(text.contains("agentwire_runs_total{replica=\"pod-\\\"a\\\"\",agent=\"echo\"} 1"), "{text}");
+        assert!(
+            text.contains("agentwire_hook_duration_seconds_bucket{replica=\"pod-\\\"a\\\"\",le=\"+Inf\"} 1"),
+            "{text}"
+        );
+        assert!(
+            text.contains("agentwire_hook_duration_seconds_count{replica=\"pod-\\\"a\\\"\"} 1"),
+            "{text}"
+        );
+        assert!(text.contains("agentwire_store_bytes{replica=\"pod-\\\"a\\\"\"} 1"), "{text}");
     }
 }

@@ -41,6 +41,7 @@ mod remote_protocol_v2;
 mod remote_sessions;
 mod remote_stream_windows;
 mod remote_tools;
+mod replicas;
 mod response_cache;
 mod scanning_processors;
 mod seed_processors;
