@@ -43,6 +43,12 @@ def server():
 
 
 @pytest.fixture(scope="session")
+def second_server():
+    """Another replica of the same config (its own data: the point is the processor's sessions)."""
+    yield from _serve(CONFIG)
+
+
+@pytest.fixture(scope="session")
 def keyed_server():
     """A server with API keys (clients/testdata/keyed.toml)."""
     yield from _serve(KEYED_CONFIG)

@@ -6,7 +6,7 @@ import time
 
 import grpc
 
-from agentwire import Processor, abort
+from agentwire import Client, Processor, abort
 from agentwire.v1 import memory_pb2
 
 
@@ -165,3 +165,27 @@ def test_the_asyncio_client_generates_and_streams(server, keyed_server):
     assert result.text == "echo: hello from asyncio"
     assert chunks[0] == "start" and chunks[-1] == "finish"
     assert keyed_result.text == "echo: hi"
+
+
+def test_one_processor_serves_every_replica(server, second_server):
+    """Given several replicas' addresses (a list, and a dns:/// name), the processor keeps a
+    session with each, so that a run trips its guard on whichever replica serves it."""
+    guard = Processor("word-guard")
+
+    @guard.on("processInput")
+    def no_secrets(call):
+        if "secret" in call.text:
+            return abort("no secrets, please")
+
+    port = second_server.rsplit(":", 1)[1]
+    guard.start([server, f"dns:///localhost:{port}"], timeout=5)
+    try:
+        assert server in guard.connected() and second_server in guard.connected(), guard.connected()
+        for address in (server, second_server):
+            with Client(address) as client:
+                result = client.generate("guarded", "tell me the secret")
+                assert result.tripwire.reason == "no secrets, please", address
+                assert client.generate("guarded", "hello").text == "echo: hello"
+    finally:
+        guard.stop()
+    assert guard.connected() == []

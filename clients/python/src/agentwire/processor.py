@@ -19,6 +19,14 @@ A handler returns None to let things pass, or one of `abort(...)`, `replace(...)
 travels with the run, so instances stay stateless. The helper handles the handshake, concurrent
 calls, and reconnects with backoff (also after the server drains on shutdown).
 
+With several replicas, give every address, or a DNS name that resolves to all of them: the helper
+keeps one session with each, re-resolves the name every `resolve_every` seconds, and opens and
+closes sessions as replicas come and go (runs execute on whichever replica a client reaches, so
+a guardrail must be connected to every one):
+
+    guard.run(["10.0.0.5:50051", "10.0.0.6:50051"])
+    guard.run("dns:///agentwire-headless.prod.svc:50051")
+
 A stream guard can take the answer's chunks in windows instead of one call per token:
 
     @guard.on("processOutputStream", window=Window(max_chunks=32, max_delay_ms=50))
@@ -54,10 +62,11 @@ import os
 import queue
 import threading
 import time
+import socket
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Union
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Union
 
 import grpc
 from google.protobuf import json_format
@@ -93,6 +102,42 @@ HOOKS: Dict[str, int] = {
     "processOutputResult": processor_pb2.HOOK_PROCESS_OUTPUT_RESULT,
 }
 _HOOK_NAMES = {number: name for name, number in HOOKS.items()}
+
+# Answers of the server that retrying cannot change.
+_REFUSALS = (
+    grpc.StatusCode.NOT_FOUND,
+    grpc.StatusCode.FAILED_PRECONDITION,
+    grpc.StatusCode.INVALID_ARGUMENT,
+    grpc.StatusCode.UNAUTHENTICATED,
+    grpc.StatusCode.PERMISSION_DENIED,
+)
+
+# The prefix of an address to resolve to all its replicas.
+_DNS = "dns:///"
+
+
+def _resolve(addresses: Sequence[str]) -> Dict[str, Optional[str]]:
+    """The targets to keep a session with, each with the name TLS checks its certificate
+    against (a `dns:///` name's addresses keep the name; other addresses as given). A name that
+    does not resolve now contributes nothing until it does."""
+    targets: Dict[str, Optional[str]] = {}
+    for address in addresses:
+        if not address.startswith(_DNS):
+            targets[address] = None
+            continue
+        host, _, port = address[len(_DNS):].rpartition(":")
+        if not host or not port.isdigit():
+            raise ValueError(f"{address!r}: expected dns:///name:port")
+        try:
+            infos = socket.getaddrinfo(host.strip("[]"), int(port), type=socket.SOCK_STREAM)
+        except socket.gaierror as error:
+            log.warning("%s does not resolve (%s); trying again later", host, error)
+            continue
+        for family, _, _, _, sockaddr in infos:
+            ip = sockaddr[0]
+            targets[f"[{ip}]:{port}" if family == socket.AF_INET6 else f"{ip}:{port}"] = host
+    return targets
+
 
 # The protocol versions this helper speaks, inclusive.
 MIN_PROTOCOL_VERSION = 1
@@ -277,10 +322,12 @@ class Processor:
         max_concurrency: int = 16,
         token: Optional[str] = None,
         tls: TLSOption = None,
+        resolve_every: float = 30.0,
     ) -> None:
         """`token`: the processor token, when the server requires one (default: the
         `AGENTWIRE_PROCESSOR_TOKEN` environment variable). `tls`: connect over TLS (`True`: the
-        system roots, or `TLS(ca=..., cert=..., key=...)`)."""
+        system roots, or `TLS(ca=..., cert=..., key=...)`). `resolve_every`: seconds between two
+        resolutions of a `dns:///` address."""
         self.processor_id = processor_id
         self.tls = tls
         self.token = token if token is not None else os.environ.get("AGENTWIRE_PROCESSOR_TOKEN")
@@ -290,11 +337,19 @@ class Processor:
         self.options: Dict[str, processor_pb2.HookOptions] = {}
         self.tools: Dict[str, Callable[[Dict[str, Any]], Any]] = {}
         self.tool_specs: Dict[str, processor_pb2.ToolSpec] = {}
+        self.resolve_every = resolve_every
         self._stopping = threading.Event()
-        self._connected = threading.Event()
-        self._sessions = 0
+        self._lock = threading.Lock()
+        self._changed = threading.Condition(self._lock)
+        # By target (`host:port` as connected): whether its session is up, its channel, and the
+        # event that ends its worker (set when the target leaves the resolution, or on stop).
+        self._connected: Set[str] = set()
+        self._channels: Dict[str, grpc.Channel] = {}
+        self._leaving: Dict[str, threading.Event] = {}
+        self._refused: Optional[grpc.RpcError] = None
+        # Targets welcomed at least once (their next welcome is a reconnection).
+        self._welcomed: Set[str] = set()
         self._thread: Optional[threading.Thread] = None
-        self._channel: Optional[grpc.Channel] = None
 
     def on(
         self, hook: str, window: Optional[Window] = None, observe: bool = False, data_parts: bool = False
@@ -373,7 +428,7 @@ class Processor:
             json_format.ParseDict(call.state, result.state)
         return result
 
-    def _session(self, address: str) -> None:
+    def _session(self, target: str, server_name: Optional[str]) -> None:
         outgoing: "queue.Queue[Optional[processor_pb2.ProcessorMessage]]" = queue.Queue()
         hello = processor_pb2.Hello(
             processor_id=self.processor_id,
@@ -394,8 +449,10 @@ class Processor:
                     return
                 yield message
 
-        self._channel = channel_to(address, self.tls)
-        stub = processor_pb2_grpc.ProcessorServiceStub(self._channel)
+        channel = channel_to(target, self.tls, server_name=server_name)
+        with self._lock:
+            self._channels[target] = channel
+        stub = processor_pb2_grpc.ProcessorServiceStub(channel)
         metadata = [("authorization", f"Bearer {self.token}")] if self.token else None
         responses = stub.Connect(messages(), metadata=metadata)
         with ThreadPoolExecutor(max_workers=self.max_concurrency) as workers:
@@ -403,14 +460,17 @@ class Processor:
                 for message in responses:
                     kind = message.WhichOneof("message")
                     if kind == "welcome":
-                        self._connected.set()
-                        self._sessions += 1
+                        with self._changed:
+                            again = target in self._welcomed
+                            self._connected.add(target)
+                            self._welcomed.add(target)
+                            self._changed.notify_all()
                         log.info(
                             "%s as %s (instance %s) to %s, protocol %d",
-                            "connected" if self._sessions == 1 else "reconnected",
+                            "reconnected" if again else "connected",
                             self.processor_id,
                             self.instance_id,
-                            address,
+                            target,
                             message.welcome.protocol_version,
                         )
                     elif kind == "call":
@@ -424,44 +484,111 @@ class Processor:
                     elif kind == "drain":
                         log.info("%s: the server is draining; will reconnect", self.processor_id)
             finally:
-                self._connected.clear()
+                with self._changed:
+                    self._connected.discard(target)
+                    self._changed.notify_all()
                 outgoing.put(None)
-                self._channel.close()
+                channel.close()
 
-    def run(self, address: str = "127.0.0.1:50051") -> None:
-        """Serves until `stop`, reconnecting with backoff. Refusals (unknown id, bad version) are
-        not retried: they raise."""
-        if not self.handlers and not self.tools:
-            raise ValueError("register at least one hook with @processor.on(...) or a tool with @processor.tool(...)")
-        _show_connection_lines()
+    def _serve_target(self, target: str, server_name: Optional[str], leaving: threading.Event) -> None:
+        """One replica's session, reconnected with backoff until it leaves or `stop`. A refusal
+        (unknown id, bad version, bad token) stops everything: `run` raises it."""
         backoff = 0.1
-        while not self._stopping.is_set():
+        while not leaving.is_set():
             try:
-                self._session(address)
+                self._session(target, server_name)
                 backoff = 0.1
             except grpc.RpcError as error:
                 code = error.code()
-                if code in (grpc.StatusCode.NOT_FOUND, grpc.StatusCode.FAILED_PRECONDITION, grpc.StatusCode.INVALID_ARGUMENT,
-                            grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMISSION_DENIED):
-                    raise
-                if self._stopping.is_set():
+                if code in _REFUSALS:
+                    with self._changed:
+                        self._refused = error
+                        self._changed.notify_all()
+                    self._stopping.set()
                     return
-                log.warning("session ended (%s); reconnecting in %.1fs", code, backoff)
-            self._stopping.wait(backoff)
+                if leaving.is_set():
+                    return
+                log.warning("session with %s ended (%s); reconnecting in %.1fs", target, code, backoff)
+            leaving.wait(backoff)
             backoff = min(backoff * 2, 5.0)
 
-    def start(self, address: str = "127.0.0.1:50051", timeout: float = 10.0) -> "Processor":
-        """Serves in a background thread; returns once connected."""
-        self._thread = threading.Thread(target=self.run, args=(address,), daemon=True)
+    def _follow(self, targets: Dict[str, Optional[str]]) -> None:
+        """Starts a session worker for each new target and ends those of targets gone."""
+        with self._lock:
+            for target in list(self._leaving):
+                if target not in targets:
+                    log.info("%s left the resolution; closing its session", target)
+                    self._leaving.pop(target).set()
+                    channel = self._channels.pop(target, None)
+                    if channel is not None:
+                        channel.close()
+            for target, server_name in targets.items():
+                if target not in self._leaving:
+                    leaving = threading.Event()
+                    self._leaving[target] = leaving
+                    threading.Thread(
+                        target=self._serve_target, args=(target, server_name, leaving), daemon=True
+                    ).start()
+
+    def run(self, address: Union[str, Sequence[str]] = "127.0.0.1:50051") -> None:
+        """Serves until `stop`, with one session per replica, each reconnected with backoff:
+        `address` is `host:port`, a list of them, or `dns:///name:port` for every address the
+        name resolves to (re-resolved every `resolve_every` seconds). Refusals (unknown id, bad
+        version, bad token) are not retried: they raise."""
+        if not self.handlers and not self.tools:
+            raise ValueError("register at least one hook with @processor.on(...) or a tool with @processor.tool(...)")
+        addresses = [address] if isinstance(address, str) else list(address)
+        if not addresses:
+            raise ValueError("give at least one address")
+        _show_connection_lines()
+        try:
+            while not self._stopping.is_set():
+                self._follow(_resolve(addresses))
+                if not any(entry.startswith(_DNS) for entry in addresses):
+                    self._stopping.wait()
+                else:
+                    self._stopping.wait(self.resolve_every)
+        finally:
+            with self._lock:
+                for leaving in self._leaving.values():
+                    leaving.set()
+                for channel in self._channels.values():
+                    channel.close()
+                self._leaving.clear()
+                self._channels.clear()
+        if self._refused is not None:
+            raise self._refused
+
+    def start(self, address: Union[str, Sequence[str]] = "127.0.0.1:50051", timeout: float = 10.0) -> "Processor":
+        """Serves in a background thread; returns once connected to every replica `address`
+        names (after `timeout`, once connected to at least one, logging which are missing)."""
+        addresses = [address] if isinstance(address, str) else list(address)
+        wanted = set(_resolve(addresses))
+        self._thread = threading.Thread(target=self.run, args=(addresses,), daemon=True)
         self._thread.start()
-        if not self._connected.wait(timeout):
-            raise TimeoutError(f"processor {self.processor_id!r} did not connect to {address} within {timeout}s")
+        deadline = time.monotonic() + timeout
+        with self._changed:
+            while not wanted <= self._connected and self._refused is None and time.monotonic() < deadline:
+                self._changed.wait(max(0.0, deadline - time.monotonic()))
+            if self._refused is not None:
+                raise self._refused
+            if not self._connected:
+                raise TimeoutError(f"processor {self.processor_id!r} did not connect to {address} within {timeout}s")
+            missing = sorted(wanted - self._connected)
+        if missing:
+            log.warning("%s: not connected to %s yet; retrying in the background", self.processor_id, ", ".join(missing))
         return self
 
+    def connected(self) -> List[str]:
+        """The replicas (`host:port`) with a session now."""
+        with self._lock:
+            return sorted(self._connected)
+
     def stop(self) -> None:
-        """Ends the session and stops reconnecting."""
+        """Ends every session and stops reconnecting."""
         self._stopping.set()
-        if self._channel is not None:
-            self._channel.close()
+        with self._lock:
+            for channel in self._channels.values():
+                channel.close()
         if self._thread is not None:
             self._thread.join(timeout=5)

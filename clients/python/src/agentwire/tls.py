@@ -38,13 +38,15 @@ def _credentials(tls: TLSOption) -> Optional[grpc.ChannelCredentials]:
     return (TLS() if tls is True else tls).credentials()
 
 
-def channel_to(address: str, tls: TLSOption) -> grpc.Channel:
+def channel_to(address: str, tls: TLSOption, server_name: Optional[str] = None) -> grpc.Channel:
     """A channel to `address`: plaintext when `tls` is None or False, TLS with the system roots
-    when True, or as a `TLS` says."""
+    when True, or as a `TLS` says. `server_name`: the name the server's certificate must carry,
+    when `address` is one of that name's IP addresses."""
     credentials = _credentials(tls)
     if credentials is None:
         return grpc.insecure_channel(address)
-    return grpc.secure_channel(address, credentials)
+    options = [("grpc.ssl_target_name_override", server_name)] if server_name else None
+    return grpc.secure_channel(address, credentials, options=options)
 
 
 def aio_channel_to(address: str, tls: TLSOption, interceptors: Optional[list] = None) -> "grpc.aio.Channel":
