@@ -114,12 +114,23 @@ func (t TLS) credentials() (credentials.TransportCredentials, error) {
 
 // transport is plaintext without TLS, else TLS as it says.
 func transport(t *TLS) (grpc.DialOption, error) {
+	return transportFor(t, "")
+}
+
+// transportFor is transport, checking the server's certificate against serverName when it is not
+// empty.
+func transportFor(t *TLS, serverName string) (grpc.DialOption, error) {
 	if t == nil {
 		return grpc.WithTransportCredentials(insecure.NewCredentials()), nil
 	}
 	creds, err := t.credentials()
 	if err != nil {
 		return nil, err
+	}
+	if serverName != "" {
+		if err := creds.OverrideServerName(serverName); err != nil { //nolint:staticcheck // the one way to name the server per connection
+			return nil, err
+		}
 	}
 	return grpc.WithTransportCredentials(creds), nil
 }
@@ -347,7 +358,9 @@ type Processor struct {
 	tools          map[string]ToolFunc
 	toolSpecs      []*agentwirev1.ToolSpec
 	dataParts      bool
-	sessions       int
+	// ResolveEvery is how often RunReplicas resolves a dns:/// address again (0: 30 seconds).
+	ResolveEvery time.Duration
+	sessions     sessions
 }
 
 // ToolFunc executes a tool: args are the (schema-checked) arguments; the result must marshal to
@@ -436,10 +449,16 @@ func (p *Processor) ReceiveDataParts() *Processor {
 // Serve runs one session: it returns when ctx is done or the stream ends. ready (if not nil) is
 // closed once the server welcomed the processor.
 func (p *Processor) Serve(ctx context.Context, address string, ready chan<- struct{}) error {
+	return p.serve(ctx, address, "", ready)
+}
+
+// serve is Serve to address, whose TLS certificate must name serverName when it is not empty (an
+// address a dns:/// name resolved to).
+func (p *Processor) serve(ctx context.Context, address, serverName string, ready chan<- struct{}) error {
 	if len(p.handlers) == 0 && len(p.tools) == 0 {
 		return errors.New("register at least one hook with On, or a tool with Tool")
 	}
-	secure, err := transport(p.TLS)
+	secure, err := transportFor(p.TLS, serverName)
 	if err != nil {
 		return err
 	}
@@ -448,6 +467,7 @@ func (p *Processor) Serve(ctx context.Context, address string, ready chan<- stru
 		return err
 	}
 	defer conn.Close()
+	defer p.sessions.ended(address)
 	if p.Token != "" {
 		ctx = metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+p.Token)
 	}
@@ -493,9 +513,8 @@ func (p *Processor) Serve(ctx context.Context, address string, ready chan<- stru
 		}
 		switch kind := message.GetMessage().(type) {
 		case *agentwirev1.ServerMessage_Welcome:
-			p.sessions++
 			verb := "connected"
-			if p.sessions > 1 {
+			if p.sessions.welcomed(address) {
 				verb = "reconnected"
 			}
 			logger := p.Logger
@@ -573,9 +592,14 @@ func (p *Processor) answer(ctx context.Context, call *agentwirev1.HookCall) (res
 // Run serves until ctx is done, reconnecting with backoff. A refusal (unknown id, bad token,
 // unsupported version) is returned, not retried.
 func (p *Processor) Run(ctx context.Context, address string) error {
+	return p.runTo(ctx, address, "")
+}
+
+// runTo is Run to address, whose certificate must name serverName when it is not empty.
+func (p *Processor) runTo(ctx context.Context, address, serverName string) error {
 	backoff := 100 * time.Millisecond
 	for ctx.Err() == nil {
-		err := p.Serve(ctx, address, nil)
+		err := p.serve(ctx, address, serverName, nil)
 		switch status.Code(err) {
 		case codes.NotFound, codes.FailedPrecondition, codes.InvalidArgument, codes.Unauthenticated, codes.PermissionDenied:
 			return err
