@@ -37,6 +37,8 @@ export interface TlsOptions {
 export interface ConnectionOptions {
   /** Connect over TLS (`true`: the system roots). Default: plaintext, unless the address is `https://…`. */
   tls?: TlsOptions | boolean;
+  /** The name the server's TLS certificate must carry, when the address is one of its IPs. */
+  serverName?: string;
 }
 
 /** What a `Client` takes besides the address. */
@@ -66,7 +68,9 @@ export function transportTo(address: string, apiKey?: string, options: Connectio
   return createGrpcTransport({
     baseUrl,
     interceptors: apiKey ? [withKey] : [],
-    nodeOptions: tls ? { ca: read(tls.ca), cert: read(tls.cert), key: read(tls.key) } : undefined,
+    nodeOptions: tls
+      ? { ca: read(tls.ca), cert: read(tls.cert), key: read(tls.key), servername: options.serverName }
+      : undefined,
   });
 }
 

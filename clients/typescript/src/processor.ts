@@ -14,6 +14,13 @@
  * when the server cancels the call (its run went away). The helper handles the handshake,
  * concurrent calls, pings, and reconnects with backoff (also after the server drains).
  *
+ * With several replicas, give them all, or a DNS name that resolves to every one: the helper
+ * keeps one session with each, resolves the name again every `resolveEveryMs`, and opens and
+ * closes sessions as replicas come and go (runs execute on whichever replica a client reaches):
+ *
+ *     await guard.run(["10.0.0.5:50051", "10.0.0.6:50051"]);
+ *     await guard.run("dns:///agentwire-headless.prod.svc:50051");
+ *
  * A stream guard takes the answer's chunks in windows rather than one call per token:
  *
  *     guard.on("processOutputStream", (call) => replace({ parts: call.chunks.map(mask) }),
@@ -61,6 +68,7 @@ import {
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { type TlsOptions, transportTo } from "./client.js";
 import { AsyncQueue } from "./queue.js";
+import { DNS_PREFIX, resolveTargets } from "./replicas.js";
 
 /** The remote-processor protocol versions this package speaks, inclusive. */
 export const MIN_PROTOCOL_VERSION = 1;
@@ -290,7 +298,10 @@ export class Processor {
   readonly maxConcurrency: number;
   readonly tls: TlsOptions | boolean | undefined;
   private readonly log: (line: string) => void;
-  private sessions = 0;
+  readonly resolveEveryMs: number;
+  /** Targets with a session now, and targets welcomed before (their next welcome reconnects). */
+  private readonly connectedTargets = new Set<string>();
+  private readonly welcomedTargets = new Set<string>();
   private readonly handlers = new Map<Hook, Handler>();
   private readonly options = new Map<Hook, HookOptions>();
   private readonly tools = new Map<string, { spec: ToolSpec; handler: ToolHandler }>();
@@ -308,6 +319,8 @@ export class Processor {
       tls?: TlsOptions | boolean;
       /** Where the connect and reconnect lines go (default: stderr). */
       log?: (line: string) => void;
+      /** How often a `dns:///` address is resolved again (default 30 s). */
+      resolveEveryMs?: number;
     } = {},
   ) {
     this.instanceId = options.instanceId ?? `${processorId}-${Math.random().toString(16).slice(2, 10)}`;
@@ -315,6 +328,12 @@ export class Processor {
     this.maxConcurrency = options.maxConcurrency ?? 0;
     this.tls = options.tls;
     this.log = options.log ?? ((line) => console.error(line));
+    this.resolveEveryMs = options.resolveEveryMs ?? 30_000;
+  }
+
+  /** The replicas (`host:port`) with a session now. */
+  connected(): string[] {
+    return [...this.connectedTargets].sort();
   }
 
   /** Serves `hook` (e.g. "processInput") with `handler`. */
@@ -355,10 +374,20 @@ export class Processor {
    * `ConnectError` when it refuses or the connection fails. `onReady` runs once welcomed.
    */
   async serve(address: string, signal?: AbortSignal, onReady?: () => void): Promise<void> {
+    return this.serveTo(address, undefined, signal, onReady);
+  }
+
+  /** `serve`, checking the server's certificate against `serverName` when given. */
+  private async serveTo(
+    address: string,
+    serverName: string | undefined,
+    signal?: AbortSignal,
+    onReady?: () => void,
+  ): Promise<void> {
     if (this.handlers.size === 0 && this.tools.size === 0) {
       throw new Error("register at least one hook with on(...) or a tool with tool(...)");
     }
-    const client = createClient(ProcessorService, transportTo(address, undefined, { tls: this.tls }));
+    const client = createClient(ProcessorService, transportTo(address, undefined, { tls: this.tls, serverName }));
     const outgoing = new AsyncQueue<ProcessorMessage>();
     outgoing.push(
       create(ProcessorMessageSchema, {
@@ -382,14 +411,17 @@ export class Processor {
     try {
       for await (const message of client.connect(outgoing, { signal, headers })) {
         switch (message.message.case) {
-          case "welcome":
-            this.sessions += 1;
+          case "welcome": {
+            const again = this.welcomedTargets.has(address);
+            this.welcomedTargets.add(address);
+            this.connectedTargets.add(address);
             this.log(
-              `agentwire: ${this.sessions === 1 ? "connected" : "reconnected"} as ${this.processorId} ` +
+              `agentwire: ${again ? "reconnected" : "connected"} as ${this.processorId} ` +
                 `(instance ${this.instanceId}) to ${address}, protocol ${message.message.value.protocolVersion}`,
             );
             onReady?.();
             break;
+          }
           case "ping":
             outgoing.push(
               create(ProcessorMessageSchema, { message: { case: "pong", value: { nonce: message.message.value.nonce } } }),
@@ -432,6 +464,7 @@ export class Processor {
         }
       }
     } finally {
+      this.connectedTargets.delete(address);
       for (const cancelled of calls.values()) cancelled.abort();
       outgoing.close();
     }
@@ -476,12 +509,76 @@ export class Processor {
     return result;
   }
 
-  /** Serves until `signal` aborts, reconnecting with backoff. Refusals are thrown, not retried. */
-  async run(address = "127.0.0.1:50051", signal?: AbortSignal, onReady?: () => void): Promise<void> {
+  /**
+   * Serves until `signal` aborts, one session per replica, each reconnected with backoff:
+   * `address` is `host:port`, a list of them, or `dns:///name:port` for every address the name
+   * resolves to (resolved again every `resolveEveryMs`). `onReady` runs once every replica of
+   * the first resolution has welcomed it. Refusals (unknown id, bad token, bad version) end every
+   * session and are thrown, not retried.
+   */
+  async run(
+    address: string | readonly string[] = "127.0.0.1:50051",
+    signal?: AbortSignal,
+    onReady?: () => void,
+  ): Promise<void> {
+    const addresses = typeof address === "string" ? [address] : [...address];
+    if (addresses.length === 0) throw new Error("give at least one address");
+    const everything = new AbortController();
+    const stopAll = () => everything.abort();
+    signal?.addEventListener("abort", stopAll, { once: true });
+    const sessions = new Map<string, { stop: AbortController; done: Promise<void> }>();
+    let refused: unknown;
+    let waiting: Set<string> | undefined;
+    try {
+      while (!everything.signal.aborted) {
+        const targets = await resolveTargets(addresses, (line) => this.log(line));
+        if (waiting === undefined && targets.size > 0) waiting = new Set(targets.keys());
+        for (const [target, session] of sessions) {
+          if (!targets.has(target)) {
+            this.log(`agentwire: ${target} left the resolution; closing its session`);
+            session.stop.abort();
+            sessions.delete(target);
+          }
+        }
+        for (const [target, serverName] of targets) {
+          if (sessions.has(target)) continue;
+          const stop = new AbortController();
+          const ready = () => {
+            if (waiting?.delete(target) && waiting.size === 0) onReady?.();
+          };
+          const done = this.runTarget(target, serverName, AbortSignal.any([stop.signal, everything.signal]), ready).catch(
+            (error: unknown) => {
+              refused ??= error;
+              everything.abort();
+            },
+          );
+          sessions.set(target, { stop, done });
+        }
+        if (!addresses.some((entry) => entry.startsWith(DNS_PREFIX))) {
+          await sleep(Number.POSITIVE_INFINITY, everything.signal);
+        } else {
+          await sleep(this.resolveEveryMs, everything.signal);
+        }
+      }
+    } finally {
+      everything.abort();
+      signal?.removeEventListener("abort", stopAll);
+      await Promise.all([...sessions.values()].map((session) => session.done));
+    }
+    if (refused !== undefined) throw refused;
+  }
+
+  /** One replica's sessions, reconnected with backoff until `signal` aborts; refusals throw. */
+  private async runTarget(
+    address: string,
+    serverName: string | undefined,
+    signal: AbortSignal,
+    onReady: () => void,
+  ): Promise<void> {
     let backoff = 100;
-    while (!signal?.aborted) {
+    while (!signal.aborted) {
       try {
-        await this.serve(address, signal, () => {
+        await this.serveTo(address, serverName, signal, () => {
           backoff = 100;
           onReady?.();
         });
@@ -489,32 +586,29 @@ export class Processor {
         if (signal?.aborted) return;
         const connectError = ConnectError.from(error);
         if (REFUSALS.has(connectError.code)) throw connectError;
-        console.warn(`agentwire: session of ${this.processorId} ended (${connectError.message}); reconnecting in ${backoff} ms`);
+        console.warn(
+          `agentwire: session of ${this.processorId} with ${address} ended (${connectError.message}); reconnecting in ${backoff} ms`,
+        );
       }
-      await new Promise<void>((resolve) => {
-        const stop = () => {
-          clearTimeout(timer);
-          resolve();
-        };
-        const timer = setTimeout(() => {
-          signal?.removeEventListener("abort", stop);
-          resolve();
-        }, backoff);
-        signal?.addEventListener("abort", stop, { once: true });
-      });
+      await sleep(backoff, signal);
       backoff = Math.min(backoff * 2, 5000);
     }
   }
 
-  /** Serves in the background; resolves once connected. */
-  start(address = "127.0.0.1:50051", timeoutMs = 10_000): Promise<this> {
+  /** Serves in the background; resolves once connected to every replica `address` names. */
+  start(address: string | readonly string[] = "127.0.0.1:50051", timeoutMs = 10_000): Promise<this> {
     this.stopping = new AbortController();
     const stopping = this.stopping;
     return new Promise((resolve, reject) => {
-      const timer = setTimeout(
-        () => reject(new Error(`processor ${this.processorId} did not connect to ${address} in ${timeoutMs} ms`)),
-        timeoutMs,
-      );
+      // After the timeout, connected to some replicas is enough: the others keep being retried.
+      const timer = setTimeout(() => {
+        if (this.connectedTargets.size > 0) {
+          this.log(`agentwire: ${this.processorId} is not connected to every replica yet; retrying in the background`);
+          resolve(this);
+        } else {
+          reject(new Error(`processor ${this.processorId} did not connect to ${String(address)} in ${timeoutMs} ms`));
+        }
+      }, timeoutMs);
       this.running = this.run(address, stopping.signal, () => {
         clearTimeout(timer);
         resolve(this);
@@ -525,9 +619,23 @@ export class Processor {
     });
   }
 
-  /** Ends the session and stops reconnecting. */
+  /** Ends every session and stops reconnecting. */
   async stop(): Promise<void> {
     this.stopping?.abort();
     await this.running;
   }
+}
+
+/** Waits `ms` (forever for `Infinity`), or until `signal` aborts. */
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise<void>((resolve) => {
+    if (signal.aborted) return resolve();
+    const timer = Number.isFinite(ms) ? setTimeout(done, ms) : undefined;
+    function done() {
+      clearTimeout(timer);
+      signal.removeEventListener("abort", done);
+      resolve();
+    }
+    signal.addEventListener("abort", done, { once: true });
+  });
 }

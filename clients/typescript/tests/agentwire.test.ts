@@ -12,7 +12,7 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { guard } from "../examples/word-blocker.js";
 import { redactor } from "../examples/stream-redactor.js";
 import { tools } from "../examples/weather-tool.js";
-import { Client, Processor } from "../src/index.js";
+import { Client, Processor, abort } from "../src/index.js";
 import { root, serve, useServer } from "./server.js";
 
 const server = useServer();
@@ -125,4 +125,26 @@ test("a bad answer fails the run at once, naming it", async () => {
   } finally {
     await sloppy.stop();
   }
+});
+
+test("one processor serves every replica (a list, and a dns:/// name)", async () => {
+  const second = await serve(join(root, "clients/testdata/agentwire.toml"));
+  const blocker = new Processor("word-guard", { log: () => {} }).on("processInput", (call) =>
+    call.text.includes("secret") ? abort("no secrets, please") : undefined,
+  );
+  try {
+    const port = second.address.slice(second.address.lastIndexOf(":") + 1);
+    await blocker.start([server.address, `dns:///localhost:${port}`], 5000);
+    assert.deepEqual(blocker.connected(), [server.address, second.address].sort());
+    for (const address of [server.address, second.address]) {
+      const client = new Client(address);
+      const result = await client.generate("guarded", "tell me the secret");
+      assert.equal(result.tripwire?.reason, "no secrets, please", address);
+      assert.equal((await client.generate("guarded", "hello")).text, "echo: hello", address);
+    }
+  } finally {
+    await blocker.stop();
+    second.stop();
+  }
+  assert.deepEqual(blocker.connected(), []);
 });
