@@ -92,10 +92,15 @@ enum Command {
     },
     /// Measures runs, hooks and recall (see BENCHMARKS.md) and prints a Markdown report.
     Bench {
-        /// Bench a running server (started with `--print-config`'s agents) instead of one in this
-        /// process. CPU and memory are then not measured, and recall scenarios are skipped.
+        /// Bench running servers (started with `--print-config`'s agents; several: the replicas of
+        /// one deployment, clients spread over them) instead of one in this process. CPU and
+        /// memory are then not measured, and recall scenarios are skipped.
+        #[arg(long, value_delimiter = ',')]
+        addr: Vec<String>,
+        /// The in-process server keeps its memory in PostgreSQL, at the URL in the environment
+        /// variable AGENTWIRE_POSTGRES_URL (the bench's tables go into that database).
         #[arg(long)]
-        addr: Option<String>,
+        postgres: bool,
         /// Seconds each measurement lasts.
         #[arg(long, default_value_t = 5.0)]
         seconds: f64,
@@ -185,17 +190,40 @@ pub async fn main() -> ExitCode {
             let options = crate::eval::TrainOptions { epochs, l2, ..crate::eval::TrainOptions::default() };
             train_injection(&corpus, &out, options, &check)
         }
-        Command::Bench { addr, seconds, warm_up, concurrency, only, recall_sizes, smoke, print_config } => {
+        Command::Bench {
+            addr,
+            postgres,
+            seconds,
+            warm_up,
+            concurrency,
+            only,
+            recall_sizes,
+            smoke,
+            print_config,
+        } => {
             if print_config {
                 print!("{}", crate::bench::config());
                 return ExitCode::SUCCESS;
             }
+            let postgres = match postgres.then(|| std::env::var("AGENTWIRE_POSTGRES_URL")) {
+                None => None,
+                Some(Ok(url)) => {
+                    Some(PgOptions { url, pool_size: 16, statement_timeout: Duration::from_secs(30) })
+                }
+                Some(Err(_)) => {
+                    eprintln!(
+                        "agentwire: --postgres reads the URL from AGENTWIRE_POSTGRES_URL, which is not set"
+                    );
+                    return ExitCode::FAILURE;
+                }
+            };
             let defaults = if smoke { BenchOptions::smoke() } else { BenchOptions::default() };
             let options = if smoke {
-                BenchOptions { addr, only, ..defaults }
+                BenchOptions { addr, postgres, only, ..defaults }
             } else {
                 BenchOptions {
                     addr,
+                    postgres,
                     warm_up: Duration::from_secs_f64(warm_up),
                     duration: Duration::from_secs_f64(seconds),
                     concurrency,

@@ -30,8 +30,11 @@ use crate::storage::Store;
 /// What to run.
 #[derive(Debug, Clone)]
 pub struct BenchOptions {
-    /// A running server to bench (started with [`config`]); `None` starts one in this process.
-    pub addr: Option<String>,
+    /// Running servers to bench (started with [`config`]), the clients spread over them in turn
+    /// (replicas of one deployment); none starts one in this process.
+    pub addr: Vec<String>,
+    /// The in-process server's store in PostgreSQL instead of sled.
+    pub postgres: Option<crate::storage::PgOptions>,
     /// Warm-up before each measurement.
     pub warm_up: Duration,
     /// How long each measurement lasts.
@@ -49,7 +52,8 @@ pub struct BenchOptions {
 impl Default for BenchOptions {
     fn default() -> BenchOptions {
         BenchOptions {
-            addr: None,
+            addr: Vec::new(),
+            postgres: None,
             warm_up: Duration::from_secs(1),
             duration: Duration::from_secs(5),
             concurrency: vec![1, 32],
@@ -112,9 +116,12 @@ impl Report {
 
 /// Runs the bench; progress goes to stderr.
 pub fn run(options: &BenchOptions) -> Result<Report, String> {
-    let server = match &options.addr {
-        Some(addr) => Server::Remote(addr.clone()),
-        None => Server::Local(InProcess::start(&config(), "aw-server")?),
+    let server = match (options.addr.is_empty(), &options.postgres) {
+        (false, _) => Server::Remote(options.addr.clone()),
+        (true, None) => Server::Local(InProcess::start(&config(), "aw-server")?),
+        (true, Some(postgres)) => {
+            Server::Local(InProcess::start_on_postgres(&config(), "aw-server", postgres)?)
+        }
     };
     // The floors serve from threads of their own, like the server, so their CPU time is
     // counted as a server's.
@@ -142,17 +149,18 @@ fn runtime(name: &str) -> Result<tokio::runtime::Runtime, String> {
 
 /// The server under test.
 enum Server {
-    /// Elsewhere.
-    Remote(String),
+    /// Elsewhere: the replicas of one deployment.
+    Remote(Vec<String>),
     /// In this process, on its own runtime and threads.
     Local(InProcess),
 }
 
 impl Server {
-    fn address(&self) -> &str {
+    /// Where the clients connect, in turn.
+    fn addresses(&self) -> Vec<&str> {
         match self {
-            Server::Remote(address) => address,
-            Server::Local(server) => server.address(),
+            Server::Remote(addresses) => addresses.iter().map(String::as_str).collect(),
+            Server::Local(server) => vec![server.address()],
         }
     }
 
@@ -172,21 +180,24 @@ impl Server {
 
 async fn bench(options: &BenchOptions, server: &Server, floors: &(String, String)) -> Result<Report, String> {
     let in_process = server.store().is_some();
-    let channel = crate::server::connect(server.address()).await.map_err(|error| error.to_string())?;
+    let mut channels = Vec::new();
+    for address in server.addresses() {
+        channels.push(crate::server::connect(address).await.map_err(|error| error.to_string())?);
+        pass_through_instance(address, "remote-input", "remote-input-bench", pb::Hook::ProcessInput, None)
+            .await?;
+        let window = Some(32);
+        pass_through_instance(
+            address,
+            "remote-window",
+            "remote-window-bench",
+            pb::Hook::ProcessOutputStream,
+            window,
+        )
+        .await?;
+    }
+    let channel = channels[0].clone();
     let stream_floor = crate::server::connect(&floors.0).await.map_err(|error| error.to_string())?;
     let ping_floor = &floors.1;
-    let address = server.address();
-    pass_through_instance(address, "remote-input", "remote-input-bench", pb::Hook::ProcessInput, None)
-        .await?;
-    let window = Some(32);
-    pass_through_instance(
-        address,
-        "remote-window",
-        "remote-window-bench",
-        pb::Hook::ProcessOutputStream,
-        window,
-    )
-    .await?;
     let mut report = Report::default();
     let idle_before = if in_process { usage::resident().map(|(now, _)| now) } else { None };
     let phases = Phases { warm_up: options.warm_up, measure: options.duration };
@@ -201,7 +212,8 @@ async fn bench(options: &BenchOptions, server: &Server, floors: &(String, String
             eprintln!("{} at concurrency {concurrency} ...", scenario.id);
             let mut workers: Vec<Call> = Vec::with_capacity(concurrency);
             for index in 0..concurrency {
-                workers.push(scenarios::worker(&scenario, &channel, &stream_floor, ping_floor, index).await?);
+                let channel = &channels[index % channels.len()];
+                workers.push(scenarios::worker(&scenario, channel, &stream_floor, ping_floor, index).await?);
             }
             let measured = measure(workers, phases, in_process)
                 .await

@@ -8,7 +8,7 @@ use tokio::net::TcpListener;
 use super::{ServeOptions, serve};
 use crate::config::Config;
 use crate::runtime::{Components, Runtime};
-use crate::storage::{SledStore, Store};
+use crate::storage::{PgOptions, PgStore, SledStore, Store};
 
 /// A running server; [`InProcess::stop`] ends it and deletes its data.
 pub struct InProcess {
@@ -23,19 +23,44 @@ impl InProcess {
     /// Starts a server of the agents in `config` (an `agentwire.toml`) on a loopback port, with a
     /// runtime of two worker threads named `thread_name`.
     pub fn start(config: &str, thread_name: &str) -> Result<InProcess, String> {
+        InProcess::start_with(config, thread_name, None)
+    }
+
+    /// [`InProcess::start`] with the store in PostgreSQL (its connections made on the server's
+    /// runtime, so that their work counts as the server's).
+    pub fn start_on_postgres(
+        config: &str,
+        thread_name: &str,
+        postgres: &PgOptions,
+    ) -> Result<InProcess, String> {
+        InProcess::start_with(config, thread_name, Some(postgres))
+    }
+
+    fn start_with(
+        config: &str,
+        thread_name: &str,
+        postgres: Option<&PgOptions>,
+    ) -> Result<InProcess, String> {
         let data = tempfile::tempdir().map_err(|error| format!("cannot make a data directory: {error}"))?;
-        let store: Arc<dyn Store> = Arc::new(
-            SledStore::open(data.path()).map_err(|error| format!("cannot open the store: {error}"))?,
-        );
-        let components = Components::builtin().with_store(Arc::clone(&store));
-        let config = Config::parse(config).map_err(|error| format!("the config: {error}"))?;
-        let agents = Arc::new(Runtime::new(&config, components).map_err(|error| error.to_string())?);
         let server_runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .thread_name(thread_name)
             .enable_all()
             .build()
             .map_err(|error| format!("cannot start the {thread_name} runtime: {error}"))?;
+        let store: Arc<dyn Store> = match postgres {
+            None => Arc::new(
+                SledStore::open(data.path()).map_err(|error| format!("cannot open the store: {error}"))?,
+            ),
+            Some(options) => Arc::new(
+                server_runtime
+                    .block_on(PgStore::connect(options))
+                    .map_err(|error| format!("cannot open the PostgreSQL store: {error}"))?,
+            ),
+        };
+        let components = Components::builtin().with_store(Arc::clone(&store));
+        let config = Config::parse(config).map_err(|error| format!("the config: {error}"))?;
+        let agents = Arc::new(Runtime::new(&config, components).map_err(|error| error.to_string())?);
         let listener = server_runtime
             .block_on(TcpListener::bind("127.0.0.1:0"))
             .map_err(|error| format!("cannot listen: {error}"))?;

@@ -54,12 +54,15 @@ CREATE TABLE working_memory (
 );
 CREATE INDEX working_memory_resource ON working_memory (resource_id);
 
--- What a resource keeps, for quotas; the row is locked by every save and delete of the resource.
+-- What a resource keeps, for quotas, in 16 rows by thread (`shard`): each save and delete locks
+-- its thread's row, so writes to different threads of one resource do not wait on each other.
 CREATE TABLE resource_usage (
-    resource_id text COLLATE "C" PRIMARY KEY,
+    resource_id text COLLATE "C" NOT NULL,
+    shard smallint NOT NULL,
     threads bigint NOT NULL DEFAULT 0,
     messages bigint NOT NULL DEFAULT 0,
-    bytes bigint NOT NULL DEFAULT 0
+    bytes bigint NOT NULL DEFAULT 0,
+    PRIMARY KEY (resource_id, shard)
 );
 
 CREATE TABLE response_cache (

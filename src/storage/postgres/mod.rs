@@ -1,10 +1,11 @@
 //! [`PgStore`]: the store in PostgreSQL with pgvector, for deployments of several replicas.
 //!
 //! The tables mirror sled's trees (`0001_schema.sql`). Every [`Store`](super::Store) write is
-//! one transaction, committed with `synchronous_commit = on` before it returns; writes of one
-//! resource lock its `resource_usage` row first, then the thread's, so that concurrent saves
-//! from any number of replicas serialise per resource (quotas hold, a thread's messages get
-//! consecutive seqs) and never deadlock. Semantic recall runs in the database: an HNSW index
+//! one transaction, committed with `synchronous_commit = on` before it returns; a write of a
+//! thread locks its row of the resource's usage (one of 16, by thread) first, then the thread's
+//! row, so that concurrent saves from any number of replicas serialise per thread (a thread's
+//! messages get consecutive seqs), saves to other threads go on in parallel, and nothing
+//! deadlocks. Semantic recall runs in the database: an HNSW index
 //! over the embeddings, made when the first vectors fix the embedder and dimension.
 
 mod migrations;

@@ -81,35 +81,62 @@ fn as_i64(value: u64) -> i64 {
     i64::try_from(value).unwrap_or(i64::MAX)
 }
 
-/// Locks a resource's usage row for the rest of the transaction (made if missing) and reads it.
-/// Every write of a resource takes this lock first, so they serialise per resource.
-async fn lock_usage(transaction: &Transaction<'_>, resource_id: &str) -> Result<ResourceUsage, StoreError> {
-    transaction
-        .execute(
-            "INSERT INTO resource_usage (resource_id) VALUES ($1) ON CONFLICT DO NOTHING",
-            &[&resource_id],
-        )
-        .await
-        .map_err(database)?;
-    let row = transaction
-        .query_one(
-            "SELECT threads, messages, bytes FROM resource_usage WHERE resource_id = $1 FOR UPDATE",
-            &[&resource_id],
-        )
-        .await
-        .map_err(database)?;
-    Ok(usage_of(&row))
+/// Rows a resource's usage is split in, by thread: saves to different threads of one resource
+/// lock different rows, so they never wait on one another's commit.
+const USAGE_SHARDS: u64 = 16;
+
+/// A resource's usage as a write sees it: the whole (its thread's row, locked, and the others
+/// as committed) and its thread's row.
+struct Usage {
+    total: ResourceUsage,
+    own: ResourceUsage,
+    shard: i16,
 }
 
+/// A resource's usage summed over its rows.
+const USAGE_SUM: &str = "SELECT coalesce(sum(threads), 0)::bigint AS threads, coalesce(sum(messages), 0)::bigint AS messages, \
+     coalesce(sum(bytes), 0)::bigint AS bytes FROM resource_usage WHERE resource_id = $1";
+
+/// Locks the usage row of `thread_id`'s shard for the rest of the transaction (made if
+/// missing) and reads the resource's usage. Every write of a thread takes this lock first.
+/// Writes to other threads of the resource may commit meanwhile: a quota is checked against
+/// what is committed, so saves racing one another can take a resource past it by what they add
+/// together, never more.
+async fn lock_usage(
+    transaction: &Transaction<'_>,
+    resource_id: &str,
+    thread_id: &str,
+) -> Result<Usage, StoreError> {
+    let shard = (crate::domain::fnv1a(&[thread_id.as_bytes()]) % USAGE_SHARDS) as i16;
+    transaction
+        .execute(
+            "INSERT INTO resource_usage (resource_id, shard) VALUES ($1, $2) ON CONFLICT DO NOTHING",
+            &[&resource_id, &shard],
+        )
+        .await
+        .map_err(database)?;
+    let own = transaction
+        .query_one(
+            "SELECT threads, messages, bytes FROM resource_usage WHERE resource_id = $1 AND shard = $2 FOR UPDATE",
+            &[&resource_id, &shard],
+        )
+        .await
+        .map_err(database)?;
+    let total = transaction.query_one(USAGE_SUM, &[&resource_id]).await.map_err(database)?;
+    Ok(Usage { total: usage_of(&total), own: usage_of(&own), shard })
+}
+
+/// Writes the locked shard's new usage.
 async fn write_usage(
     transaction: &Transaction<'_>,
     resource_id: &str,
-    usage: ResourceUsage,
+    usage: &Usage,
+    own: ResourceUsage,
 ) -> Result<(), StoreError> {
     transaction
         .execute(
-            "UPDATE resource_usage SET threads = $2, messages = $3, bytes = $4 WHERE resource_id = $1",
-            &[&resource_id, &as_i64(usage.threads), &as_i64(usage.messages), &as_i64(usage.bytes)],
+            "UPDATE resource_usage SET threads = $3, messages = $4, bytes = $5 WHERE resource_id = $1 AND shard = $2",
+            &[&resource_id, &usage.shard, &as_i64(own.threads), &as_i64(own.messages), &as_i64(own.bytes)],
         )
         .await
         .map_err(database)?;
@@ -202,7 +229,8 @@ impl PgStore {
             self.check_embedder(transaction, &first.embedder, first.vector.len()).await?;
         }
         let (resource_id, thread_id) = (save.resource_id.as_str(), save.thread_id.as_str());
-        let before = lock_usage(transaction, resource_id).await?;
+        let usage = lock_usage(transaction, resource_id, thread_id).await?;
+        let before = usage.total;
         let mut added = ResourceUsage::default();
         let now = now_millis();
         added.threads += transaction
@@ -260,14 +288,21 @@ impl PgStore {
                 .await
                 .map_err(database)?;
         }
+        let (mut vector_seqs, mut vectors, mut vector_sizes) = (Vec::new(), Vec::new(), Vec::new());
         for embedding in &save.embeddings {
             let Some(seq) = seq_of.get(embedding.message_id.as_str()) else { continue };
             let size = (embedding.vector.len() * 4) as i64;
             added.bytes += size as u64;
+            vector_seqs.push(*seq);
+            vectors.push(Vector::from(embedding.vector.clone()));
+            vector_sizes.push(size);
+        }
+        if !vectors.is_empty() {
             transaction
                 .execute(
-                    "INSERT INTO embeddings (resource_id, thread_id, seq, embedding, bytes) VALUES ($1, $2, $3, $4, $5)",
-                    &[&resource_id, &thread_id, seq, &Vector::from(embedding.vector.clone()), &size],
+                    "INSERT INTO embeddings (resource_id, thread_id, seq, embedding, bytes) \
+                     SELECT $1, $2, * FROM unnest($3::bigint[], $4::vector[], $5::bigint[])",
+                    &[&resource_id, &thread_id, &vector_seqs, &vectors, &vector_sizes],
                 )
                 .await
                 .map_err(database)?;
@@ -278,7 +313,7 @@ impl PgStore {
         let after = before.plus(added);
         check_quota(&save.quota, resource_id, before, after)?;
         if after != before {
-            write_usage(transaction, resource_id, after).await?;
+            write_usage(transaction, resource_id, &usage, usage.own.plus(added)).await?;
         }
         transaction
             .execute(
@@ -397,7 +432,8 @@ impl Store for PgStore {
         };
         self.write(|_, transaction| {
             Box::pin(async move {
-                let before = lock_usage(transaction, &thread.resource_id).await?;
+                let usage = lock_usage(transaction, &thread.resource_id, &thread.id).await?;
+                let before = usage.total;
                 let inserted = transaction
                     .execute(
                         "INSERT INTO threads (resource_id, id, title, metadata, created_at, updated_at) \
@@ -417,7 +453,8 @@ impl Store for PgStore {
                 }
                 let after = before.plus(ResourceUsage { threads: 1, ..Default::default() });
                 check_quota(&new.quota, &thread.resource_id, before, after)?;
-                write_usage(transaction, &thread.resource_id, after).await?;
+                let own = usage.own.plus(ResourceUsage { threads: 1, ..Default::default() });
+                write_usage(transaction, &thread.resource_id, &usage, own).await?;
                 Ok(thread)
             })
         })
@@ -473,9 +510,9 @@ impl Store for PgStore {
         let (resource_id, thread_id) = (resource_id.to_owned(), thread_id.to_owned());
         self.write(|store, transaction| {
             Box::pin(async move {
-                let before = lock_usage(transaction, &resource_id).await?;
+                let usage = lock_usage(transaction, &resource_id, &thread_id).await?;
                 let (report, removed) = store.delete_thread_in(transaction, &resource_id, &thread_id).await?;
-                write_usage(transaction, &resource_id, before.minus(removed)).await?;
+                write_usage(transaction, &resource_id, &usage, usage.own.minus(removed)).await?;
                 Ok(report)
             })
         })
@@ -486,7 +523,13 @@ impl Store for PgStore {
         let resource_id = resource_id.to_owned();
         self.write(|_, transaction| {
             Box::pin(async move {
-                lock_usage(transaction, &resource_id).await?;
+                transaction
+                    .execute(
+                        "SELECT 1 FROM resource_usage WHERE resource_id = $1 FOR UPDATE",
+                        &[&resource_id],
+                    )
+                    .await
+                    .map_err(database)?;
                 let count = |table: &str| format!("SELECT count(*) FROM {table} WHERE resource_id = $1");
                 let mut report = DeleteReport::default();
                 for (table, field) in [
@@ -679,12 +722,7 @@ impl Store for PgStore {
     }
 
     async fn usage(&self, resource_id: &str) -> Result<ResourceUsage, StoreError> {
-        let rows = self
-            .query(
-                "SELECT threads, messages, bytes FROM resource_usage WHERE resource_id = $1",
-                &[&resource_id],
-            )
-            .await?;
+        let rows = self.query(USAGE_SUM, &[&resource_id]).await?;
         Ok(rows.first().map(usage_of).unwrap_or_default())
     }
 
