@@ -25,7 +25,7 @@ use super::{
     Store, StoreError, StoredMessage, Thread, ThreadPage, ThreadUpdate, VectorQuery, WorkingMemoryRecord,
     WorkingMemoryScope, Writability, check_quota, keys,
 };
-use crate::domain::{Message, new_id, now_millis};
+use crate::domain::{Message, now_millis};
 
 /// `meta` key of the embedder that made the stored vectors (`id/dimension`).
 const META_EMBEDDER: &[u8] = b"embedder";
@@ -424,15 +424,7 @@ impl Inner {
 
     fn create_thread(&self, new: NewThread) -> Result<Thread, StoreError> {
         let now = now_millis();
-        let thread = Thread {
-            id: if new.id.is_empty() { new_id() } else { new.id.clone() },
-            resource_id: new.resource_id.clone(),
-            title: new.title.clone(),
-            metadata: new.metadata.clone(),
-            created_at: now,
-            updated_at: now,
-            next_seq: 0,
-        };
+        let thread = new.made_at(now);
         let trees = (&self.threads, &self.resource_threads, &self.resource_usage);
         transaction(trees.transaction(|(threads, resource_threads, usage)| {
             if threads.get(keys::thread(&thread.resource_id, &thread.id))?.is_some() {

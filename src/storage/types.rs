@@ -39,6 +39,21 @@ pub struct NewThread {
     pub quota: ResourceQuota,
 }
 
+impl NewThread {
+    /// The thread it makes, created `now`, with a fresh id when it names none.
+    pub fn made_at(&self, now: i64) -> Thread {
+        Thread {
+            id: if self.id.is_empty() { crate::domain::new_id() } else { self.id.clone() },
+            resource_id: self.resource_id.clone(),
+            title: self.title.clone(),
+            metadata: self.metadata.clone(),
+            created_at: now,
+            updated_at: now,
+            next_seq: 0,
+        }
+    }
+}
+
 /// Changes to a thread; `None` keeps a field.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ThreadUpdate {

@@ -151,7 +151,7 @@ async fn client_loop(
             tonic::transport::Endpoint::from_shared(format!("http://{}", addresses[replica])).unwrap();
         let outcome = async {
             let mut client = AgentServiceClient::new(endpoint.connect().await.ok()?);
-            let mut stream = client.stream(run("echo", &text, &thread)).await.ok()?.into_inner();
+            let mut stream = client.stream(run("guarded", &text, &thread)).await.ok()?.into_inner();
             while let Some(chunk) = stream.message().await.ok()? {
                 if chunk.r#type == "finish" {
                     return Some(());
@@ -171,13 +171,25 @@ async fn client_loop(
     }
 }
 
-/// One replica killed with SIGKILL under concurrent load: no run whose `finish` a client
-/// received is lost, no half run is stored, and the other two keep serving the clients that
-/// retry on them.
+/// One replica killed with SIGKILL under concurrent load of guarded runs: no run whose `finish`
+/// a client received is lost, no half run is stored, and the other two keep serving the clients
+/// that retry on them, their remote guardrail still connected and still called.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_replica_killed_under_load_loses_no_finished_run() {
     let Some((url, _dir, mut replicas)) = replicas().await else { return };
     let addresses: Vec<String> = replicas.iter().map(|replica| replica.addr.clone()).collect();
+    let guarded = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let mut instances = Vec::new();
+    for replica in &replicas {
+        let counted = Arc::clone(&guarded);
+        let answer: remote::Answer = Arc::new(move |_| {
+            counted.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            remote::cont()
+        });
+        instances.push(
+            remote::serve(replica.channel().await, "word-guard", &[pb::Hook::ProcessInput], answer).await,
+        );
+    }
     let finished: Arc<Mutex<Vec<(usize, String, String)>>> = Arc::default();
     let stop: Arc<std::sync::atomic::AtomicBool> = Arc::default();
     let clients: Vec<_> = (0..9)
@@ -200,6 +212,7 @@ async fn a_replica_killed_under_load_loses_no_finished_run() {
     replicas[0].child.kill().unwrap(); // SIGKILL
     replicas[0].child.wait().unwrap();
     let at_kill = finished.lock().unwrap().len();
+    let guarded_at_kill = guarded.load(std::sync::atomic::Ordering::Relaxed);
     crate::common::eventually("the others keep serving", || finished.lock().unwrap().len() > at_kill + 30)
         .await;
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
@@ -228,4 +241,6 @@ async fn a_replica_killed_under_load_loses_no_finished_run() {
     }
     let after_kill_on_others = finished.iter().skip(at_kill).filter(|(on, _, _)| *on != 0).count();
     assert!(after_kill_on_others > 0, "the other replicas served after the kill");
+    let guarded_after = guarded.load(std::sync::atomic::Ordering::Relaxed) - guarded_at_kill;
+    assert!(guarded_after >= 30, "the guardrail kept guarding on the others ({guarded_after} calls)");
 }

@@ -9,7 +9,7 @@ use tokio_postgres::Row;
 use tokio_postgres::types::ToSql;
 
 use super::{PgStore, database};
-use crate::domain::{Message, new_id, now_millis};
+use crate::domain::{Message, now_millis};
 use crate::storage::{
     CacheScope, DeleteReport, Direction, Hit, MessagePage, NewThread, RecallScope, ResourceUsage, RunSave,
     Store, StoreError, StoredMessage, Thread, ThreadPage, ThreadUpdate, VectorQuery, WorkingMemoryRecord,
@@ -421,15 +421,7 @@ impl Store for PgStore {
 
     async fn create_thread(&self, new: NewThread) -> Result<Thread, StoreError> {
         let now = now_millis();
-        let thread = Thread {
-            id: if new.id.is_empty() { new_id() } else { new.id.clone() },
-            resource_id: new.resource_id.clone(),
-            title: new.title.clone(),
-            metadata: new.metadata.clone(),
-            created_at: now,
-            updated_at: now,
-            next_seq: 0,
-        };
+        let thread = new.made_at(now);
         self.write(|_, transaction| {
             Box::pin(async move {
                 let usage = lock_usage(transaction, &thread.resource_id, &thread.id).await?;
