@@ -88,11 +88,13 @@ fn writable_metric(metrics_port: u16) -> (String, f64) {
     connection.write_all(b"GET /metrics HTTP/1.1\r\nhost: test\r\nconnection: close\r\n\r\n").unwrap();
     let mut text = String::new();
     connection.read_to_string(&mut text).unwrap();
+    // `agentwire_store_writable{replica="…",state="…"} 1`: the binary labels every series with its replica.
     let line = text
         .lines()
-        .find_map(|line| line.strip_prefix("agentwire_store_writable{state=\""))
+        .find(|line| line.starts_with("agentwire_store_writable{"))
         .unwrap_or_else(|| panic!("no agentwire_store_writable in\n{text}"));
-    let (state, value) = line.split_once("\"} ").unwrap();
+    let (labels, value) = line.rsplit_once("} ").unwrap();
+    let state = labels.split_once("state=\"").unwrap().1.trim_end_matches('"');
     (state.to_owned(), value.parse().unwrap())
 }
 
