@@ -346,6 +346,7 @@ class Processor:
         self._connected: Set[str] = set()
         self._channels: Dict[str, grpc.Channel] = {}
         self._leaving: Dict[str, threading.Event] = {}
+        self._workers: List[threading.Thread] = []
         self._refused: Optional[grpc.RpcError] = None
         # Targets welcomed at least once (their next welcome is a reconnection).
         self._welcomed: Set[str] = set()
@@ -526,9 +527,11 @@ class Processor:
                 if target not in self._leaving:
                     leaving = threading.Event()
                     self._leaving[target] = leaving
-                    threading.Thread(
+                    worker = threading.Thread(
                         target=self._serve_target, args=(target, server_name, leaving), daemon=True
-                    ).start()
+                    )
+                    self._workers.append(worker)
+                    worker.start()
 
     def run(self, address: Union[str, Sequence[str]] = "127.0.0.1:50051") -> None:
         """Serves until `stop`, with one session per replica, each reconnected with backoff:
@@ -556,6 +559,10 @@ class Processor:
                     channel.close()
                 self._leaving.clear()
                 self._channels.clear()
+                workers, self._workers = self._workers, []
+            # Every session over (and out of `connected()`) before `run` returns.
+            for worker in workers:
+                worker.join(timeout=5)
         if self._refused is not None:
             raise self._refused
 
