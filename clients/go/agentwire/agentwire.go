@@ -517,11 +517,7 @@ func (p *Processor) serve(ctx context.Context, address, serverName string, ready
 			if p.sessions.welcomed(address) {
 				verb = "reconnected"
 			}
-			logger := p.Logger
-			if logger == nil {
-				logger = slog.Default()
-			}
-			logger.Info(fmt.Sprintf("agentwire: %s as %s (instance %s) to %s, protocol %d", verb, p.ID, p.InstanceID, address, kind.Welcome.GetProtocolVersion()))
+			p.logger().Info(fmt.Sprintf("agentwire: %s as %s (instance %s) to %s, protocol %d", verb, p.ID, p.InstanceID, address, kind.Welcome.GetProtocolVersion()))
 			if ready != nil {
 				close(ready)
 				ready = nil

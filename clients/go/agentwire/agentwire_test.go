@@ -71,13 +71,7 @@ func TestRemoteGuardrailTripsAndNothingIsSaved(t *testing.T) {
 	address := startServer(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	guard := agentwire.NewProcessor("word-guard").On(agentwirev1.Hook_HOOK_PROCESS_INPUT,
-		func(ctx context.Context, call agentwire.Call) *agentwirev1.HookResult {
-			if strings.Contains(call.Text(), "secret") {
-				return agentwire.Abort("no secrets, please")
-			}
-			return agentwire.Continue()
-		})
+	guard := wordGuard()
 	ready := make(chan struct{})
 	go func() { _ = guard.Serve(ctx, address, ready) }()
 	select {
@@ -106,6 +100,17 @@ func TestRemoteGuardrailTripsAndNothingIsSaved(t *testing.T) {
 	if err != nil || passed.GetText() != "echo: hello" {
 		t.Fatalf("clean input should pass: %v %v", passed, err)
 	}
+}
+
+// wordGuard is the shared config's word-guard: it trips runs whose input says "secret".
+func wordGuard() *agentwire.Processor {
+	return agentwire.NewProcessor("word-guard").On(agentwirev1.Hook_HOOK_PROCESS_INPUT,
+		func(ctx context.Context, call agentwire.Call) *agentwirev1.HookResult {
+			if strings.Contains(call.Text(), "secret") {
+				return agentwire.Abort("no secrets, please")
+			}
+			return agentwire.Continue()
+		})
 }
 
 // connect serves processor until the test ends and returns once it is connected.

@@ -18,13 +18,7 @@ func TestOneProcessorServesEveryReplica(t *testing.T) {
 	first, second := startServer(t), startServer(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	guard := agentwire.NewProcessor("word-guard").On(agentwirev1.Hook_HOOK_PROCESS_INPUT,
-		func(ctx context.Context, call agentwire.Call) *agentwirev1.HookResult {
-			if strings.Contains(call.Text(), "secret") {
-				return agentwire.Abort("no secrets, please")
-			}
-			return nil
-		})
+	guard := wordGuard()
 	port := second[strings.LastIndex(second, ":")+1:]
 	done := make(chan error, 1)
 	go func() { done <- guard.RunReplicas(ctx, []string{first, "dns:///localhost:" + port}) }()

@@ -69,6 +69,17 @@ fn cursor_thread(cursor: &str) -> Option<(i64, String)> {
     Some((i64::from_be_bytes(*created_at), String::from_utf8(id.to_vec()).ok()?))
 }
 
+/// A page of what a query fetched with `LIMIT limit + 1`: the first `limit` and, when there was
+/// more, the cursor of the last one kept (else empty).
+fn page<T>(mut items: Vec<T>, limit: usize, cursor_of: impl Fn(&T) -> String) -> (Vec<T>, String) {
+    if items.len() <= limit {
+        return (items, String::new());
+    }
+    items.truncate(limit);
+    let cursor = items.last().map(cursor_of).unwrap_or_default();
+    (items, cursor)
+}
+
 fn usage_of(row: &Row) -> ResourceUsage {
     ResourceUsage {
         threads: row.get::<_, i64>("threads") as u64,
@@ -189,209 +200,199 @@ async fn write_working_memory(
     Ok(version)
 }
 
-impl PgStore {
-    /// Checks `embedder/dimension` against the store's, claiming it (and making the HNSW index
-    /// for its dimension) when no vectors were ever written.
-    async fn check_embedder(
-        &self,
-        transaction: &Transaction<'_>,
-        embedder: &str,
-        dimension: usize,
-    ) -> Result<(), StoreError> {
-        let requested = format!("{embedder}/{dimension}");
-        let claimed = transaction
-            .execute(
-                "INSERT INTO meta (key, value) VALUES ($1, $2) ON CONFLICT DO NOTHING",
-                &[&META_EMBEDDER, &requested],
-            )
-            .await
-            .map_err(database)?;
-        if claimed == 1 {
-            transaction
-                .batch_execute(&format!(
-                    "CREATE INDEX IF NOT EXISTS embeddings_hnsw ON embeddings \
+/// Checks `embedder/dimension` against the store's, claiming it (and making the HNSW index
+/// for its dimension) when no vectors were ever written.
+async fn check_embedder(
+    transaction: &Transaction<'_>,
+    embedder: &str,
+    dimension: usize,
+) -> Result<(), StoreError> {
+    let requested = format!("{embedder}/{dimension}");
+    let claimed = transaction
+        .execute(
+            "INSERT INTO meta (key, value) VALUES ($1, $2) ON CONFLICT DO NOTHING",
+            &[&META_EMBEDDER, &requested],
+        )
+        .await
+        .map_err(database)?;
+    if claimed == 1 {
+        transaction
+            .batch_execute(&format!(
+                "CREATE INDEX IF NOT EXISTS embeddings_hnsw ON embeddings \
                      USING hnsw ((embedding::vector({dimension})) vector_ip_ops)"
-                ))
-                .await
-                .map_err(database)?;
-            return Ok(());
-        }
-        let stored: String = transaction
-            .query_one("SELECT value FROM meta WHERE key = $1", &[&META_EMBEDDER])
+            ))
             .await
-            .map_err(database)?
-            .get(0);
-        if stored == requested { Ok(()) } else { Err(StoreError::EmbedderMismatch { stored, requested }) }
+            .map_err(database)?;
+        return Ok(());
     }
+    let stored: String = transaction
+        .query_one("SELECT value FROM meta WHERE key = $1", &[&META_EMBEDDER])
+        .await
+        .map_err(database)?
+        .get(0);
+    if stored == requested { Ok(()) } else { Err(StoreError::EmbedderMismatch { stored, requested }) }
+}
 
-    async fn save_run_in(&self, transaction: &Transaction<'_>, save: &RunSave) -> Result<(), StoreError> {
-        if let Some(first) = save.embeddings.first() {
-            self.check_embedder(transaction, &first.embedder, first.vector.len()).await?;
-        }
-        let (resource_id, thread_id) = (save.resource_id.as_str(), save.thread_id.as_str());
-        let usage = lock_usage(transaction, resource_id, thread_id).await?;
-        let before = usage.total;
-        let mut added = ResourceUsage::default();
-        let now = now_millis();
-        added.threads += transaction
-            .execute(
-                "INSERT INTO threads (resource_id, id, created_at, updated_at) VALUES ($1, $2, $3, $3) \
+async fn save_run_in(transaction: &Transaction<'_>, save: &RunSave) -> Result<(), StoreError> {
+    if let Some(first) = save.embeddings.first() {
+        check_embedder(transaction, &first.embedder, first.vector.len()).await?;
+    }
+    let (resource_id, thread_id) = (save.resource_id.as_str(), save.thread_id.as_str());
+    let usage = lock_usage(transaction, resource_id, thread_id).await?;
+    let before = usage.total;
+    let mut added = ResourceUsage::default();
+    let now = now_millis();
+    added.threads += transaction
+        .execute(
+            "INSERT INTO threads (resource_id, id, created_at, updated_at) VALUES ($1, $2, $3, $3) \
                  ON CONFLICT DO NOTHING",
-                &[&resource_id, &thread_id, &now],
-            )
-            .await
-            .map_err(database)?;
-        let mut next_seq: i64 = transaction
-            .query_one(
-                "SELECT next_seq FROM threads WHERE resource_id = $1 AND id = $2 FOR UPDATE",
-                &[&resource_id, &thread_id],
-            )
-            .await
-            .map_err(database)?
-            .get(0);
-        let ids: Vec<&str> = save.messages.iter().map(|message| message.id.as_str()).collect();
-        let mut seen: HashSet<String> = transaction
-            .query("SELECT id FROM messages WHERE resource_id = $1 AND id = ANY($2)", &[&resource_id, &ids])
-            .await
-            .map_err(database)?
-            .iter()
-            .map(|row| row.get(0))
-            .collect();
-        let (mut seqs, mut message_ids, mut records, mut sizes) =
-            (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-        let mut seq_of = std::collections::HashMap::new();
-        for message in &save.messages {
-            if !seen.insert(message.id.clone()) {
-                continue; // saved before: saving is idempotent
-            }
-            let mut stored = message.clone();
-            stored.thread_id.clone_from(&save.thread_id);
-            stored.resource_id.clone_from(&save.resource_id);
-            let record = serde_json::to_value(&stored).expect("messages serialise");
-            let size = serde_json::to_vec(&record).map_or(0, |bytes| bytes.len() as i64);
-            added.messages += 1;
-            added.bytes += size as u64;
-            seq_of.insert(message.id.as_str(), next_seq);
-            seqs.push(next_seq);
-            message_ids.push(message.id.as_str());
-            records.push(record);
-            sizes.push(size);
-            next_seq += 1;
+            &[&resource_id, &thread_id, &now],
+        )
+        .await
+        .map_err(database)?;
+    let mut next_seq: i64 = transaction
+        .query_one(
+            "SELECT next_seq FROM threads WHERE resource_id = $1 AND id = $2 FOR UPDATE",
+            &[&resource_id, &thread_id],
+        )
+        .await
+        .map_err(database)?
+        .get(0);
+    let ids: Vec<&str> = save.messages.iter().map(|message| message.id.as_str()).collect();
+    let mut seen: HashSet<String> = transaction
+        .query("SELECT id FROM messages WHERE resource_id = $1 AND id = ANY($2)", &[&resource_id, &ids])
+        .await
+        .map_err(database)?
+        .iter()
+        .map(|row| row.get(0))
+        .collect();
+    let (mut seqs, mut message_ids, mut records, mut sizes) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let mut seq_of = std::collections::HashMap::new();
+    for message in &save.messages {
+        if !seen.insert(message.id.clone()) {
+            continue; // saved before: saving is idempotent
         }
-        if !seqs.is_empty() {
-            transaction
-                .execute(
-                    "INSERT INTO messages (resource_id, thread_id, seq, id, record, bytes) \
-                     SELECT $1, $2, * FROM unnest($3::bigint[], $4::text[], $5::jsonb[], $6::bigint[])",
-                    &[&resource_id, &thread_id, &seqs, &message_ids, &records, &sizes],
-                )
-                .await
-                .map_err(database)?;
-        }
-        let (mut vector_seqs, mut vectors, mut vector_sizes) = (Vec::new(), Vec::new(), Vec::new());
-        for embedding in &save.embeddings {
-            let Some(seq) = seq_of.get(embedding.message_id.as_str()) else { continue };
-            let size = (embedding.vector.len() * 4) as i64;
-            added.bytes += size as u64;
-            vector_seqs.push(*seq);
-            vectors.push(Vector::from(embedding.vector.clone()));
-            vector_sizes.push(size);
-        }
-        if !vectors.is_empty() {
-            transaction
-                .execute(
-                    "INSERT INTO embeddings (resource_id, thread_id, seq, embedding, bytes) \
-                     SELECT $1, $2, * FROM unnest($3::bigint[], $4::vector[], $5::bigint[])",
-                    &[&resource_id, &thread_id, &vector_seqs, &vectors, &vector_sizes],
-                )
-                .await
-                .map_err(database)?;
-        }
-        if let Some((scope, content, expected_version)) = &save.working_memory {
-            write_working_memory(transaction, scope, content, *expected_version).await?;
-        }
-        let after = before.plus(added);
-        check_quota(&save.quota, resource_id, before, after)?;
-        if after != before {
-            write_usage(transaction, resource_id, &usage, usage.own.plus(added)).await?;
-        }
+        let mut stored = message.clone();
+        stored.thread_id.clone_from(&save.thread_id);
+        stored.resource_id.clone_from(&save.resource_id);
+        let record = serde_json::to_value(&stored).expect("messages serialise");
+        let size = serde_json::to_vec(&record).map_or(0, |bytes| bytes.len() as i64);
+        added.messages += 1;
+        added.bytes += size as u64;
+        seq_of.insert(message.id.as_str(), next_seq);
+        seqs.push(next_seq);
+        message_ids.push(message.id.as_str());
+        records.push(record);
+        sizes.push(size);
+        next_seq += 1;
+    }
+    if !seqs.is_empty() {
         transaction
             .execute(
-                "UPDATE threads SET next_seq = $3, updated_at = $4 WHERE resource_id = $1 AND id = $2",
-                &[&resource_id, &thread_id, &next_seq, &now],
+                "INSERT INTO messages (resource_id, thread_id, seq, id, record, bytes) \
+                     SELECT $1, $2, * FROM unnest($3::bigint[], $4::text[], $5::jsonb[], $6::bigint[])",
+                &[&resource_id, &thread_id, &seqs, &message_ids, &records, &sizes],
             )
             .await
             .map_err(database)?;
-        Ok(())
     }
-
-    /// Deletes a thread within `transaction`, its resource's usage row locked already.
-    async fn delete_thread_in(
-        &self,
-        transaction: &Transaction<'_>,
-        resource_id: &str,
-        thread_id: &str,
-    ) -> Result<(DeleteReport, ResourceUsage), StoreError> {
-        let locked = transaction
-            .query_opt(
-                "SELECT 1 FROM threads WHERE resource_id = $1 AND id = $2 FOR UPDATE",
-                &[&resource_id, &thread_id],
-            )
-            .await
-            .map_err(database)?;
-        if locked.is_none() {
-            return Err(StoreError::ThreadNotFound(thread_id.to_owned()));
-        }
-        let counted = |table: &str| {
-            format!(
-                "SELECT count(*), coalesce(sum(bytes), 0)::bigint FROM {table} WHERE resource_id = $1 AND thread_id = $2"
-            )
-        };
-        let messages = transaction
-            .query_one(&counted("messages"), &[&resource_id, &thread_id])
-            .await
-            .map_err(database)?;
-        let embeddings = transaction
-            .query_one(&counted("embeddings"), &[&resource_id, &thread_id])
-            .await
-            .map_err(database)?;
-        let scope = WorkingMemoryScope::Thread {
-            resource_id: resource_id.to_owned(),
-            thread_id: thread_id.to_owned(),
-        };
-        let working_memories = transaction
-            .execute("DELETE FROM working_memory WHERE scope = $1", &[&scope.key()])
-            .await
-            .map_err(database)?;
-        transaction
-            .execute("DELETE FROM threads WHERE resource_id = $1 AND id = $2", &[&resource_id, &thread_id])
-            .await
-            .map_err(database)?;
-        let cache =
-            CacheScope::Thread { resource_id: resource_id.to_owned(), thread_id: thread_id.to_owned() };
-        transaction
-            .execute("DELETE FROM response_cache WHERE scope = $1", &[&cache.key()])
-            .await
-            .map_err(database)?;
-        let report = DeleteReport {
-            threads: 1,
-            messages: messages.get::<_, i64>(0) as u64,
-            embeddings: embeddings.get::<_, i64>(0) as u64,
-            working_memories,
-        };
-        let removed = ResourceUsage {
-            threads: 1,
-            messages: report.messages,
-            bytes: (messages.get::<_, i64>(1) + embeddings.get::<_, i64>(1)) as u64,
-        };
-        Ok((report, removed))
+    let (mut vector_seqs, mut vectors, mut vector_sizes) = (Vec::new(), Vec::new(), Vec::new());
+    for embedding in &save.embeddings {
+        let Some(seq) = seq_of.get(embedding.message_id.as_str()) else { continue };
+        let size = (embedding.vector.len() * 4) as i64;
+        added.bytes += size as u64;
+        vector_seqs.push(*seq);
+        vectors.push(Vector::from(embedding.vector.clone()));
+        vector_sizes.push(size);
     }
+    if !vectors.is_empty() {
+        transaction
+            .execute(
+                "INSERT INTO embeddings (resource_id, thread_id, seq, embedding, bytes) \
+                     SELECT $1, $2, * FROM unnest($3::bigint[], $4::vector[], $5::bigint[])",
+                &[&resource_id, &thread_id, &vector_seqs, &vectors, &vector_sizes],
+            )
+            .await
+            .map_err(database)?;
+    }
+    if let Some((scope, content, expected_version)) = &save.working_memory {
+        write_working_memory(transaction, scope, content, *expected_version).await?;
+    }
+    let after = before.plus(added);
+    check_quota(&save.quota, resource_id, before, after)?;
+    if after != before {
+        write_usage(transaction, resource_id, &usage, usage.own.plus(added)).await?;
+    }
+    transaction
+        .execute(
+            "UPDATE threads SET next_seq = $3, updated_at = $4 WHERE resource_id = $1 AND id = $2",
+            &[&resource_id, &thread_id, &next_seq, &now],
+        )
+        .await
+        .map_err(database)?;
+    Ok(())
+}
 
+/// Deletes a thread within `transaction`, its resource's usage row locked already.
+async fn delete_thread_in(
+    transaction: &Transaction<'_>,
+    resource_id: &str,
+    thread_id: &str,
+) -> Result<(DeleteReport, ResourceUsage), StoreError> {
+    let locked = transaction
+        .query_opt(
+            "SELECT 1 FROM threads WHERE resource_id = $1 AND id = $2 FOR UPDATE",
+            &[&resource_id, &thread_id],
+        )
+        .await
+        .map_err(database)?;
+    if locked.is_none() {
+        return Err(StoreError::ThreadNotFound(thread_id.to_owned()));
+    }
+    let counted = |table: &str| {
+        format!(
+            "SELECT count(*), coalesce(sum(bytes), 0)::bigint FROM {table} WHERE resource_id = $1 AND thread_id = $2"
+        )
+    };
+    let messages =
+        transaction.query_one(&counted("messages"), &[&resource_id, &thread_id]).await.map_err(database)?;
+    let embeddings =
+        transaction.query_one(&counted("embeddings"), &[&resource_id, &thread_id]).await.map_err(database)?;
+    let scope =
+        WorkingMemoryScope::Thread { resource_id: resource_id.to_owned(), thread_id: thread_id.to_owned() };
+    let working_memories = transaction
+        .execute("DELETE FROM working_memory WHERE scope = $1", &[&scope.key()])
+        .await
+        .map_err(database)?;
+    transaction
+        .execute("DELETE FROM threads WHERE resource_id = $1 AND id = $2", &[&resource_id, &thread_id])
+        .await
+        .map_err(database)?;
+    let cache = CacheScope::Thread { resource_id: resource_id.to_owned(), thread_id: thread_id.to_owned() };
+    transaction
+        .execute("DELETE FROM response_cache WHERE scope = $1", &[&cache.key()])
+        .await
+        .map_err(database)?;
+    let report = DeleteReport {
+        threads: 1,
+        messages: messages.get::<_, i64>(0) as u64,
+        embeddings: embeddings.get::<_, i64>(0) as u64,
+        working_memories,
+    };
+    let removed = ResourceUsage {
+        threads: 1,
+        messages: report.messages,
+        bytes: (messages.get::<_, i64>(1) + embeddings.get::<_, i64>(1)) as u64,
+    };
+    Ok((report, removed))
+}
+
+impl PgStore {
     /// Runs `write` in a transaction and commits it (durably: `synchronous_commit` is on).
     async fn write<T, F>(&self, write: F) -> Result<T, StoreError>
     where
         F: for<'a> FnOnce(
-                &'a PgStore,
                 &'a Transaction<'a>,
             )
                 -> std::pin::Pin<Box<dyn Future<Output = Result<T, StoreError>> + Send + 'a>>
@@ -400,7 +401,7 @@ impl PgStore {
     {
         let mut client = self.client().await?;
         let transaction = client.transaction().await.map_err(database)?;
-        let value = write(self, &transaction).await?;
+        let value = write(&transaction).await?;
         transaction.commit().await.map_err(database)?;
         Ok(value)
     }
@@ -415,14 +416,13 @@ impl PgStore {
 #[async_trait::async_trait]
 impl Store for PgStore {
     async fn save_run(&self, save: RunSave) -> Result<(), StoreError> {
-        self.write(|store, transaction| Box::pin(async move { store.save_run_in(transaction, &save).await }))
-            .await
+        self.write(|transaction| Box::pin(async move { save_run_in(transaction, &save).await })).await
     }
 
     async fn create_thread(&self, new: NewThread) -> Result<Thread, StoreError> {
         let now = now_millis();
         let thread = new.made_at(now);
-        self.write(|_, transaction| {
+        self.write(|transaction| {
             Box::pin(async move {
                 let usage = lock_usage(transaction, &thread.resource_id, &thread.id).await?;
                 let before = usage.total;
@@ -464,21 +464,16 @@ impl Store for PgStore {
         cursor: &str,
         limit: usize,
     ) -> Result<ThreadPage, StoreError> {
-        let (created_at, id) = cursor_thread(cursor).unwrap_or((i64::MAX, String::new()));
-        let first_page = cursor_thread(cursor).is_none();
+        let after = cursor_thread(cursor);
+        let first_page = after.is_none();
+        let (created_at, id) = after.unwrap_or((i64::MAX, String::new()));
         let sql = format!(
             "SELECT {THREAD_COLUMNS} FROM threads WHERE resource_id = $1 \
              AND ($4 OR (created_at, id) < ($2, $3)) ORDER BY created_at DESC, id DESC LIMIT $5"
         );
         let rows =
             self.query(&sql, &[&resource_id, &created_at, &id, &first_page, &(limit as i64 + 1)]).await?;
-        let mut threads: Vec<Thread> = rows.iter().map(thread_of).collect();
-        let next_cursor = if threads.len() > limit {
-            threads.truncate(limit);
-            threads.last().map(thread_cursor).unwrap_or_default()
-        } else {
-            String::new()
-        };
+        let (threads, next_cursor) = page(rows.iter().map(thread_of).collect(), limit, thread_cursor);
         Ok(ThreadPage { threads, next_cursor })
     }
 
@@ -500,10 +495,10 @@ impl Store for PgStore {
 
     async fn delete_thread(&self, resource_id: &str, thread_id: &str) -> Result<DeleteReport, StoreError> {
         let (resource_id, thread_id) = (resource_id.to_owned(), thread_id.to_owned());
-        self.write(|store, transaction| {
+        self.write(|transaction| {
             Box::pin(async move {
                 let usage = lock_usage(transaction, &resource_id, &thread_id).await?;
-                let (report, removed) = store.delete_thread_in(transaction, &resource_id, &thread_id).await?;
+                let (report, removed) = delete_thread_in(transaction, &resource_id, &thread_id).await?;
                 write_usage(transaction, &resource_id, &usage, usage.own.minus(removed)).await?;
                 Ok(report)
             })
@@ -513,7 +508,7 @@ impl Store for PgStore {
 
     async fn delete_resource(&self, resource_id: &str) -> Result<DeleteReport, StoreError> {
         let resource_id = resource_id.to_owned();
-        self.write(|_, transaction| {
+        self.write(|transaction| {
             Box::pin(async move {
                 transaction
                     .execute(
@@ -601,13 +596,8 @@ impl Store for PgStore {
             (Direction::Backward, None) => i64::MAX,
         };
         let rows = self.query(sql, &[&resource_id, &thread_id, &bound, &(limit as i64 + 1)]).await?;
-        let mut messages = rows.iter().map(stored_message).collect::<Result<Vec<_>, _>>()?;
-        let next_cursor = if messages.len() > limit {
-            messages.truncate(limit);
-            messages.last().map(|last| seq_cursor(last.seq)).unwrap_or_default()
-        } else {
-            String::new()
-        };
+        let messages = rows.iter().map(stored_message).collect::<Result<Vec<_>, _>>()?;
+        let (messages, next_cursor) = page(messages, limit, |last| seq_cursor(last.seq));
         Ok(MessagePage { messages, next_cursor })
     }
 
@@ -705,7 +695,7 @@ impl Store for PgStore {
         expected_version: u64,
     ) -> Result<u64, StoreError> {
         let scope = scope.clone();
-        self.write(|_, transaction| {
+        self.write(|transaction| {
             Box::pin(
                 async move { write_working_memory(transaction, &scope, &content, expected_version).await },
             )

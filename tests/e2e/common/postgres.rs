@@ -22,8 +22,13 @@ pub async fn store_for(data_dir: &std::path::Path) -> PgStore {
         std::env::var(URL_ENV).unwrap_or_else(|_| panic!("AGENTWIRE_TEST_STORE=postgres needs {URL_ENV}"));
     let name =
         format!("aw_dir_{:016x}", agentwire::domain::fnv1a(&[data_dir.as_os_str().as_encoded_bytes()]));
+    connect(&database(&admin, &name).await).await
+}
+
+/// The URL of the database `name` on the test server at `admin`, made if it is not there.
+async fn database(admin: &str, name: &str) -> String {
     let (client, connection) =
-        tokio_postgres::connect(&admin, tokio_postgres::NoTls).await.expect("the test PostgreSQL answers");
+        tokio_postgres::connect(admin, tokio_postgres::NoTls).await.expect("the test PostgreSQL answers");
     tokio::spawn(connection);
     let exists = client
         .query_opt("SELECT 1 FROM pg_database WHERE datname = $1", &[&name])
@@ -33,7 +38,7 @@ pub async fn store_for(data_dir: &std::path::Path) -> PgStore {
         client.batch_execute(&format!("CREATE DATABASE {name}")).await.expect("a test database");
     }
     let (base, _) = admin.rsplit_once('/').expect("the URL names a database");
-    connect(&format!("{base}/{name}")).await
+    format!("{base}/{name}")
 }
 
 /// The URL of a new, empty database; `None` with a notice when no test PostgreSQL is configured
@@ -47,13 +52,7 @@ pub async fn fresh_database() -> Option<String> {
         eprintln!("{URL_ENV} is not set: the PostgreSQL half of this test is skipped (scripts/test sets it)");
         return None;
     };
-    let name = format!("aw_{}", uuid::Uuid::now_v7().simple());
-    let (client, connection) =
-        tokio_postgres::connect(&admin, tokio_postgres::NoTls).await.expect("the test PostgreSQL answers");
-    tokio::spawn(connection);
-    client.batch_execute(&format!("CREATE DATABASE {name}")).await.expect("a test database");
-    let (base, _) = admin.rsplit_once('/').expect("the URL names a database");
-    Some(format!("{base}/{name}"))
+    Some(database(&admin, &format!("aw_{}", uuid::Uuid::now_v7().simple())).await)
 }
 
 /// A store on `url`, as a server opens it.
