@@ -181,6 +181,14 @@ impl WorkingMemoryScope {
             WorkingMemoryScope::Resource(id) | WorkingMemoryScope::Thread { resource_id: id, .. } => id,
         }
     }
+
+    /// The thread whose memory it is, for thread scope.
+    pub fn thread_id(&self) -> Option<&str> {
+        match self {
+            WorkingMemoryScope::Thread { thread_id, .. } => Some(thread_id),
+            WorkingMemoryScope::Resource(_) => None,
+        }
+    }
 }
 
 impl std::fmt::Display for WorkingMemoryScope {

@@ -5,7 +5,8 @@
 //! thread locks its row of the resource's usage (one of 16, by thread) first, then the thread's
 //! row, so that concurrent saves from any number of replicas serialise per thread (a thread's
 //! messages get consecutive seqs), saves to other threads go on in parallel, and nothing
-//! deadlocks. Semantic recall runs in the database: an HNSW index
+//! deadlocks. A run's save is one statement, a function of schema 2 (`0002_save_run.sql`), so
+//! that a durable run costs the database one round trip. Semantic recall runs in the database: an HNSW index
 //! over the embeddings, made when the first vectors fix the embedder and dimension.
 
 mod migrations;

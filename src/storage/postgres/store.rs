@@ -1,6 +1,5 @@
 //! [`Store`] on PostgreSQL: each method as SQL, each write one transaction.
 
-use std::collections::HashSet;
 use std::sync::atomic::Ordering;
 
 use pgvector::Vector;
@@ -108,6 +107,11 @@ struct Usage {
 const USAGE_SUM: &str = "SELECT coalesce(sum(threads), 0)::bigint AS threads, coalesce(sum(messages), 0)::bigint AS messages, \
      coalesce(sum(bytes), 0)::bigint AS bytes FROM resource_usage WHERE resource_id = $1";
 
+/// The row of a resource's usage that `thread_id`'s writes lock.
+fn usage_shard(thread_id: &str) -> i16 {
+    (crate::domain::fnv1a(&[thread_id.as_bytes()]) % USAGE_SHARDS) as i16
+}
+
 /// Locks the usage row of `thread_id`'s shard for the rest of the transaction (made if
 /// missing) and reads the resource's usage. Every write of a thread takes this lock first.
 /// Writes to other threads of the resource may commit meanwhile: a quota is checked against
@@ -118,7 +122,7 @@ async fn lock_usage(
     resource_id: &str,
     thread_id: &str,
 ) -> Result<Usage, StoreError> {
-    let shard = (crate::domain::fnv1a(&[thread_id.as_bytes()]) % USAGE_SHARDS) as i16;
+    let shard = usage_shard(thread_id);
     transaction
         .execute(
             "INSERT INTO resource_usage (resource_id, shard) VALUES ($1, $2) ON CONFLICT DO NOTHING",
@@ -154,183 +158,116 @@ async fn write_usage(
     Ok(())
 }
 
-/// Writes working memory if its stored version is `expected_version`; the new version.
-async fn write_working_memory(
-    transaction: &Transaction<'_>,
+/// A refusal a store function raised (`0002_save_run.sql`): its SQLSTATE and message.
+fn raised(error: &tokio_postgres::Error) -> Option<(&str, &str)> {
+    let db = error.as_db_error()?;
+    db.code().code().starts_with("AW").then(|| (db.code().code(), db.message()))
+}
+
+/// The error of a working-memory write to `scope` at `expected_version`.
+fn working_memory_error(
+    error: tokio_postgres::Error,
     scope: &WorkingMemoryScope,
-    content: &str,
     expected_version: u64,
-) -> Result<u64, StoreError> {
-    let key = scope.key();
-    let found: u64 = transaction
-        .query_opt("SELECT version FROM working_memory WHERE scope = $1 FOR UPDATE", &[&key])
-        .await
-        .map_err(database)?
-        .map_or(0, |row| row.get::<_, i64>(0) as u64);
-    if found != expected_version {
-        return Err(StoreError::VersionConflict {
+) -> StoreError {
+    match raised(&error) {
+        Some(("AWVER", found)) => StoreError::VersionConflict {
             scope: scope.to_string(),
             expected: expected_version,
-            found,
-        });
+            found: found.parse().unwrap_or_default(),
+        },
+        _ => database(error),
     }
-    let thread_id = match scope {
-        WorkingMemoryScope::Thread { thread_id, .. } => Some(thread_id.as_str()),
-        WorkingMemoryScope::Resource(_) => None,
-    };
-    let version = found + 1;
-    // A first write racing another first write: the loser's insert conflicts and finds it written.
-    let written = transaction
-        .execute(
-            "INSERT INTO working_memory (scope, resource_id, thread_id, content, version, updated_at) \
-             VALUES ($1, $2, $3, $4, $5, $6) \
-             ON CONFLICT (scope) DO UPDATE SET content = $4, version = $5, updated_at = $6 \
-             WHERE working_memory.version = $5 - 1",
-            &[&key, &scope.resource_id(), &thread_id, &content, &as_i64(version), &now_millis()],
-        )
-        .await
-        .map_err(database)?;
-    if written == 0 {
-        return Err(StoreError::VersionConflict {
-            scope: scope.to_string(),
-            expected: expected_version,
-            found: found + 1,
-        });
-    }
-    Ok(version)
 }
 
-/// Checks `embedder/dimension` against the store's, claiming it (and making the HNSW index
-/// for its dimension) when no vectors were ever written.
-async fn check_embedder(
-    transaction: &Transaction<'_>,
-    embedder: &str,
-    dimension: usize,
-) -> Result<(), StoreError> {
-    let requested = format!("{embedder}/{dimension}");
-    let claimed = transaction
-        .execute(
-            "INSERT INTO meta (key, value) VALUES ($1, $2) ON CONFLICT DO NOTHING",
-            &[&META_EMBEDDER, &requested],
-        )
-        .await
-        .map_err(database)?;
-    if claimed == 1 {
-        transaction
-            .batch_execute(&format!(
-                "CREATE INDEX IF NOT EXISTS embeddings_hnsw ON embeddings \
-                     USING hnsw ((embedding::vector({dimension})) vector_ip_ops)"
-            ))
-            .await
-            .map_err(database)?;
-        return Ok(());
-    }
-    let stored: String = transaction
-        .query_one("SELECT value FROM meta WHERE key = $1", &[&META_EMBEDDER])
-        .await
-        .map_err(database)?
-        .get(0);
-    if stored == requested { Ok(()) } else { Err(StoreError::EmbedderMismatch { stored, requested }) }
-}
-
-async fn save_run_in(transaction: &Transaction<'_>, save: &RunSave) -> Result<(), StoreError> {
-    if let Some(first) = save.embeddings.first() {
-        check_embedder(transaction, &first.embedder, first.vector.len()).await?;
-    }
-    let (resource_id, thread_id) = (save.resource_id.as_str(), save.thread_id.as_str());
-    let usage = lock_usage(transaction, resource_id, thread_id).await?;
-    let before = usage.total;
-    let mut added = ResourceUsage::default();
-    let now = now_millis();
-    added.threads += transaction
-        .execute(
-            "INSERT INTO threads (resource_id, id, created_at, updated_at) VALUES ($1, $2, $3, $3) \
-                 ON CONFLICT DO NOTHING",
-            &[&resource_id, &thread_id, &now],
-        )
-        .await
-        .map_err(database)?;
-    let mut next_seq: i64 = transaction
-        .query_one(
-            "SELECT next_seq FROM threads WHERE resource_id = $1 AND id = $2 FOR UPDATE",
-            &[&resource_id, &thread_id],
-        )
-        .await
-        .map_err(database)?
-        .get(0);
-    let ids: Vec<&str> = save.messages.iter().map(|message| message.id.as_str()).collect();
-    let mut seen: HashSet<String> = transaction
-        .query("SELECT id FROM messages WHERE resource_id = $1 AND id = ANY($2)", &[&resource_id, &ids])
-        .await
-        .map_err(database)?
-        .iter()
-        .map(|row| row.get(0))
-        .collect();
-    let (mut seqs, mut message_ids, mut records, mut sizes) =
-        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    let mut seq_of = std::collections::HashMap::new();
-    for message in &save.messages {
-        if !seen.insert(message.id.clone()) {
-            continue; // saved before: saving is idempotent
+/// The error of `save`: a refusal the save function raised as ours, anything else the database's.
+fn save_error(error: tokio_postgres::Error, save: &RunSave) -> StoreError {
+    let refusal = match raised(&error) {
+        Some(("AWEMB", stored)) => {
+            let first = save.embeddings.first();
+            let requested = first.map(|first| format!("{}/{}", first.embedder, first.vector.len()));
+            return StoreError::EmbedderMismatch {
+                stored: stored.to_owned(),
+                requested: requested.unwrap_or_default(),
+            };
         }
+        Some(("AWVER", _)) => {
+            let (scope, _, expected_version) =
+                save.working_memory.as_ref().expect("only a save with working memory");
+            return working_memory_error(error, scope, *expected_version);
+        }
+        Some(("AWQUO", figures)) => figures,
+        _ => return database(error),
+    };
+    let figures: Vec<u64> = refusal.split(' ').filter_map(|figure| figure.parse().ok()).collect();
+    let usage =
+        |at: usize| ResourceUsage { threads: figures[at], messages: figures[at + 1], bytes: figures[at + 2] };
+    if figures.len() != 6 {
+        return StoreError::Engine(format!("PostgreSQL refused a save over quota with `{refusal}`"));
+    }
+    match check_quota(&save.quota, &save.resource_id, usage(0), usage(3)) {
+        Err(refused) => refused,
+        Ok(()) => {
+            StoreError::Engine(format!("PostgreSQL refused a save over quota that is within it: `{refusal}`"))
+        }
+    }
+}
+
+/// Saves a run in one statement (`agentwire_save_run`): its own transaction, committed durably.
+async fn save_run(client: &deadpool_postgres::Object, save: &RunSave) -> Result<(), StoreError> {
+    let (mut ids, mut records, mut sizes) = (Vec::new(), Vec::new(), Vec::new());
+    for message in &save.messages {
         let mut stored = message.clone();
         stored.thread_id.clone_from(&save.thread_id);
         stored.resource_id.clone_from(&save.resource_id);
         let record = serde_json::to_value(&stored).expect("messages serialise");
-        let size = serde_json::to_vec(&record).map_or(0, |bytes| bytes.len() as i64);
-        added.messages += 1;
-        added.bytes += size as u64;
-        seq_of.insert(message.id.as_str(), next_seq);
-        seqs.push(next_seq);
-        message_ids.push(message.id.as_str());
+        sizes.push(serde_json::to_vec(&record).map_or(0, |bytes| bytes.len() as i64));
+        ids.push(message.id.as_str());
         records.push(record);
-        sizes.push(size);
-        next_seq += 1;
     }
-    if !seqs.is_empty() {
-        transaction
-            .execute(
-                "INSERT INTO messages (resource_id, thread_id, seq, id, record, bytes) \
-                     SELECT $1, $2, * FROM unnest($3::bigint[], $4::text[], $5::jsonb[], $6::bigint[])",
-                &[&resource_id, &thread_id, &seqs, &message_ids, &records, &sizes],
-            )
-            .await
-            .map_err(database)?;
-    }
-    let (mut vector_seqs, mut vectors, mut vector_sizes) = (Vec::new(), Vec::new(), Vec::new());
-    for embedding in &save.embeddings {
-        let Some(seq) = seq_of.get(embedding.message_id.as_str()) else { continue };
-        let size = (embedding.vector.len() * 4) as i64;
-        added.bytes += size as u64;
-        vector_seqs.push(*seq);
-        vectors.push(Vector::from(embedding.vector.clone()));
-        vector_sizes.push(size);
-    }
-    if !vectors.is_empty() {
-        transaction
-            .execute(
-                "INSERT INTO embeddings (resource_id, thread_id, seq, embedding, bytes) \
-                     SELECT $1, $2, * FROM unnest($3::bigint[], $4::vector[], $5::bigint[])",
-                &[&resource_id, &thread_id, &vector_seqs, &vectors, &vector_sizes],
-            )
-            .await
-            .map_err(database)?;
-    }
-    if let Some((scope, content, expected_version)) = &save.working_memory {
-        write_working_memory(transaction, scope, content, *expected_version).await?;
-    }
-    let after = before.plus(added);
-    check_quota(&save.quota, resource_id, before, after)?;
-    if after != before {
-        write_usage(transaction, resource_id, &usage, usage.own.plus(added)).await?;
-    }
-    transaction
-        .execute(
-            "UPDATE threads SET next_seq = $3, updated_at = $4 WHERE resource_id = $1 AND id = $2",
-            &[&resource_id, &thread_id, &next_seq, &now],
+    let embedder = save.embeddings.first().map(|first| first.embedder.as_str());
+    let vector_ids: Vec<&str> =
+        save.embeddings.iter().map(|embedding| embedding.message_id.as_str()).collect();
+    let vectors: Vec<Vector> =
+        save.embeddings.iter().map(|embedding| Vector::from(embedding.vector.clone())).collect();
+    let (memory_scope, memory_thread, memory_content, memory_expected) = match &save.working_memory {
+        Some((scope, content, expected)) => {
+            (Some(scope.key()), scope.thread_id(), Some(content.as_str()), Some(as_i64(*expected)))
+        }
+        None => (None, None, None, None),
+    };
+    let limit = |limit: Option<u64>| limit.map(as_i64);
+    let statement = client
+        .prepare_cached(
+            "SELECT agentwire_save_run($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)",
         )
         .await
         .map_err(database)?;
+    client
+        .execute(
+            &statement,
+            &[
+                &save.resource_id,
+                &save.thread_id,
+                &usage_shard(&save.thread_id),
+                &now_millis(),
+                &ids,
+                &records,
+                &sizes,
+                &embedder,
+                &vector_ids,
+                &vectors,
+                &memory_scope,
+                &memory_thread,
+                &memory_content,
+                &memory_expected,
+                &limit(save.quota.threads),
+                &limit(save.quota.messages),
+                &limit(save.quota.bytes),
+            ],
+        )
+        .await
+        .map_err(|error| save_error(error, save))?;
     Ok(())
 }
 
@@ -416,7 +353,7 @@ impl PgStore {
 #[async_trait::async_trait]
 impl Store for PgStore {
     async fn save_run(&self, save: RunSave) -> Result<(), StoreError> {
-        self.write(|transaction| Box::pin(async move { save_run_in(transaction, &save).await })).await
+        save_run(&self.client().await?, &save).await
     }
 
     async fn create_thread(&self, new: NewThread) -> Result<Thread, StoreError> {
@@ -694,13 +631,26 @@ impl Store for PgStore {
         content: String,
         expected_version: u64,
     ) -> Result<u64, StoreError> {
-        let scope = scope.clone();
-        self.write(|transaction| {
-            Box::pin(
-                async move { write_working_memory(transaction, &scope, &content, expected_version).await },
+        let client = self.client().await?;
+        let statement = client
+            .prepare_cached("SELECT agentwire_write_working_memory($1, $2, $3, $4, $5, $6)")
+            .await
+            .map_err(database)?;
+        let row = client
+            .query_one(
+                &statement,
+                &[
+                    &scope.key(),
+                    &scope.resource_id(),
+                    &scope.thread_id(),
+                    &content,
+                    &as_i64(expected_version),
+                    &now_millis(),
+                ],
             )
-        })
-        .await
+            .await
+            .map_err(|error| working_memory_error(error, scope, expected_version))?;
+        Ok(row.get::<_, i64>(0) as u64)
     }
 
     async fn usage(&self, resource_id: &str) -> Result<ResourceUsage, StoreError> {
