@@ -539,3 +539,43 @@ async fn postgres_keeps_data_and_refuses_a_newer_schema() {
     assert_eq!(error, StoreError::SchemaTooNew { found: 99, supported: agentwire::storage::SCHEMA_VERSION });
     assert!(error.to_string().contains("schema version 99"), "{error}");
 }
+
+/// A database at schema 1, holding a thread, is upgraded in place at start: its messages stay,
+/// and saves and working-memory writes go through the functions schema 2 adds.
+#[tokio::test]
+async fn postgres_upgrades_a_schema_1_database() {
+    let Some(url) = postgres::fresh_database().await else { return };
+    let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls).await.unwrap();
+    tokio::spawn(connection);
+    client.batch_execute(include_str!("../../src/storage/postgres/0001_schema.sql")).await.unwrap();
+    client
+        .batch_execute(
+            "CREATE TABLE agentwire_schema (version integer PRIMARY KEY, applied_at bigint NOT NULL);
+             INSERT INTO agentwire_schema VALUES (1, 0);
+             INSERT INTO threads (resource_id, id, created_at, updated_at, next_seq) VALUES ('r', 't', 0, 0, 1);",
+        )
+        .await
+        .unwrap();
+    let mut first = message("from schema 1");
+    (first.thread_id, first.resource_id) = ("t".into(), "r".into());
+    let record = serde_json::to_value(&first).unwrap();
+    client
+        .execute("INSERT INTO messages VALUES ('r', 't', 0, $1, $2, 10)", &[&first.id, &record])
+        .await
+        .unwrap();
+    let store = postgres::connect(&url).await;
+    let versions: Vec<i32> = client
+        .query("SELECT version FROM agentwire_schema ORDER BY version", &[])
+        .await
+        .unwrap()
+        .iter()
+        .map(|row| row.get(0))
+        .collect();
+    assert_eq!(versions, (1..=agentwire::storage::SCHEMA_VERSION as i32).collect::<Vec<_>>());
+    store.save_run(embedded("t", "r", "after the upgrade", &[1.0, 0.0])).await.unwrap();
+    let stored = store.last_messages("r", "t", 10).await.unwrap();
+    assert_eq!(texts(&stored), ["from schema 1", "after the upgrade"]);
+    assert_eq!(stored.iter().map(|message| message.seq).collect::<Vec<_>>(), [0, 1]);
+    let scope = WorkingMemoryScope::Resource("r".into());
+    assert_eq!(store.put_working_memory(&scope, "# notes".into(), 0).await.unwrap(), 1);
+}
