@@ -30,12 +30,20 @@ func startServer(t *testing.T) string {
 // startServerWith runs the binary with another config.
 func startServerWith(t *testing.T, config string) string {
 	t.Helper()
+	server, address := spawnServer(t, config, "127.0.0.1:0", t.TempDir())
+	t.Cleanup(func() { _ = server.Process.Kill(); _ = server.Wait() })
+	return address
+}
+
+// spawnServer starts the binary listening on listen with its data in dir; it returns the
+// process and its address once it listens. The caller ends the process.
+func spawnServer(t *testing.T, config, listen, dir string) (*exec.Cmd, string) {
+	t.Helper()
 	binary := os.Getenv("AGENTWIRE_BIN")
 	if binary == "" {
 		binary = filepath.Join("..", "..", "..", "target", "debug", "agentwire")
 	}
-	dir := t.TempDir()
-	server := exec.Command(binary, "serve", "--listen", "127.0.0.1:0", "--config", config, "--data-dir", dir)
+	server := exec.Command(binary, "serve", "--listen", listen, "--config", config, "--data-dir", dir)
 	stdout, err := server.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -43,12 +51,12 @@ func startServerWith(t *testing.T, config string) string {
 	if err := server.Start(); err != nil {
 		t.Fatalf("start %s: %v", binary, err)
 	}
-	t.Cleanup(func() { _ = server.Process.Kill(); _ = server.Wait() })
 	line, err := bufio.NewReader(stdout).ReadString('\n')
 	if err != nil || !strings.HasPrefix(line, "agentwire listening on ") {
+		_ = server.Process.Kill()
 		t.Fatalf("ready line: %q %v", line, err)
 	}
-	return strings.TrimSpace(strings.TrimPrefix(line, "agentwire listening on "))
+	return server, strings.TrimSpace(strings.TrimPrefix(line, "agentwire listening on "))
 }
 
 func TestGenerate(t *testing.T) {

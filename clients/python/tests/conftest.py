@@ -19,17 +19,22 @@ CONFIG = ROOT / "clients" / "testdata" / "agentwire.toml"
 KEYED_CONFIG = ROOT / "clients" / "testdata" / "keyed.toml"
 
 
+def spawn(config, data_dir, listen="127.0.0.1:0"):
+    """Starts a server; returns its process and address once it listens."""
+    process = subprocess.Popen(
+        [BINARY, "serve", "--listen", listen, "--config", str(config), "--data-dir", data_dir],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    ready = process.stdout.readline().strip()
+    assert ready.startswith("agentwire listening on "), ready
+    return process, ready.removeprefix("agentwire listening on ")
+
+
 def _serve(config):
     with tempfile.TemporaryDirectory() as data_dir:
-        process = subprocess.Popen(
-            [BINARY, "serve", "--listen", "127.0.0.1:0", "--config", str(config), "--data-dir", data_dir],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            text=True,
-        )
-        ready = process.stdout.readline().strip()
-        assert ready.startswith("agentwire listening on "), ready
-        address = ready.removeprefix("agentwire listening on ")
+        process, address = spawn(config, data_dir)
         try:
             yield address
         finally:

@@ -189,3 +189,42 @@ def test_one_processor_serves_every_replica(server, second_server):
     finally:
         guard.stop()
     assert guard.connected() == []
+
+
+def test_a_replica_that_goes_away_and_comes_back_is_served_again(server):
+    """A replica killed under the processor leaves `connected()` while the others keep their
+    session; started again at its address, it is reconnected and its runs are guarded again."""
+    import tempfile
+
+    from conftest import CONFIG, spawn
+
+    guard = Processor("word-guard")
+
+    @guard.on("processInput")
+    def no_secrets(call):
+        if "secret" in call.text:
+            return abort("no secrets, please")
+
+    def wait_for(condition, what):
+        deadline = time.monotonic() + 20
+        while not condition():
+            assert time.monotonic() < deadline, f"{what}: connected {guard.connected()}"
+            time.sleep(0.05)
+
+    with tempfile.TemporaryDirectory() as data_dir:
+        replica, address = spawn(CONFIG, data_dir)
+        guard.start([server, address], timeout=5)
+        try:
+            replica.kill()
+            replica.wait(timeout=10)
+            wait_for(lambda: guard.connected() == [server], "the killed replica leaves")
+            with Client(server) as client:
+                assert client.generate("guarded", "the secret").tripwire.reason == "no secrets, please"
+            replica, _ = spawn(CONFIG, data_dir, listen=address)
+            wait_for(lambda: address in guard.connected(), "the replica, back, is reconnected")
+            with Client(address) as client:
+                assert client.generate("guarded", "the secret").tripwire.reason == "no secrets, please"
+        finally:
+            guard.stop()
+            replica.kill()
+            replica.wait(timeout=10)

@@ -4,6 +4,8 @@
  * mid-run.
  */
 import assert from "node:assert/strict";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
 
@@ -13,7 +15,7 @@ import { guard } from "../examples/word-blocker.js";
 import { redactor } from "../examples/stream-redactor.js";
 import { tools } from "../examples/weather-tool.js";
 import { Client, Processor, abort } from "../src/index.js";
-import { root, serve, useServer } from "./server.js";
+import { config, root, serve, useServer } from "./server.js";
 
 const server = useServer();
 
@@ -147,4 +149,37 @@ test("one processor serves every replica (a list, and a dns:/// name)", async ()
     second.stop();
   }
   assert.deepEqual(blocker.connected(), []);
+});
+
+test("a replica that goes away and comes back is served again", async () => {
+  const dataDir = mkdtempSync(join(tmpdir(), "agentwire-ts-churn-"));
+  let replica = await serve(config, process.env, { dataDir });
+  const address = replica.address;
+  const blocker = new Processor("word-guard", { log: () => {} }).on("processInput", (call) =>
+    call.text.includes("secret") ? abort("no secrets, please") : undefined,
+  );
+  const waitFor = async (what: string, ready: (connected: string[]) => boolean) => {
+    const deadline = Date.now() + 20_000;
+    while (!ready(blocker.connected())) {
+      assert.ok(Date.now() < deadline, `${what}: connected ${blocker.connected()}`);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  };
+  const guarded = async (at: string) => {
+    const result = await new Client(at).generate("guarded", "tell me the secret");
+    assert.equal(result.tripwire?.reason, "no secrets, please", at);
+  };
+  try {
+    await blocker.start([server.address, address], 5000);
+    await replica.kill();
+    await waitFor("the killed replica leaves", (connected) => connected.length === 1 && connected[0] === server.address);
+    await guarded(server.address);
+    replica = await serve(config, process.env, { listen: address, dataDir });
+    await waitFor("the replica, back, is reconnected", (connected) => connected.includes(address));
+    await guarded(address);
+  } finally {
+    await blocker.stop();
+    await replica.kill();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
 });

@@ -15,27 +15,38 @@ const binary = process.env.AGENTWIRE_BIN ?? join(root, "target/debug/agentwire")
 /** The server config all client suites share. */
 export const config = join(root, "clients/testdata/agentwire.toml");
 
-/** A running server: its address, and how to stop it. */
+/** A running server: its address, how to stop it, and how to kill it (-9, data kept). */
+export interface Served {
+  address: string;
+  stop: () => void;
+  kill: () => Promise<void>;
+}
+
+/** Starts a server; `listen` and `dataDir` default to a free port and a fresh directory (removed by `stop`). */
 export async function serve(
   configPath: string,
   env: NodeJS.ProcessEnv = process.env,
-): Promise<{ address: string; stop: () => void }> {
-  const dataDir = mkdtempSync(join(tmpdir(), "agentwire-ts-"));
-  const child: ChildProcess = spawn(
-    binary,
-    ["serve", "--listen", "127.0.0.1:0", "--config", configPath, "--data-dir", dataDir],
-    { stdio: ["ignore", "pipe", "ignore"], env },
-  );
+  { listen = "127.0.0.1:0", dataDir }: { listen?: string; dataDir?: string } = {},
+): Promise<Served> {
+  const dir = dataDir ?? mkdtempSync(join(tmpdir(), "agentwire-ts-"));
+  const child: ChildProcess = spawn(binary, ["serve", "--listen", listen, "--config", configPath, "--data-dir", dir], {
+    stdio: ["ignore", "pipe", "ignore"],
+    env,
+  });
+  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
   const lines = createInterface({ input: child.stdout! });
   const ready: string = await new Promise((resolve) => lines.once("line", resolve));
   assert.match(ready, /^agentwire listening on /);
   const stop = () => {
     child.kill("SIGTERM");
-    rmSync(dataDir, { recursive: true, force: true });
+    if (dataDir === undefined) rmSync(dir, { recursive: true, force: true });
   };
-  return { address: ready.replace("agentwire listening on ", ""), stop };
+  const kill = async () => {
+    child.kill("SIGKILL");
+    await exited;
+  };
+  return { address: ready.replace("agentwire listening on ", ""), stop, kill };
 }
-
 
 /** A server with the shared config for the whole file: started before its tests, stopped after. */
 export function useServer(): { readonly address: string; readonly client: Client } {
