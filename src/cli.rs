@@ -101,6 +101,10 @@ enum Command {
         /// variable AGENTWIRE_POSTGRES_URL (the bench's tables go into that database).
         #[arg(long)]
         postgres: bool,
+        /// With --postgres: the candidates semantic recall's HNSW search keeps
+        /// ([storage.postgres] recall_ef_search), to measure recall and latency at another value.
+        #[arg(long)]
+        ef_search: Option<u32>,
         /// Seconds each measurement lasts.
         #[arg(long, default_value_t = 5.0)]
         seconds: f64,
@@ -193,6 +197,7 @@ pub async fn main() -> ExitCode {
         Command::Bench {
             addr,
             postgres,
+            ef_search,
             seconds,
             warm_up,
             concurrency,
@@ -207,9 +212,13 @@ pub async fn main() -> ExitCode {
             }
             let postgres = match postgres.then(|| std::env::var("AGENTWIRE_POSTGRES_URL")) {
                 None => None,
-                Some(Ok(url)) => {
-                    Some(PgOptions { url, pool_size: 16, statement_timeout: Duration::from_secs(30) })
-                }
+                Some(Ok(url)) => Some(PgOptions {
+                    url,
+                    pool_size: 16,
+                    statement_timeout: Duration::from_secs(30),
+                    ef_search: ef_search
+                        .unwrap_or_else(|| crate::config::PostgresConfig::default().recall_ef_search),
+                }),
                 Some(Err(_)) => {
                     eprintln!(
                         "agentwire: --postgres reads the URL from AGENTWIRE_POSTGRES_URL, which is not set"
@@ -360,6 +369,7 @@ async fn open_store(
                 url,
                 pool_size: postgres.pool_size,
                 statement_timeout: std::time::Duration::from_millis(postgres.statement_timeout_ms),
+                ef_search: postgres.recall_ef_search,
             };
             let store = PgStore::connect(&options).await.map_err(|error| {
                 format!("cannot open the PostgreSQL store (`{}`): {error}", postgres.url_env)

@@ -1,6 +1,6 @@
 //! What the scenarios run against: the bench's agents, a pass-through processor, pass-through
 //! remote processor instances, the floors (the same bytes over bare tonic services, no agentwire
-//! code), and stored messages to recall from.
+//! code).
 
 use std::pin::Pin;
 use std::sync::Arc;
@@ -11,13 +11,10 @@ use tokio::sync::mpsc;
 use tokio_stream::wrappers::{ReceiverStream, TcpListenerStream};
 use tonic::{Request, Response, Status, Streaming};
 
-use crate::domain::{Message, Part, Role};
-use crate::memory::embedder::{Embedder, Lexical};
 use crate::server::pb::agent_service_server::{AgentService, AgentServiceServer};
 use crate::server::pb::processor_service_client::ProcessorServiceClient;
 use crate::server::pb::processor_service_server::{ProcessorService, ProcessorServiceServer};
 use crate::server::{connect, pb};
-use crate::storage::{EmbeddingRecord, RunSave, Store};
 
 /// The text deltas of a streamed scenario (S4, R2).
 pub const STREAM_CHUNKS: usize = 200;
@@ -327,56 +324,4 @@ pub async fn pass_through_instance(
             }
         }
     }))
-}
-
-const WORDS: &[&str] = &[
-    "invoice", "shipping", "refund", "password", "account", "delivery", "order", "weekend", "coffee",
-    "train", "meeting", "budget", "report", "holiday", "garden", "concert", "ticket", "doctor", "recipe",
-    "football", "python", "server", "backup", "contract", "salary", "flight", "hotel", "museum", "bicycle",
-    "weather", "piano", "camera",
-];
-
-/// A deterministic pseudo-random sentence of twelve everyday words.
-pub fn sentence(seed: u64) -> String {
-    let mut state = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
-    (0..12)
-        .map(|_| {
-            state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
-            WORDS[(state >> 33) as usize % WORDS.len()]
-        })
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
-/// Fills `resource` with `count` messages (sentences, embedded by the built-in lexical embedder)
-/// over 100 threads, as recalled messages would be stored.
-pub async fn fill(store: &dyn Store, resource: &str, count: usize) -> Result<(), String> {
-    let per_save = 500.min(count.max(1));
-    for batch in 0..count.div_ceil(per_save) {
-        let thread = format!("{resource}-thread-{}", batch % 100);
-        let messages: Vec<Message> = (0..per_save.min(count - batch * per_save))
-            .map(|index| {
-                let role = if index % 2 == 0 { Role::User } else { Role::Assistant };
-                Message::new(role, vec![Part::text(sentence((batch * per_save + index) as u64))])
-            })
-            .collect();
-        let embeddings = messages
-            .iter()
-            .map(|message| EmbeddingRecord {
-                message_id: message.id.clone(),
-                embedder: Lexical::new().id().to_owned(),
-                vector: Lexical::embed_one(&message.text()),
-            })
-            .collect();
-        let save = RunSave {
-            thread_id: thread,
-            resource_id: resource.into(),
-            messages,
-            embeddings,
-            working_memory: None,
-            quota: crate::domain::ResourceQuota::UNLIMITED,
-        };
-        store.save_run(save).await.map_err(|error| error.to_string())?;
-    }
-    Ok(())
 }

@@ -8,6 +8,7 @@
 //! floors are the same bytes over bare tonic services in the same process. `--smoke` runs every
 //! scenario briefly, so that the bench cannot rot (CI runs it).
 
+mod corpus;
 mod fixtures;
 mod load;
 mod scenarios;
@@ -17,7 +18,9 @@ use std::fmt::Write as _;
 use std::sync::Arc;
 use std::time::Duration;
 
-pub use self::fixtures::{STREAM_CHUNKS, config, fill, pass_through_instance, sentence};
+use self::corpus::RECALL_QUERIES;
+pub use self::corpus::{fill, recall_at, sentence};
+pub use self::fixtures::{STREAM_CHUNKS, config, pass_through_instance};
 pub use self::load::Measured;
 use self::load::{CLIENT_THREADS, Call, Phases, measure};
 use self::scenarios::{Ask, Scenario, Threads};
@@ -105,6 +108,8 @@ pub struct Report {
     pub idle_rss: Option<(u64, u64)>,
     /// Runs S5 aborted, and the threads they left in the store (must be 0).
     pub aborted_runs: Option<(usize, usize)>,
+    /// Recall@3 of each recall scenario's search against an exact scan (in-process only).
+    pub recall: Vec<(String, f64)>,
 }
 
 impl Report {
@@ -208,6 +213,12 @@ async fn bench(options: &BenchOptions, server: &Server, floors: &(String, String
             eprintln!("{}: skipped (its data can only be seeded in-process)", scenario.id);
             continue;
         }
+        if let (Some((resource, size)), Some(store), false) =
+            (recall_resource(&scenario), server.store(), scenario.id.ends_with("control"))
+        {
+            eprintln!("{}: recall@3 against an exact scan ...", scenario.id);
+            report.recall.push((scenario.id.clone(), recall_at(store.as_ref(), &resource, size, 3).await?));
+        }
         for &concurrency in &options.concurrency {
             eprintln!("{} at concurrency {concurrency} ...", scenario.id);
             let mut workers: Vec<Call> = Vec::with_capacity(concurrency);
@@ -235,6 +246,13 @@ async fn bench(options: &BenchOptions, server: &Server, floors: &(String, String
     Ok(report)
 }
 
+/// The resource a recall scenario searches (`recall-<size>`) and its size.
+fn recall_resource(scenario: &Scenario) -> Option<(String, usize)> {
+    let Ask::Generate { threads: Threads::Each(resource), .. } = &scenario.ask else { return None };
+    let size = resource.strip_prefix("recall-")?.parse().ok()?;
+    Some((resource.clone(), size))
+}
+
 /// Seeds what `scenario` needs; false when it cannot be seeded against this server.
 async fn prepare(
     scenario: &Scenario,
@@ -258,9 +276,9 @@ async fn prepare(
             }
             Ok(true)
         }
-        Ask::Generate { threads: Threads::Each(resource), .. } if resource.starts_with("recall-") => {
+        _ if let Some((resource, size)) = recall_resource(scenario) => {
             let Some(store) = server.store() else { return Ok(false) };
-            let size: usize = resource["recall-".len()..].parse().map_err(|_| "a recall size".to_owned())?;
+            let resource = resource.as_str();
             let seeded = store.list_threads(resource, "", 1).await.map_err(|error| error.to_string())?;
             if seeded.threads.is_empty() {
                 eprintln!("seeding {size} messages into {resource} ...");
@@ -379,6 +397,16 @@ fn derived(report: &Report) -> Vec<String> {
             String::new()
         };
         lines.push(format!("{} p50: {ms:.2} ms{target}", row.scenario));
+    }
+    for (scenario, recall) in &report.recall {
+        let target = if scenario.ends_with("100000") {
+            format!(" (target ≥ 0.95: {})", verdict(*recall >= 0.95))
+        } else {
+            String::new()
+        };
+        lines.push(format!(
+            "{scenario} recall@3 against an exact scan: {recall:.3} over {RECALL_QUERIES} new sentences{target}"
+        ));
     }
     if let (Some(plain), Some(remote), Some(floor)) = (p50("S1"), p50("R1"), p50("R1 floor")) {
         let added = remote.saturating_sub(plain);

@@ -305,6 +305,10 @@ pub struct PostgresConfig {
     /// fails with UNAVAILABLE). Default 10,000.
     #[serde(default = "default_postgres_statement_timeout_ms")]
     pub statement_timeout_ms: u64,
+    /// Candidates semantic recall's HNSW search keeps (`hnsw.ef_search`, 1–1000): more finds
+    /// the exact nearest messages more often, at more time per recall. Default 100.
+    #[serde(default = "default_postgres_recall_ef_search")]
+    pub recall_ef_search: u32,
 }
 
 impl Default for PostgresConfig {
@@ -313,6 +317,7 @@ impl Default for PostgresConfig {
             url_env: default_postgres_url_env(),
             pool_size: default_postgres_pool_size(),
             statement_timeout_ms: default_postgres_statement_timeout_ms(),
+            recall_ef_search: default_postgres_recall_ef_search(),
         }
     }
 }
@@ -327,6 +332,10 @@ fn default_postgres_pool_size() -> usize {
 
 fn default_postgres_statement_timeout_ms() -> u64 {
     10_000
+}
+
+fn default_postgres_recall_ef_search() -> u32 {
+    100
 }
 
 /// A limit as configured: 0 is none.

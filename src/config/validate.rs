@@ -17,6 +17,13 @@ impl Config {
         if self.remote.hello_timeout_ms == 0 {
             return Err(self.invalid_at(0, "remote.hello_timeout_ms must be positive".to_owned()));
         }
+        let postgres = &self.storage.postgres;
+        if !(1..=1000).contains(&postgres.recall_ef_search) {
+            return Err(self.invalid_at(
+                0,
+                format!("storage.postgres.recall_ef_search must be between 1 and 1000, got {}", postgres.recall_ef_search),
+            ));
+        }
         if self.limits.slow_client_ms == 0 {
             return Err(self.invalid_at(0, "limits.slow_client_ms must be positive".to_owned()));
         }

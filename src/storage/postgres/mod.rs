@@ -31,6 +31,8 @@ pub struct PgOptions {
     pub pool_size: usize,
     /// Longest a statement may run before the database cancels it.
     pub statement_timeout: Duration,
+    /// Candidates an HNSW search keeps (`hnsw.ef_search`).
+    pub ef_search: u32,
 }
 
 /// The store, in PostgreSQL. Cheap to clone.
@@ -55,10 +57,13 @@ impl PgStore {
             StoreError::Unavailable(format!("the PostgreSQL URL does not parse: {error}"))
         })?;
         // Every write is durable when it returns, whatever the server's default; no statement
-        // holds a connection longer than the timeout.
+        // holds a connection longer than the timeout; a filtered HNSW search goes on until it
+        // has its top k.
         config.options(format!(
-            "-c synchronous_commit=on -c statement_timeout={} -c hnsw.iterative_scan=relaxed_order",
-            options.statement_timeout.as_millis().max(1)
+            "-c synchronous_commit=on -c statement_timeout={} -c hnsw.iterative_scan=relaxed_order \
+             -c hnsw.ef_search={}",
+            options.statement_timeout.as_millis().max(1),
+            options.ef_search.clamp(1, 1000)
         ));
         config.application_name("agentwire");
         config.connect_timeout(Duration::from_secs(10));
