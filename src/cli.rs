@@ -218,6 +218,7 @@ pub async fn main() -> ExitCode {
                     statement_timeout: Duration::from_secs(30),
                     ef_search: ef_search
                         .unwrap_or_else(|| crate::config::PostgresConfig::default().recall_ef_search),
+                    ca_file: None,
                 }),
                 Some(Err(_)) => {
                     eprintln!(
@@ -291,7 +292,7 @@ async fn serve_config(config: Config, listen: SocketAddr, data_dir: PathBuf) -> 
     std::fs::create_dir_all(&data_dir)
         .map_err(|error| format!("cannot create data directory `{}`: {error}", data_dir.display()))?;
     crate::telemetry::metrics::set_replica(config.metrics.replica.clone().unwrap_or_else(host_name));
-    let (store, flushed_on_exit) = open_store(&config.storage, &data_dir).await?;
+    let (store, flushed_on_exit) = open_store(&config, &data_dir).await?;
     let runtime =
         Runtime::new(&config, Components::builtin().with_store(store)).map_err(|error| error.to_string())?;
     let options = ServeOptions::from_config(&config).map_err(|error| error.to_string())?;
@@ -342,9 +343,10 @@ fn host_name() -> String {
 /// The store `[storage]` names: sled in `data_dir/store` (also handed back, to flush on the way
 /// out), or PostgreSQL at the URL in the environment variable `[storage.postgres] url_env`.
 async fn open_store(
-    storage: &crate::config::StorageConfig,
+    config: &Config,
     data_dir: &std::path::Path,
 ) -> Result<(Arc<dyn Store>, Option<SledStore>), String> {
+    let storage = &config.storage;
     match storage.backend {
         StorageBackend::Sled => {
             let store =
@@ -370,6 +372,7 @@ async fn open_store(
                 pool_size: postgres.pool_size,
                 statement_timeout: std::time::Duration::from_millis(postgres.statement_timeout_ms),
                 ef_search: postgres.recall_ef_search,
+                ca_file: postgres.ca_file.as_deref().map(|file| config.resolve(file)),
             };
             let store = PgStore::connect(&options).await.map_err(|error| {
                 format!("cannot open the PostgreSQL store (`{}`): {error}", postgres.url_env)

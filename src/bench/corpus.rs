@@ -11,7 +11,8 @@ use crate::domain::{Message, Part, Role};
 use crate::memory::embedder::{Embedder, Lexical};
 use crate::storage::{EmbeddingRecord, RecallScope, RunSave, Store, VectorQuery};
 
-const SYLLABLES: [&str; 16] = ["ka", "lo", "mi", "su", "te", "ra", "no", "vi", "pe", "zu", "ga", "bo", "fi", "de", "ju", "xo"];
+const SYLLABLES: [&str; 16] =
+    ["ka", "lo", "mi", "su", "te", "ra", "no", "vi", "pe", "zu", "ga", "bo", "fi", "de", "ju", "xo"];
 
 /// Words of the vocabulary: every three-syllable word.
 const VOCABULARY: u64 = 4096;
@@ -58,7 +59,11 @@ pub fn sentence(seed: u64) -> String {
     (0..12)
         .map(|_| {
             let on_topic = draws.next() % 10 < ON_TOPIC;
-            word(if on_topic { topic * topic_words + draws.zipf(topic_words) } else { draws.zipf(VOCABULARY) })
+            word(if on_topic {
+                topic * topic_words + draws.zipf(topic_words)
+            } else {
+                draws.zipf(VOCABULARY)
+            })
         })
         .collect::<Vec<_>>()
         .join(" ")
@@ -135,8 +140,9 @@ mod tests {
     fn sentences_are_deterministic_and_varied() {
         assert_eq!(sentence(7), sentence(7));
         assert_ne!(sentence(7), sentence(8));
-        let words: std::collections::HashSet<String> =
-            (0..1000).flat_map(|seed| sentence(seed).split(' ').map(str::to_owned).collect::<Vec<_>>()).collect();
+        let words: std::collections::HashSet<String> = (0..1000)
+            .flat_map(|seed| sentence(seed).split(' ').map(str::to_owned).collect::<Vec<_>>())
+            .collect();
         assert!(words.len() > 1000, "{} distinct words", words.len());
         assert!(sentence(3).split(' ').all(|word| word.len() == 6), "{}", sentence(3));
     }

@@ -192,11 +192,15 @@ mod tests {
     /// refuse is an error naming the key.
     #[test]
     fn postgres_settings_parse_and_are_checked() {
-        let config = Config::parse("[storage]\nbackend = \"postgres\"\n[storage.postgres]\npool_size = 4\n").unwrap();
+        let config =
+            Config::parse("[storage]\nbackend = \"postgres\"\n[storage.postgres]\npool_size = 4\n").unwrap();
         assert_eq!(config.storage.backend, StorageBackend::Postgres);
         assert_eq!(config.storage.postgres.pool_size, 4);
         assert_eq!(config.storage.postgres.recall_ef_search, 100);
         let error = Config::parse("[storage.postgres]\nrecall_ef_search = 0\n").unwrap_err().to_string();
-        assert!(error.contains("storage.postgres.recall_ef_search must be between 1 and 1000, got 0"), "{error}");
+        assert!(
+            error.contains("storage.postgres.recall_ef_search must be between 1 and 1000, got 0"),
+            "{error}"
+        );
     }
 }

@@ -309,6 +309,11 @@ pub struct PostgresConfig {
     /// the exact nearest messages more often, at more time per recall. Default 100.
     #[serde(default = "default_postgres_recall_ef_search")]
     pub recall_ef_search: u32,
+    /// A PEM file of the CAs the server's certificate must chain to, relative to the config
+    /// file; default the system's. TLS itself is the URL's `sslmode` (`disable`, `prefer`,
+    /// `require`); whenever it is used, the certificate and host name are verified.
+    #[serde(default)]
+    pub ca_file: Option<String>,
 }
 
 impl Default for PostgresConfig {
@@ -318,6 +323,7 @@ impl Default for PostgresConfig {
             pool_size: default_postgres_pool_size(),
             statement_timeout_ms: default_postgres_statement_timeout_ms(),
             recall_ef_search: default_postgres_recall_ef_search(),
+            ca_file: None,
         }
     }
 }

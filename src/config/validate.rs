@@ -21,7 +21,10 @@ impl Config {
         if !(1..=1000).contains(&postgres.recall_ef_search) {
             return Err(self.invalid_at(
                 0,
-                format!("storage.postgres.recall_ef_search must be between 1 and 1000, got {}", postgres.recall_ef_search),
+                format!(
+                    "storage.postgres.recall_ef_search must be between 1 and 1000, got {}",
+                    postgres.recall_ef_search
+                ),
             ));
         }
         if self.limits.slow_client_ms == 0 {

@@ -31,6 +31,7 @@ mod memory_service;
 mod memory_working;
 mod metrics;
 mod output_hooks;
+mod postgres_tls;
 mod processor_admission;
 mod prompt_injection;
 mod providers;

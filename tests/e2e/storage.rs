@@ -535,6 +535,7 @@ async fn postgres_keeps_data_and_refuses_a_newer_schema() {
         pool_size: 1,
         statement_timeout: std::time::Duration::from_secs(5),
         ef_search: 100,
+        ca_file: None,
     };
     let error = agentwire::storage::PgStore::connect(&options).await.unwrap_err();
     assert_eq!(error, StoreError::SchemaTooNew { found: 99, supported: agentwire::storage::SCHEMA_VERSION });

@@ -11,12 +11,12 @@
 
 mod migrations;
 mod store;
+mod tls;
 
 use std::sync::atomic::AtomicU64;
 use std::time::Duration;
 
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
-use tokio_postgres::NoTls;
 use tokio_postgres::error::SqlState;
 
 pub use self::migrations::SCHEMA_VERSION;
@@ -33,6 +33,8 @@ pub struct PgOptions {
     pub statement_timeout: Duration,
     /// Candidates an HNSW search keeps (`hnsw.ef_search`).
     pub ef_search: u32,
+    /// PEM certificates of the CAs the server's certificate must chain to; none: the system's.
+    pub ca_file: Option<std::path::PathBuf>,
 }
 
 /// The store, in PostgreSQL. Cheap to clone.
@@ -54,7 +56,7 @@ impl PgStore {
     /// checks a connection works. A database with a newer schema is refused.
     pub async fn connect(options: &PgOptions) -> Result<PgStore, StoreError> {
         let mut config: tokio_postgres::Config = options.url.parse().map_err(|error| {
-            StoreError::Unavailable(format!("the PostgreSQL URL does not parse: {error}"))
+            StoreError::Unavailable(format!("the PostgreSQL URL does not parse: {}", with_causes(&error)))
         })?;
         // Every write is durable when it returns, whatever the server's default; no statement
         // holds a connection longer than the timeout; a filtered HNSW search goes on until it
@@ -67,8 +69,9 @@ impl PgStore {
         ));
         config.application_name("agentwire");
         config.connect_timeout(Duration::from_secs(10));
+        let tls = tls::connector(options.ca_file.as_deref())?;
         let manager =
-            Manager::from_config(config, NoTls, ManagerConfig { recycling_method: RecyclingMethod::Fast });
+            Manager::from_config(config, tls, ManagerConfig { recycling_method: RecyclingMethod::Fast });
         let pool = Pool::builder(manager)
             .max_size(options.pool_size.max(1))
             .wait_timeout(Some(options.statement_timeout.max(Duration::from_secs(1))))
@@ -95,7 +98,7 @@ impl PgStore {
 /// its timeout, make the store unavailable (retry later); anything else is the engine failing.
 fn database(error: tokio_postgres::Error) -> StoreError {
     let Some(db) = error.as_db_error() else {
-        return StoreError::Unavailable(format!("PostgreSQL: {error}"));
+        return StoreError::Unavailable(format!("PostgreSQL: {}", with_causes(&error)));
     };
     let code = db.code();
     if *code == SqlState::QUERY_CANCELED {
@@ -108,4 +111,15 @@ fn database(error: tokio_postgres::Error) -> StoreError {
         return StoreError::Unavailable(format!("PostgreSQL: {}", db.message()));
     }
     StoreError::Engine(format!("PostgreSQL: {} ({})", db.message(), code.code()))
+}
+
+/// An error and its causes: "error performing TLS handshake" alone does not say the certificate.
+fn with_causes(error: &tokio_postgres::Error) -> String {
+    let mut message = error.to_string();
+    let mut cause = std::error::Error::source(error);
+    while let Some(inner) = cause {
+        message.push_str(&format!(": {inner}"));
+        cause = inner.source();
+    }
+    message
 }

@@ -3,8 +3,10 @@
 #![allow(dead_code, unreachable_pub, missing_docs)]
 
 pub mod binary;
+pub mod certificates;
 pub mod fake_provider;
 pub mod logs;
+pub mod pg_tls_proxy;
 pub mod postgres;
 pub mod processors;
 pub mod remote;

@@ -57,8 +57,13 @@ pub async fn fresh_database() -> Option<String> {
 
 /// A store on `url`, as a server opens it.
 pub async fn connect(url: &str) -> PgStore {
-    let options =
-        PgOptions { url: url.to_owned(), pool_size: 8, statement_timeout: Duration::from_secs(10), ef_search: 100 };
+    let options = PgOptions {
+        url: url.to_owned(),
+        pool_size: 8,
+        statement_timeout: Duration::from_secs(10),
+        ef_search: 100,
+        ca_file: None,
+    };
     PgStore::connect(&options).await.expect("the PostgreSQL store opens")
 }
 
