@@ -6,8 +6,12 @@ use std::{env, fs};
 
 use prost::Message;
 
-const PROTOS: &[&str] =
-    &["agentwire/v1/agent.proto", "agentwire/v1/memory.proto", "agentwire/v1/processor.proto"];
+const PROTOS: &[&str] = &[
+    "agentwire/v1/agent.proto",
+    "agentwire/v1/memory.proto",
+    "agentwire/v1/processor.proto",
+    "agentwire/v1/runs.proto",
+];
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let descriptors = protox::compile(PROTOS, ["proto"])?;

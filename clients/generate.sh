@@ -16,7 +16,7 @@ if ! "$tools/venv/bin/python" -c "import grpc_tools" 2>/dev/null; then
   "$tools/venv/bin/pip" install --quiet --disable-pip-version-check "grpcio-tools==1.85.1"
 fi
 protoc=("$tools/venv/bin/python" -m grpc_tools.protoc -I proto)
-protos=(proto/agentwire/v1/agent.proto proto/agentwire/v1/memory.proto proto/agentwire/v1/processor.proto)
+protos=(proto/agentwire/v1/agent.proto proto/agentwire/v1/memory.proto proto/agentwire/v1/processor.proto proto/agentwire/v1/runs.proto)
 
 generate_python() {
   local out=clients/python/src
@@ -30,7 +30,7 @@ generate_go() {
   GOBIN=$tools/bin go install google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.12
   GOBIN=$tools/bin go install google.golang.org/grpc/cmd/protoc-gen-go-grpc@v1.6.2
   local mappings=()
-  for proto in agent memory processor; do
+  for proto in agent memory processor runs; do
     mappings+=("M agentwire/v1/$proto.proto=$module/agentwirev1")
   done
   local go_opts grpc_opts

@@ -21,6 +21,8 @@ use crate::server::{ServeOptions, pb, serve};
 use crate::storage::{PgOptions, PgStore, SledStore, Store};
 use crate::telemetry::Telemetry;
 
+mod runs;
+
 /// The address `serve` listens on and the clients call by default.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:50051";
 
@@ -75,6 +77,20 @@ enum Command {
         addr: String,
         /// The API key, when the server has `[auth]` keys.
         #[arg(long, env = "AGENTWIRE_API_KEY", hide_env_values = true)]
+        key: Option<String>,
+    },
+    /// Lists the latest runs (their records), or shows one: `agentwire runs show RUN_ID`.
+    #[command(args_conflicts_with_subcommands = true)]
+    Runs {
+        #[command(subcommand)]
+        show: Option<runs::RunsCommand>,
+        #[command(flatten)]
+        list: runs::RunsList,
+        /// The server.
+        #[arg(long, default_value = DEFAULT_LISTEN, global = true)]
+        addr: String,
+        /// The API key, when the server has `[auth]` keys.
+        #[arg(long, env = "AGENTWIRE_API_KEY", hide_env_values = true, global = true)]
         key: Option<String>,
     },
     /// Rewrites the store with only its live data, giving the space of overwritten and deleted
@@ -186,6 +202,12 @@ pub async fn main() -> ExitCode {
             run_agent(addr, request, key).await
         }
         Command::Agents { addr, key } => list_agents(addr, key).await,
+        Command::Runs { show, list, addr, key } => {
+            runs::runs(&addr, key.as_deref(), show, list).await.map(|out| {
+                print!("{out}");
+                ExitCode::SUCCESS
+            })
+        }
         Command::Compact { data_dir } => compact(&data_dir),
         Command::Eval { what: EvalCommand::Guardrails { corpora, quick, misses } } => {
             run_eval(crate::eval::EvalOptions { corpora, quick, misses }).await

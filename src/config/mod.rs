@@ -22,6 +22,7 @@ mod embedders;
 mod memory;
 mod mock_script;
 mod providers;
+mod records;
 mod remote;
 mod server;
 mod telemetry;
@@ -42,6 +43,7 @@ pub use self::memory::{
 };
 pub use self::mock_script::{MockError, MockReply, MockScript, MockToolCall};
 pub use self::providers::{Api, ProviderConfig};
+pub use self::records::RecordsConfig;
 pub use self::remote::{ProcessorTokenConfig, RemoteConfig};
 pub use self::server::{
     ApiKeyConfig, AuthConfig, LimitsConfig, MetricsConfig, PostgresConfig, StorageBackend, StorageConfig,
@@ -103,6 +105,9 @@ pub struct Config {
     /// Logs and traces.
     #[serde(default)]
     pub telemetry: TelemetryConfig,
+    /// How long the records of runs are kept.
+    #[serde(default)]
+    pub records: RecordsConfig,
     /// The source text, to turn byte offsets into line numbers.
     #[serde(skip)]
     source: String,

@@ -107,6 +107,20 @@ impl HookSet {
     }
 }
 
+/// A hook is stored by its name (`processInput`).
+impl serde::Serialize for Hook {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.name())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Hook {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Hook, D::Error> {
+        let name = <std::borrow::Cow<'de, str>>::deserialize(deserializer)?;
+        Hook::from_name(&name).ok_or_else(|| serde::de::Error::custom(format!("unknown hook `{name}`")))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -14,6 +14,7 @@ mod message_list;
 mod prompt;
 mod quota;
 mod run_info;
+mod run_record;
 mod stable_hash;
 mod step;
 mod window;
@@ -33,6 +34,9 @@ pub use self::prompt::{
 };
 pub use self::quota::ResourceQuota;
 pub use self::run_info::{RunInfo, TraceContext, thread_owner};
+pub use self::run_record::{
+    HookCallRecord, HookDecision, ModelCallRecord, RunOutcome, RunRecord, TimelineEntry, ToolCallRecord,
+};
 pub use self::stable_hash::fnv1a;
 pub use self::step::{StepInput, StepResult};
 pub use self::window::StreamWindow;

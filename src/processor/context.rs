@@ -1,6 +1,7 @@
 //! What every hook receives besides its own arguments: the run it serves, the processor's own
 //! `state`, the retry count, a writer for custom `data-*` chunks, and `abort`.
 
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde_json::{Map, Value};
@@ -20,6 +21,35 @@ pub struct HookContext<'a> {
     skipped: &'a mut Vec<SkippedProcessor>,
     /// Set by a hook's default body, when the hook check (`hook_check.rs`) is asking.
     defaulted: Option<&'a AtomicBool>,
+    /// What the call tells the run's record (the remote instance that answered, a skip).
+    note: Option<&'a CallNote>,
+}
+
+/// What one hook call tells the run's record besides its outcome: which remote instance
+/// answered, or why the processor was skipped. The runtime reads it once the call returns.
+#[derive(Debug, Default)]
+pub struct CallNote(Mutex<CallNoted>);
+
+/// What a [`CallNote`] holds.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct CallNoted {
+    /// The remote instance that answered.
+    pub instance_id: Option<String>,
+    /// Why the processor did not take part (`unavailable`, `timeout`, `disconnected`).
+    pub skipped: Option<String>,
+    /// The call was sent to an observer, not awaited.
+    pub observed: bool,
+}
+
+impl CallNote {
+    /// What was noted since the last take, leaving it empty for the next call.
+    pub fn take(&self) -> CallNoted {
+        std::mem::take(&mut *self.0.lock().expect("call note lock"))
+    }
+
+    fn update(&self, update: impl FnOnce(&mut CallNoted)) {
+        update(&mut self.0.lock().expect("call note lock"));
+    }
 }
 
 /// A processor that did not take part in a hook call (an unavailable remote processor under the
@@ -43,7 +73,13 @@ impl<'a> HookContext<'a> {
         emitted: &'a mut Vec<DataChunk>,
         skipped: &'a mut Vec<SkippedProcessor>,
     ) -> HookContext<'a> {
-        HookContext { run, state, retry_count, emitted, skipped, defaulted: None }
+        HookContext { run, state, retry_count, emitted, skipped, defaulted: None, note: None }
+    }
+
+    /// The context, telling `note` what the call notes for the run's record.
+    pub fn noting(mut self, note: &'a CallNote) -> HookContext<'a> {
+        self.note = Some(note);
+        self
     }
 
     /// A shorter-lived context over the same run, state and outputs, for calling another hook
@@ -56,6 +92,7 @@ impl<'a> HookContext<'a> {
             emitted: self.emitted,
             skipped: self.skipped,
             defaulted: self.defaulted,
+            note: self.note,
         }
     }
 
@@ -67,7 +104,7 @@ impl<'a> HookContext<'a> {
         skipped: &'a mut Vec<SkippedProcessor>,
         defaulted: &'a AtomicBool,
     ) -> HookContext<'a> {
-        HookContext { run, state, retry_count: 0, emitted, skipped, defaulted: Some(defaulted) }
+        HookContext { run, state, retry_count: 0, emitted, skipped, defaulted: Some(defaulted), note: None }
     }
 
     /// Says that this call took the trait's default path. Every default body calls it; a
@@ -79,9 +116,30 @@ impl<'a> HookContext<'a> {
         }
     }
 
-    /// Records that a processor was skipped for this call; the run's result lists it.
+    /// Records that a processor was skipped for this call; the run's result and record list it.
     pub fn report_skipped(&mut self, skipped: SkippedProcessor) {
+        if let Some(note) = self.note {
+            note.update(|noted| noted.skipped = Some(skipped.cause.clone()));
+        }
         self.skipped.push(skipped);
+    }
+
+    /// Records that this call went to the remote instance `instance_id` as an observer (sent,
+    /// not awaited), for the run's record.
+    pub fn note_observed(&self, instance_id: &str) {
+        if let Some(note) = self.note {
+            note.update(|noted| {
+                noted.instance_id = Some(instance_id.to_owned());
+                noted.observed = true;
+            });
+        }
+    }
+
+    /// Records which remote instance answered this call, for the run's record.
+    pub fn note_instance(&self, instance_id: &str) {
+        if let Some(note) = self.note {
+            note.update(|noted| noted.instance_id = Some(instance_id.to_owned()));
+        }
     }
 
     /// Streams a custom `data-*` chunk to the client (after the hook returns). Non-transient

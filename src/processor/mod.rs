@@ -20,7 +20,7 @@ pub use self::args::{
     LlmResponseArgs, OutputResultArgs, OutputStepArgs, OutputStreamArgs, OutputStreamEndArgs, OutputSummary,
     OutputWindowArgs, StepOverrides, ToolResultArgs, ToolResultOutcome,
 };
-pub use self::context::{Abort, HookContext, HookError, SkippedProcessor};
+pub use self::context::{Abort, CallNote, CallNoted, HookContext, HookError, SkippedProcessor};
 pub use self::registry::{
     BuildError, ProcessorFactory, ProcessorRegistry, ProcessorResources, parse_options,
 };

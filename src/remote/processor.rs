@@ -247,11 +247,15 @@ impl RemoteProcessor {
                 break Unanswered::NoInstance;
             };
             if policy.mode == Mode::Observe || session.observed.contains(hook) {
+                ctx.note_observed(&session.instance_id);
                 session.observe(call);
                 return Ok(None);
             }
             match tokio::time::timeout(policy.timeout, session.call(call.clone())).await {
-                Ok(Ok(reply)) => return self.apply(ctx, hook, reply).map(Some),
+                Ok(Ok(reply)) => {
+                    ctx.note_instance(&session.instance_id);
+                    return self.apply(ctx, hook, reply).map(Some);
+                }
                 // The instance went away mid-call: move the call to another one, once.
                 Ok(Err(CallFailure::Gone)) if failed.is_none() => failed = Some(session),
                 Ok(Err(CallFailure::Gone)) => break Unanswered::Disconnected,

@@ -11,7 +11,7 @@ use toml::Spanned;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use super::{Agent, NamedProcessor, ProcessorRef, RunError, Runtime, lifecycle};
+use super::{Agent, NamedProcessor, ProcessorRef, RunError, Runtime, lifecycle, records};
 use crate::config::{AgentConfig, ProcessorEntry};
 use crate::config::{Config, ConfigError};
 use crate::domain::JsonSchema;
@@ -65,6 +65,7 @@ impl Runtime {
     /// Builds the runtime from a config, checking every name the agents use.
     pub fn new(config: &Config, components: Components) -> Result<Runtime, ConfigError> {
         let Components { processor_kinds, tools, models, store, remote } = components;
+        let records = records::RecordWriter::new(store.clone(), &config.records);
         let mut runtime = Runtime {
             agents: BTreeMap::new(),
             definitions: BTreeMap::new(),
@@ -81,6 +82,7 @@ impl Runtime {
             max_message_bytes: config.limits.max_message_bytes,
             max_steps: config.limits.max_steps,
             lifecycle: lifecycle::Lifecycle::default(),
+            records,
         };
         for (name, embedder) in &config.embedders {
             let offset = embedder.span().start;

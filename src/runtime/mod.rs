@@ -16,6 +16,7 @@ mod agent;
 mod assembly;
 mod build;
 mod lifecycle;
+mod records;
 mod request;
 mod result;
 mod run;
@@ -66,6 +67,8 @@ pub struct Runtime {
     max_steps: u32,
     /// Runs in flight, and shutdown.
     lifecycle: lifecycle::Lifecycle,
+    /// Where runs' records go.
+    records: records::RecordWriter,
 }
 
 impl Runtime {
@@ -87,6 +90,11 @@ impl Runtime {
     /// The embedders agents may name (`lexical` and the config's), for searches outside a run.
     pub fn embedders(&self) -> &Embedders {
         &self.embedders
+    }
+
+    /// Waits until the records of the runs that ended so far are written.
+    pub async fn flush_records(&self) {
+        self.records.flush().await;
     }
 
     /// The store, if memory is kept.

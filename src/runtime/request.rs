@@ -35,6 +35,8 @@ pub struct RunRequest {
     pub trace_context: TraceContext,
     /// What the run's resource may keep (its caller's API key decides); none by default.
     pub quota: ResourceQuota,
+    /// The API key the run is made with, by name, for its record (empty on an open server).
+    pub key_name: String,
 }
 
 /// Why a run request was refused. Nothing ran.

@@ -222,6 +222,14 @@ impl Access {
         }
     }
 
+    /// The caller's key, by name (empty on an open server).
+    pub(super) fn key_name(&self) -> &str {
+        match self {
+            Access::Open(_) => "",
+            Access::Key(grant) => &grant.name,
+        }
+    }
+
     /// What each resource the caller writes to may keep.
     pub(super) fn quota(&self) -> ResourceQuota {
         match self {

@@ -14,6 +14,8 @@ mod memory_service;
 mod metrics_endpoint;
 mod processor_service;
 mod remote_convert;
+mod run_convert;
+mod run_service;
 mod status;
 mod step_convert;
 pub mod value;
@@ -33,6 +35,7 @@ use self::limits::RunSlots;
 use self::memory_service::MemoryServiceImpl;
 pub use self::metrics_endpoint::serve_metrics;
 use self::processor_service::ProcessorServiceImpl;
+use self::run_service::RunServiceImpl;
 use crate::config::{Config, ConfigError, LimitsConfig, TlsConfig};
 use crate::runtime::Runtime;
 
@@ -184,6 +187,13 @@ pub async fn serve(
         ))
         .max_decoding_message_size(max_request)
     });
+    let run_service = runtime.store().map(|store| {
+        pb::run_service_server::RunServiceServer::new(RunServiceImpl::new(
+            Arc::clone(store),
+            Arc::clone(&auth),
+        ))
+        .max_decoding_message_size(max_request)
+    });
     let processor_service = pb::processor_service_server::ProcessorServiceServer::new(
         ProcessorServiceImpl::new(Arc::clone(runtime.remote_pool()), Arc::clone(&auth)),
     )
@@ -207,6 +217,7 @@ pub async fn serve(
         shutdown.await;
         let report = draining.shut_down(grace).await;
         tracing::info!(in_flight = report.in_flight, stopped = report.stopped, "runs concluded");
+        draining.flush_records().await;
         pool.drain().await;
         let _ = drained.send(());
     };
@@ -230,6 +241,7 @@ pub async fn serve(
         health_reporter
             .set_serving::<pb::memory_service_server::MemoryServiceServer<MemoryServiceImpl>>()
             .await;
+        health_reporter.set_serving::<pb::run_service_server::RunServiceServer<RunServiceImpl>>().await;
     }
     if let Some(writability) = store_writability {
         tokio::spawn(report_writability(writability, health_reporter.clone()));
@@ -265,6 +277,7 @@ pub async fn serve(
         .add_service(agent_service)
         .add_service(processor_service)
         .add_optional_service(memory_service)
+        .add_optional_service(run_service)
         .serve_with_incoming_shutdown(incoming, shutdown);
     tokio::select! {
         served = serving => served.map_err(|error| ServeError::Transport(error.to_string())),

@@ -25,12 +25,14 @@ pub use self::postgres::{PgOptions, PgStore, SCHEMA_VERSION};
 pub use self::quota::{ResourceUsage, check_quota};
 pub use self::sled_store::{DEFAULT_CACHE_BYTES, DEFAULT_MIN_FREE_BYTES, SledStore};
 pub use self::types::{
-    CacheScope, DeleteReport, Direction, EmbeddingRecord, Hit, MessagePage, NewThread, RecallScope, RunSave,
-    StoredMessage, Thread, ThreadPage, ThreadUpdate, VectorQuery, WorkingMemoryRecord, WorkingMemoryScope,
+    CacheScope, DeleteReport, Direction, EmbeddingRecord, Hit, MessagePage, NewThread, RecallScope,
+    RunFilter, RunPage, RunSave, StoredMessage, Thread, ThreadPage, ThreadUpdate, VectorQuery,
+    WorkingMemoryRecord, WorkingMemoryScope,
 };
 pub use self::vector_index::DEFAULT_INDEX_BYTES;
 pub use self::vectors::dot;
 pub use self::writability::Writability;
+use crate::domain::RunRecord;
 
 /// Why a storage operation failed.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -164,8 +166,26 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     /// Deletes a thread with its messages, embeddings and thread working memory.
     async fn delete_thread(&self, resource_id: &str, thread_id: &str) -> Result<DeleteReport, StoreError>;
 
-    /// Deletes every thread, message, embedding and working memory of a resource.
+    /// Deletes every thread, message, embedding, working memory and run record of a resource.
     async fn delete_resource(&self, resource_id: &str) -> Result<DeleteReport, StoreError>;
+
+    /// Keeps the records of ended runs (a record of a run already kept replaces it). Durable.
+    async fn save_run_records(&self, records: Vec<RunRecord>) -> Result<(), StoreError>;
+
+    /// Run records matching `filter`, newest first (by start), `limit` at a time after `cursor`.
+    async fn list_run_records(
+        &self,
+        filter: &RunFilter,
+        cursor: &str,
+        limit: usize,
+    ) -> Result<RunPage, StoreError>;
+
+    /// The record of run `run_id`.
+    async fn get_run_record(&self, run_id: &str) -> Result<Option<RunRecord>, StoreError>;
+
+    /// Deletes the records of runs started before `before`, then all but the newest `keep`;
+    /// how many it deleted.
+    async fn prune_run_records(&self, before: Option<i64>, keep: Option<u64>) -> Result<u64, StoreError>;
 
     /// The last `limit` messages of a thread, oldest first.
     async fn last_messages(

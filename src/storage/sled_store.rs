@@ -18,14 +18,16 @@ use super::group_commit::GroupCommit;
 use super::reopening::Reopening;
 use super::sled_codec::{decode, encode, engine, open_waiting_for_lock};
 use super::upgrade;
+
+mod runs;
 use super::vector_index::{DEFAULT_INDEX_BYTES, VectorIndex};
 use super::vectors::ResourceVectors;
 use super::{
-    CacheScope, DeleteReport, Direction, Hit, MessagePage, NewThread, RecallScope, ResourceUsage, RunSave,
-    Store, StoreError, StoredMessage, Thread, ThreadPage, ThreadUpdate, VectorQuery, WorkingMemoryRecord,
-    WorkingMemoryScope, Writability, check_quota, keys,
+    CacheScope, DeleteReport, Direction, Hit, MessagePage, NewThread, RecallScope, ResourceUsage, RunFilter,
+    RunPage, RunSave, Store, StoreError, StoredMessage, Thread, ThreadPage, ThreadUpdate, VectorQuery,
+    WorkingMemoryRecord, WorkingMemoryScope, Writability, check_quota, keys,
 };
-use crate::domain::{Message, now_millis};
+use crate::domain::{Message, RunRecord, now_millis};
 
 /// `meta` key of the embedder that made the stored vectors (`id/dimension`).
 const META_EMBEDDER: &[u8] = b"embedder";
@@ -63,6 +65,10 @@ struct Inner {
     group_commit: GroupCommit,
     /// Vectors of the resources searched so far, kept in step with every write.
     index: Mutex<VectorIndex>,
+    /// Run records (`runs.rs`): by start, newest first; by id; by resource.
+    runs: sled::Tree,
+    run_ids: sled::Tree,
+    resource_runs: sled::Tree,
 }
 
 fn vector_bytes(vector: &[f32]) -> Vec<u8> {
@@ -272,6 +278,9 @@ impl Inner {
             working_memory: tree("working_memory")?,
             response_cache: tree("response_cache")?,
             resource_usage: tree("resource_usage")?,
+            runs: tree("runs")?,
+            run_ids: tree("run_ids")?,
+            resource_runs: tree("resource_runs")?,
             cache_puts: AtomicU64::new(0),
             group_commit: GroupCommit::start(db.clone())?,
             index: Mutex::new(VectorIndex::new(recall_budget)),
@@ -567,6 +576,7 @@ impl Inner {
         self.resource_usage.remove(keys::resource_usage(resource_id)).map_err(engine)?;
         self.index.lock().expect("index lock").remove(resource_id);
         self.clear_cache_scope(&CacheScope::Resource(resource_id.to_owned()))?;
+        self.delete_resource_runs(resource_id)?;
         Ok(report)
     }
 
@@ -805,6 +815,29 @@ impl Store for SledStore {
     async fn delete_resource(&self, resource_id: &str) -> Result<DeleteReport, StoreError> {
         let resource_id = resource_id.to_owned();
         self.durable_write(true, move |inner| inner.delete_resource(&resource_id)).await
+    }
+
+    async fn save_run_records(&self, records: Vec<RunRecord>) -> Result<(), StoreError> {
+        self.durable_write(false, move |inner| inner.save_run_records(&records)).await
+    }
+
+    async fn list_run_records(
+        &self,
+        filter: &RunFilter,
+        cursor: &str,
+        limit: usize,
+    ) -> Result<RunPage, StoreError> {
+        let (filter, cursor) = (filter.clone(), cursor.to_owned());
+        self.blocking(move |inner| inner.list_run_records(&filter, &cursor, limit)).await
+    }
+
+    async fn get_run_record(&self, run_id: &str) -> Result<Option<RunRecord>, StoreError> {
+        let run_id = run_id.to_owned();
+        self.blocking(move |inner| inner.get_run_record(&run_id)).await
+    }
+
+    async fn prune_run_records(&self, before: Option<i64>, keep: Option<u64>) -> Result<u64, StoreError> {
+        self.durable_write(true, move |inner| inner.prune_run_records(before, keep)).await
     }
 
     async fn last_messages(

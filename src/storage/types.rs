@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::domain::{Message, ResourceQuota};
+use crate::domain::{Message, ResourceQuota, RunOutcome, RunRecord};
 
 /// A conversation, owned by a resource.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -282,4 +282,46 @@ impl DeleteReport {
         self.embeddings += other.embeddings;
         self.working_memories += other.working_memories;
     }
+}
+
+/// Which run records to list. Empty fields match everything.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RunFilter {
+    /// Only runs of this agent.
+    pub agent_id: String,
+    /// Only runs of this resource.
+    pub resource_id: String,
+    /// Only runs of this thread (of `resource_id`).
+    pub thread_id: String,
+    /// Only runs that ended so.
+    pub outcome: Option<RunOutcome>,
+    /// Only runs with a hook call of this processor.
+    pub processor_id: String,
+    /// Only runs started at or after this (milliseconds since the epoch).
+    pub since: Option<i64>,
+    /// Only runs started before this.
+    pub until: Option<i64>,
+}
+
+impl RunFilter {
+    /// Whether `record` passes.
+    pub fn matches(&self, record: &RunRecord) -> bool {
+        let field = |wanted: &str, value: &str| wanted.is_empty() || wanted == value;
+        field(&self.agent_id, &record.agent_id)
+            && field(&self.resource_id, &record.resource_id)
+            && field(&self.thread_id, &record.thread_id)
+            && self.outcome.is_none_or(|outcome| outcome == record.outcome)
+            && (self.processor_id.is_empty() || record.processors().contains(&self.processor_id.as_str()))
+            && self.since.is_none_or(|since| record.started_at >= since)
+            && self.until.is_none_or(|until| record.started_at < until)
+    }
+}
+
+/// A page of run records.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RunPage {
+    /// The records, newest first.
+    pub runs: Vec<RunRecord>,
+    /// Pass back to get the next page; empty on the last page.
+    pub next_cursor: String,
 }

@@ -35,6 +35,39 @@ fn serve_then_run_and_list() {
     assert!(stderr.contains("TRIPWIRE") && stderr.contains("no-secrets"), "{stderr}");
 }
 
+/// `agentwire runs` lists a blocked run with the processor and reason that ended it, and
+/// `agentwire runs show` prints its timeline: the hook that aborted, in which step, and why.
+#[test]
+fn runs_lists_and_shows_what_blocked_a_run() {
+    let served = Served::start(&["--config", &example_config()]);
+    let blocked = Command::new(BINARY)
+        .args(["run", "--agent", "guarded", "--addr", &served.addr, "my secret"])
+        .output()
+        .unwrap();
+    assert_eq!(blocked.status.code(), Some(2));
+    let runs = |args: &[&str]| {
+        let output =
+            Command::new(BINARY).arg("runs").args(args).args(["--addr", &served.addr]).output().unwrap();
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let listed = loop {
+        let listed = runs(&["--outcome", "tripwire"]);
+        if listed.lines().count() > 1 || std::time::Instant::now() > deadline {
+            break listed;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let line = listed.lines().nth(1).unwrap_or_else(|| panic!("a run listed: {listed}"));
+    assert!(line.contains("guarded") && line.contains("tripwire") && line.contains("no-secrets"), "{line}");
+    let run_id = line.split_whitespace().nth(2).unwrap();
+    let shown = runs(&["show", run_id]);
+    assert!(shown.contains(&format!("run       {run_id}")), "{shown}");
+    let abort = shown.lines().find(|line| line.contains(" abort ")).unwrap_or_else(|| panic!("{shown}"));
+    assert!(abort.contains("no-secrets") && abort.contains("processInput"), "{abort}");
+}
+
 /// SIGTERM stops the server gracefully with exit code 0.
 #[test]
 fn sigterm_stops_the_server_cleanly() {

@@ -44,6 +44,7 @@ mod remote_stream_windows;
 mod remote_tools;
 mod replicas;
 mod response_cache;
+mod run_records;
 mod scanning_processors;
 mod seed_processors;
 mod shutdown;

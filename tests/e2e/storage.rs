@@ -2,10 +2,12 @@
 //! of the test server (`common::postgres`). What only one backend has (sled's format and lock,
 //! its in-memory recall budget; PostgreSQL's schema versions) is tested on that one.
 
-use agentwire::domain::{Message, Part, Role};
+use agentwire::domain::{
+    FinishReason, HookCallRecord, HookDecision, Message, Part, Role, RunOutcome, RunRecord, TimelineEntry,
+};
 use agentwire::storage::{
-    CacheScope, Direction, EmbeddingRecord, NewThread, RecallScope, RunSave, SledStore, Store, StoreError,
-    ThreadUpdate, VectorQuery, WorkingMemoryScope,
+    CacheScope, Direction, EmbeddingRecord, NewThread, RecallScope, RunFilter, RunPage, RunSave, SledStore,
+    Store, StoreError, ThreadUpdate, VectorQuery, WorkingMemoryScope,
 };
 
 use std::sync::Arc;
@@ -580,4 +582,93 @@ async fn postgres_upgrades_a_schema_1_database() {
     assert_eq!(stored.iter().map(|message| message.seq).collect::<Vec<_>>(), [0, 1]);
     let scope = WorkingMemoryScope::Resource("r".into());
     assert_eq!(store.put_working_memory(&scope, "# notes".into(), 0).await.unwrap(), 1);
+}
+
+/// A run record started at `started_at` (ms) of `agent` on `resource`, ended so, with one hook
+/// call of `processor`.
+fn run_record(
+    run_id: &str,
+    started_at: i64,
+    agent: &str,
+    resource: &str,
+    outcome: RunOutcome,
+    processor: &str,
+) -> RunRecord {
+    RunRecord {
+        run_id: run_id.into(),
+        agent_id: agent.into(),
+        thread_id: "t".into(),
+        resource_id: resource.into(),
+        key_name: String::new(),
+        started_at,
+        ended_at: started_at + 5,
+        outcome,
+        finish_reason: FinishReason::Stop,
+        usage: Default::default(),
+        tripwire: None,
+        error: None,
+        timeline: vec![TimelineEntry::Hook(HookCallRecord {
+            processor_id: processor.into(),
+            hook: agentwire::domain::Hook::ProcessInput,
+            step: None,
+            retry_count: 0,
+            instance_id: None,
+            at_us: 0,
+            duration_us: 10,
+            calls: 1,
+            max_us: 10,
+            decision: HookDecision::Continue,
+        })],
+    }
+}
+
+/// Run records: saved (a second save replaces), read back whole, listed newest first with
+/// every filter and in pages, pruned by age and by count, and deleted with their resource.
+#[tokio::test]
+async fn run_records_are_kept_listed_and_pruned() {
+    for backend in backends().await {
+        eprintln!("backend: {}", backend.name);
+        let store: &dyn Store = &*backend.store;
+        let records = vec![
+            run_record("r1", 1_000, "echo", "alice", RunOutcome::Finished, "probe"),
+            run_record("r2", 2_000, "guarded", "alice", RunOutcome::Tripwire, "guard"),
+            run_record("r3", 3_000, "echo", "bob", RunOutcome::Finished, "probe"),
+            run_record("r4", 3_000, "echo", "bob", RunOutcome::Error, "probe"),
+        ];
+        store.save_run_records(records.clone()).await.unwrap();
+        store.save_run_records(vec![records[0].clone()]).await.unwrap();
+        assert_eq!(store.get_run_record("r2").await.unwrap(), Some(records[1].clone()));
+        assert_eq!(store.get_run_record("nope").await.unwrap(), None);
+
+        let ids = |page: &RunPage| page.runs.iter().map(|run| run.run_id.clone()).collect::<Vec<_>>();
+        let list = |filter: RunFilter| async move { store.list_run_records(&filter, "", 10).await.unwrap() };
+        assert_eq!(
+            ids(&list(RunFilter::default()).await),
+            ["r3", "r4", "r2", "r1"],
+            "newest first, then by id"
+        );
+        let by = |filter: RunFilter| async move { ids(&list(filter).await) };
+        assert_eq!(by(RunFilter { resource_id: "alice".into(), ..Default::default() }).await, ["r2", "r1"]);
+        assert_eq!(by(RunFilter { agent_id: "guarded".into(), ..Default::default() }).await, ["r2"]);
+        assert_eq!(by(RunFilter { outcome: Some(RunOutcome::Error), ..Default::default() }).await, ["r4"]);
+        assert_eq!(by(RunFilter { processor_id: "guard".into(), ..Default::default() }).await, ["r2"]);
+        let window = RunFilter { since: Some(2_000), until: Some(3_000), ..Default::default() };
+        assert_eq!(by(window).await, ["r2"]);
+        let bob_thread = RunFilter { resource_id: "bob".into(), thread_id: "t".into(), ..Default::default() };
+        assert_eq!(by(bob_thread).await, ["r3", "r4"]);
+
+        let first = store.list_run_records(&RunFilter::default(), "", 3).await.unwrap();
+        assert_eq!(ids(&first), ["r3", "r4", "r2"]);
+        let rest = store.list_run_records(&RunFilter::default(), &first.next_cursor, 3).await.unwrap();
+        assert_eq!((ids(&rest), rest.next_cursor.as_str()), (vec!["r1".to_owned()], ""));
+
+        assert_eq!(store.prune_run_records(Some(1_500), None).await.unwrap(), 1, "r1 is too old");
+        assert_eq!(store.prune_run_records(None, Some(2)).await.unwrap(), 1, "r2 is beyond the newest two");
+        assert_eq!(ids(&list(RunFilter::default()).await), ["r3", "r4"]);
+        assert_eq!(store.get_run_record("r2").await.unwrap(), None);
+
+        store.delete_resource("bob").await.unwrap();
+        assert!(list(RunFilter::default()).await.runs.is_empty());
+        assert_eq!(store.get_run_record("r3").await.unwrap(), None);
+    }
 }

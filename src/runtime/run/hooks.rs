@@ -23,15 +23,16 @@ impl Run {
         let chains = Arc::clone(&self.chains);
         for processor in chains.of(Hook::ProcessInput) {
             let args = InputArgs {
-                ctx: self.processors.context(&self.info, processor.id()),
+                ctx: self.processors.context(&self.info, &self.recorder.note, processor.id()),
                 messages: self.list.snapshot(ReconcileScope::Input),
                 system_messages: self.list.system_messages().to_vec(),
                 tagged_system_messages: self.list.tagged_system_messages().clone(),
                 message_list: &mut self.list,
             };
-            let outcome = guarded(processor.id(), Hook::ProcessInput, processor.process_input(args))
-                .await
-                .map_err(|error| stop(processor.as_ref(), Hook::ProcessInput, error))?;
+            let outcome =
+                guarded(&self.recorder, processor.id(), Hook::ProcessInput, processor.process_input(args))
+                    .await
+                    .map_err(|error| stop(processor.as_ref(), Hook::ProcessInput, error))?;
             match outcome {
                 InputOutcome::Unchanged => {}
                 InputOutcome::Messages(messages) => {
@@ -66,7 +67,7 @@ impl Run {
         let chains = Arc::clone(&self.chains);
         for processor in chains.of(Hook::ProcessInputStep) {
             let args = InputStepArgs {
-                ctx: self.processors.context(&self.info, processor.id()),
+                ctx: self.processors.context(&self.info, &self.recorder.note, processor.id()),
                 messages: self.list.snapshot(ReconcileScope::All),
                 system_messages: self.list.system_messages().to_vec(),
                 tagged_system_messages: self.list.tagged_system_messages().clone(),
@@ -75,10 +76,14 @@ impl Run {
                 steps: &self.steps,
                 step: &step,
             };
-            let overrides =
-                guarded(processor.id(), Hook::ProcessInputStep, processor.process_input_step(args))
-                    .await
-                    .map_err(|error| stop(processor.as_ref(), Hook::ProcessInputStep, error))?;
+            let overrides = guarded(
+                &self.recorder,
+                processor.id(),
+                Hook::ProcessInputStep,
+                processor.process_input_step(args),
+            )
+            .await
+            .map_err(|error| stop(processor.as_ref(), Hook::ProcessInputStep, error))?;
             let StepOverrides { messages, system_messages, .. } = overrides.apply_to(&mut step);
             if let Some(system_messages) = system_messages {
                 self.list.replace_system_messages(system_messages);
@@ -103,7 +108,7 @@ impl Run {
         let chains = Arc::clone(&self.chains);
         for processor in chains.of(Hook::ProcessLlmRequest) {
             let args = LlmRequestArgs {
-                ctx: self.processors.context(&self.info, processor.id()),
+                ctx: self.processors.context(&self.info, &self.recorder.note, processor.id()),
                 prompt: &prompt,
                 model: &step.model,
                 step,
@@ -111,10 +116,14 @@ impl Run {
                 steps: &self.steps,
                 message_list: &self.list,
             };
-            let outcome =
-                guarded(processor.id(), Hook::ProcessLlmRequest, processor.process_llm_request(args))
-                    .await
-                    .map_err(|error| stop(processor.as_ref(), Hook::ProcessLlmRequest, error))?;
+            let outcome = guarded(
+                &self.recorder,
+                processor.id(),
+                Hook::ProcessLlmRequest,
+                processor.process_llm_request(args),
+            )
+            .await
+            .map_err(|error| stop(processor.as_ref(), Hook::ProcessLlmRequest, error))?;
             if let Some(rewritten) = outcome.prompt {
                 prompt = rewritten;
             }
@@ -137,16 +146,21 @@ impl Run {
         let chains = Arc::clone(&self.chains);
         for processor in chains.of(Hook::ProcessApiError) {
             let args = ApiErrorArgs {
-                ctx: self.processors.context(&self.info, processor.id()),
+                ctx: self.processors.context(&self.info, &self.recorder.note, processor.id()),
                 error,
                 messages: self.list.snapshot(ReconcileScope::All),
                 message_list: &mut self.list,
                 step_number,
                 steps: &self.steps,
             };
-            let outcome = guarded(processor.id(), Hook::ProcessApiError, processor.process_api_error(args))
-                .await
-                .map_err(|error| stop(processor.as_ref(), Hook::ProcessApiError, error))?;
+            let outcome = guarded(
+                &self.recorder,
+                processor.id(),
+                Hook::ProcessApiError,
+                processor.process_api_error(args),
+            )
+            .await
+            .map_err(|error| stop(processor.as_ref(), Hook::ProcessApiError, error))?;
             self.flush_emitted(Closing::All).await?;
             if outcome.retry {
                 retry = Some(processor.id().to_owned());
@@ -185,16 +199,21 @@ impl Run {
         let chains = Arc::clone(&self.chains);
         for processor in chains.of(Hook::ProcessLlmResponse) {
             let args = LlmResponseArgs {
-                ctx: self.processors.context(&self.info, processor.id()),
+                ctx: self.processors.context(&self.info, &self.recorder.note, processor.id()),
                 chunks,
                 model: model_id,
                 step_number,
                 steps: &self.steps,
                 from_cache,
             };
-            guarded(processor.id(), Hook::ProcessLlmResponse, processor.process_llm_response(args))
-                .await
-                .map_err(|error| stop(processor.as_ref(), Hook::ProcessLlmResponse, error))?;
+            guarded(
+                &self.recorder,
+                processor.id(),
+                Hook::ProcessLlmResponse,
+                processor.process_llm_response(args),
+            )
+            .await
+            .map_err(|error| stop(processor.as_ref(), Hook::ProcessLlmResponse, error))?;
             self.flush_emitted(Closing::All).await?;
         }
         Ok(())
@@ -211,7 +230,7 @@ impl Run {
         let chains = Arc::clone(&self.chains);
         for processor in chains.of(Hook::ProcessOutputStep) {
             let args = OutputStepArgs {
-                ctx: self.processors.context(&self.info, processor.id()),
+                ctx: self.processors.context(&self.info, &self.recorder.note, processor.id()),
                 messages: self.list.snapshot(ReconcileScope::All),
                 system_messages: self.list.system_messages().to_vec(),
                 tagged_system_messages: self.list.tagged_system_messages().clone(),
@@ -223,7 +242,13 @@ impl Run {
                 usage: current.usage,
                 steps: &self.steps,
             };
-            match guarded(processor.id(), Hook::ProcessOutputStep, processor.process_output_step(args)).await
+            match guarded(
+                &self.recorder,
+                processor.id(),
+                Hook::ProcessOutputStep,
+                processor.process_output_step(args),
+            )
+            .await
             {
                 Ok(Some(messages)) => {
                     self.list.reconcile(ReconcileScope::All, messages, MessageSource::Response);
@@ -285,15 +310,19 @@ impl Run {
         let chains = Arc::clone(&self.chains);
         for processor in chains.of(Hook::ProcessOutputResult) {
             let args = OutputResultArgs {
-                ctx: self.processors.context(&self.info, processor.id()),
+                ctx: self.processors.context(&self.info, &self.recorder.note, processor.id()),
                 messages: self.list.snapshot(ReconcileScope::Response),
                 message_list: &mut self.list,
                 result: &summary,
             };
-            let outcome =
-                guarded(processor.id(), Hook::ProcessOutputResult, processor.process_output_result(args))
-                    .await
-                    .map_err(|error| stop(processor.as_ref(), Hook::ProcessOutputResult, error))?;
+            let outcome = guarded(
+                &self.recorder,
+                processor.id(),
+                Hook::ProcessOutputResult,
+                processor.process_output_result(args),
+            )
+            .await
+            .map_err(|error| stop(processor.as_ref(), Hook::ProcessOutputResult, error))?;
             if let Some(messages) = outcome {
                 self.list.reconcile(ReconcileScope::Response, messages, MessageSource::Response);
             }

@@ -20,21 +20,23 @@ use super::request::RunRequest;
 use super::result::RunResult;
 use super::sink::ChunkSink;
 use crate::domain::{
-    Chunk, DataChunk, ErrorSource, FinishReason, Hook, JsonSchema, Message, MessageList, MessageSource, Part,
-    Role, RunFailure, RunInfo, StepResult, Tripwire, Usage, new_id,
+    Chunk, DataChunk, ErrorSource, FinishReason, Hook, HookDecision, JsonSchema, Message, MessageList,
+    MessageSource, Part, Role, RunFailure, RunInfo, RunOutcome, StepResult, Tripwire, Usage, new_id,
 };
 use crate::model::ModelStream;
-use crate::processor::{Abort, HookContext, HookError, Processor, SkippedProcessor};
+use crate::processor::{Abort, CallNote, HookContext, HookError, Processor, SkippedProcessor};
 use crate::telemetry::spans;
 use crate::tool::Tool;
 
 mod hooks;
 mod model_step;
 mod output_stream;
+mod record;
 mod tools;
 
 use self::model_step::StepAnswer;
 use self::output_stream::{Closing, Windows};
+use self::record::{Ended, Recorder};
 
 /// How a run that was not stopped ended.
 struct Completed {
@@ -42,6 +44,9 @@ struct Completed {
     text: String,
     object: Option<Value>,
 }
+
+/// The origin of the failure of a run that went on past `max_run_ms`.
+const TIMED_OUT_ORIGIN: &str = "limits";
 
 /// The tag of the system message that carries a rejected step's reason to the retry.
 pub const RETRY_FEEDBACK_TAG: &str = "processor-retry-feedback";
@@ -110,12 +115,17 @@ struct ProcessorStates {
 }
 
 impl ProcessorStates {
-    fn context<'a>(&'a mut self, run: &'a RunInfo, processor_id: &str) -> HookContext<'a> {
+    fn context<'a>(
+        &'a mut self,
+        run: &'a RunInfo,
+        note: &'a CallNote,
+        processor_id: &str,
+    ) -> HookContext<'a> {
         if !self.states.contains_key(processor_id) {
             self.states.insert(processor_id.to_owned(), Map::new());
         }
         let state = self.states.get_mut(processor_id).expect("inserted above");
-        HookContext::new(run, state, self.retry_count, &mut self.emitted, &mut self.skipped)
+        HookContext::new(run, state, self.retry_count, &mut self.emitted, &mut self.skipped).noting(note)
     }
 }
 
@@ -185,6 +195,10 @@ struct Run {
     pending_data_parts: Vec<Part>,
     /// The run's span (see [`spans::run`]), from `execute` on.
     span: Span,
+    /// What the run records of itself, for the record it leaves.
+    recorder: Recorder,
+    /// The API key it runs with, by name (empty on an open server).
+    key_name: String,
 }
 
 impl PreparedRun {
@@ -235,6 +249,8 @@ impl PreparedRun {
             data: Vec::new(),
             pending_data_parts: Vec::new(),
             span: Span::none(),
+            recorder: Recorder::new(),
+            key_name: request.key_name,
         };
         PreparedRun { run, admitted: None }
     }
@@ -279,7 +295,7 @@ impl PreparedRun {
                     max_run.map_or(0, |limit| limit.as_millis())
                 ),
                 source: ErrorSource::Runtime,
-                origin: "limits".to_owned(),
+                origin: TIMED_OUT_ORIGIN.to_owned(),
             })),
             () = stop.cancelled() => Err(RunStop::Failed(RunFailure {
                 message: "the server shut down before the run finished (its shutdown grace period ran out)".to_owned(),
@@ -316,6 +332,7 @@ impl Run {
             if let Some(feedback) = feedback.take() {
                 self.list.add_tagged_system(RETRY_FEEDBACK_TAG, feedback);
             }
+            self.recorder.at_step(Some(step_number), self.processors.retry_count);
             let step = async {
                 let step_input = self.process_input_step(step_number).await?;
                 self.model_step(step_number, &step_input).await
@@ -337,6 +354,7 @@ impl Run {
             }
             step_number += 1;
         }
+        self.recorder.at_step(None, self.processors.retry_count);
         self.process_output_result(finish_reason).await?;
         let text = self.final_text();
         let object = match &self.output_schema {
@@ -410,6 +428,25 @@ impl Run {
             }
             Err(RunStop::Cancelled) => result.cancelled = true,
         }
+        let outcome = match (&result.tripwire, &result.error, result.cancelled) {
+            (Some(_), _, _) => RunOutcome::Tripwire,
+            (_, Some(failure), _)
+                if failure.source == ErrorSource::Runtime && failure.origin == TIMED_OUT_ORIGIN =>
+            {
+                RunOutcome::TimedOut
+            }
+            (_, Some(_), _) => RunOutcome::Error,
+            (_, _, true) => RunOutcome::Cancelled,
+            _ => RunOutcome::Finished,
+        };
+        let ended = Ended {
+            outcome,
+            finish_reason: result.finish_reason,
+            usage: result.usage,
+            tripwire: result.tripwire.clone(),
+            error: result.error.clone(),
+        };
+        self.runtime.records.submit(self.recorder.finish(&self.info, &self.key_name, ended));
         result
     }
 
@@ -486,38 +523,48 @@ impl Run {
 }
 
 /// Runs a hook of processor `processor_id`, turning a panic into a failure of that processor,
-/// and records how long it took.
+/// and records how long it took and what it decided (in the metrics and the run's record).
 async fn guarded<T>(
+    recorder: &Recorder,
     processor_id: &str,
     hook: Hook,
     hook_call: impl Future<Output = Result<T, HookError>>,
 ) -> Result<T, HookError> {
     let span = spans::hook(processor_id, hook);
+    recorder.note.take();
     let started = std::time::Instant::now();
     let outcome = AssertUnwindSafe(hook_call).catch_unwind().instrument(span.clone()).await;
+    let elapsed = started.elapsed();
     crate::telemetry::metrics::global().observe(
         "agentwire_hook_duration_seconds",
         &[("processor", processor_id), ("hook", hook.name())],
-        started.elapsed().as_secs_f64(),
+        elapsed.as_secs_f64(),
     );
-    match &outcome {
-        Ok(Err(HookError::Abort(_))) => spans::ended(&span, "tripwire"),
-        Ok(Err(HookError::Failed(message))) => spans::failed(&span, message),
-        _ => {}
-    }
-    match outcome {
-        Ok(outcome) => outcome,
-        Err(panic) => {
-            let message = panic
-                .downcast_ref::<&str>()
-                .map(|message| (*message).to_owned())
-                .or_else(|| panic.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "unknown panic".to_owned());
-            let message = format!("panicked: {message}");
-            spans::failed(&span, &message);
-            Err(HookError::Failed(message))
+    let outcome = outcome.unwrap_or_else(|panic| {
+        let message = panic
+            .downcast_ref::<&str>()
+            .map(|message| (*message).to_owned())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "unknown panic".to_owned());
+        Err(HookError::Failed(format!("panicked: {message}")))
+    });
+    let decision = match &outcome {
+        Ok(_) => None,
+        Err(HookError::Abort(abort)) => {
+            spans::ended(&span, "tripwire");
+            Some(HookDecision::Abort {
+                reason: abort.reason.clone(),
+                retry: abort.retry,
+                metadata: abort.metadata.clone(),
+            })
         }
-    }
+        Err(HookError::Failed(message)) => {
+            spans::failed(&span, message);
+            Some(HookDecision::Failed { message: message.clone() })
+        }
+    };
+    recorder.hook(processor_id, hook, started, elapsed, decision);
+    outcome
 }
 
 /// The tripwire of an abort; one default reason for every hook.

@@ -28,9 +28,11 @@ impl Run {
             .map_err(|error| RunStop::Failed(model_failure(&step.model, &error)))?;
         let offered_tools = step.offered_tools();
         let model_started = std::time::Instant::now();
+        let call_started;
         let source = 'call: {
             let prompt = build_prompt(&self.list);
             let (prompt, replay) = self.process_llm_request(step_number, step, prompt).await?;
+            call_started = std::time::Instant::now();
             if let Some(chunks) = replay {
                 break 'call StepSource::Replay(chunks);
             }
@@ -50,6 +52,16 @@ impl Run {
                 Err(error) => {
                     spans::failed(&call_span, &error.to_string());
                     drop(call_span);
+                    let message = Some(error.to_string());
+                    self.recorder.model(
+                        &step.model,
+                        step_number,
+                        call_started,
+                        None,
+                        Usage::default(),
+                        false,
+                        message,
+                    );
                     let Some(asked_by) = self.process_api_error(step_number, &error).await? else {
                         return Err(RunStop::Failed(model_failure(&step.model, &error)));
                     };
@@ -67,6 +79,7 @@ impl Run {
         let from_cache = matches!(source, StepSource::Replay(_));
         let mut raw_chunks = Vec::new();
         let mut call_span = Span::none();
+        let mut first_token = None;
         match source {
             StepSource::Replay(chunks) => {
                 for chunk in chunks {
@@ -89,15 +102,29 @@ impl Run {
                     let Some(event) = event else { break };
                     let event = event.map_err(|error| {
                         spans::failed(&call_span, &error.to_string());
+                        let message = Some(error.to_string());
+                        let usage = answer.result.usage;
+                        self.recorder.model(
+                            &step.model,
+                            step_number,
+                            call_started,
+                            first_token,
+                            usage,
+                            false,
+                            message,
+                        );
                         RunStop::Failed(model_failure(&step.model, &error))
                     })?;
                     if let Some(chunk) = answer.chunk_of(event, &message_id) {
+                        first_token.get_or_insert_with(std::time::Instant::now);
                         self.step_chunk(chunk, &mut answer, &mut raw_chunks).await?;
                     }
                 }
             }
         }
         self.close_windows(&mut answer).await?;
+        let usage = answer.result.usage;
+        self.recorder.model(&step.model, step_number, call_started, first_token, usage, from_cache, None);
         if !from_cache {
             let (metrics, model) = (crate::telemetry::metrics::global(), [("model", step.model.as_str())]);
             metrics.observe(

@@ -104,13 +104,18 @@ impl Run {
     async fn stream_end(&mut self, processor: &dyn Processor) -> Result<Vec<Chunk>, RunStop> {
         self.seen_by(processor.id());
         let args = OutputStreamEndArgs {
-            ctx: self.processors.context(&self.info, processor.id()),
+            ctx: self.processors.context(&self.info, &self.recorder.note, processor.id()),
             stream_parts: self.stream_parts.get(processor.id()).expect("seen_by inserted it"),
             message_list: &self.list,
         };
-        guarded(processor.id(), Hook::ProcessOutputStream, processor.process_output_stream_end(args))
-            .await
-            .map_err(|error| stop(processor, Hook::ProcessOutputStream, error))
+        guarded(
+            &self.recorder,
+            processor.id(),
+            Hook::ProcessOutputStream,
+            processor.process_output_stream_end(args),
+        )
+        .await
+        .map_err(|error| stop(processor, Hook::ProcessOutputStream, error))
     }
 
     /// Closes the windows whose delay has run out, in chain order.
@@ -240,14 +245,19 @@ impl Run {
         let seen = self.seen_by(processor.id());
         seen.push(chunk.clone());
         let args = OutputStreamArgs {
-            ctx: self.processors.context(&self.info, processor.id()),
+            ctx: self.processors.context(&self.info, &self.recorder.note, processor.id()),
             part: chunk,
             stream_parts: self.stream_parts.get(processor.id()).expect("seen_by inserted it"),
             message_list: &self.list,
         };
-        guarded(processor.id(), Hook::ProcessOutputStream, processor.process_output_stream(args))
-            .await
-            .map_err(|error| stop(processor, Hook::ProcessOutputStream, error))
+        guarded(
+            &self.recorder,
+            processor.id(),
+            Hook::ProcessOutputStream,
+            processor.process_output_stream(args),
+        )
+        .await
+        .map_err(|error| stop(processor, Hook::ProcessOutputStream, error))
     }
 
     /// Adds a chunk to the open window at `stage`; returns what passes on now (the chunk itself
@@ -282,15 +292,19 @@ impl Run {
         }
         self.seen_by(processor.id());
         let args = OutputWindowArgs {
-            ctx: self.processors.context(&self.info, processor.id()),
+            ctx: self.processors.context(&self.info, &self.recorder.note, processor.id()),
             parts: open.parts,
             stream_parts: self.stream_parts.get(processor.id()).expect("seen_by inserted it"),
             message_list: &self.list,
         };
-        let answer =
-            guarded(processor.id(), Hook::ProcessOutputStream, processor.process_output_window(args))
-                .await
-                .map_err(|error| stop(processor, Hook::ProcessOutputStream, error))?;
+        let answer = guarded(
+            &self.recorder,
+            processor.id(),
+            Hook::ProcessOutputStream,
+            processor.process_output_window(args),
+        )
+        .await
+        .map_err(|error| stop(processor, Hook::ProcessOutputStream, error))?;
         Ok(if open.window.hold { answer } else { Vec::new() })
     }
 

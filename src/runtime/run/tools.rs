@@ -33,10 +33,13 @@ impl Run {
                     trace_context: &self.info.trace_context,
                 };
                 let span = spans::tool(&call.tool_name, &call.tool_call_id);
+                let started = std::time::Instant::now();
                 let outcome = tool.execute(call.args.clone(), info).instrument(span.clone()).await;
                 if let Err(error) = &outcome {
                     spans::failed(&span, &error.to_string());
                 }
+                let error = outcome.as_ref().err().map(ToString::to_string);
+                self.recorder.tool(&call.tool_name, step_number, started, error);
                 outcome
             }
             _ => Err(ToolError::UnknownTool(call.tool_name.clone())),
@@ -58,7 +61,7 @@ impl Run {
         let chains = Arc::clone(&self.chains);
         for processor in chains.of(Hook::ProcessToolResult) {
             let args = ToolResultArgs {
-                ctx: self.processors.context(&self.info, processor.id()),
+                ctx: self.processors.context(&self.info, &self.recorder.note, processor.id()),
                 tool_name: &call.tool_name,
                 tool_call_id: &call.tool_call_id,
                 args: &call.args,
@@ -71,10 +74,14 @@ impl Run {
                 step_number,
                 steps: &self.steps,
             };
-            let outcome =
-                guarded(processor.id(), Hook::ProcessToolResult, processor.process_tool_result(args))
-                    .await
-                    .map_err(|error| stop(processor.as_ref(), Hook::ProcessToolResult, error))?;
+            let outcome = guarded(
+                &self.recorder,
+                processor.id(),
+                Hook::ProcessToolResult,
+                processor.process_tool_result(args),
+            )
+            .await
+            .map_err(|error| stop(processor.as_ref(), Hook::ProcessToolResult, error))?;
             if let Some(messages) = outcome.messages {
                 self.list.reconcile(ReconcileScope::All, messages, MessageSource::Response);
             }

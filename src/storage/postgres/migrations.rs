@@ -8,7 +8,11 @@ use crate::domain::now_millis;
 use crate::storage::StoreError;
 
 /// The steps, in order; a step is never edited once released, only followed by another.
-const MIGRATIONS: &[&str] = &[include_str!("0001_schema.sql"), include_str!("0002_save_run.sql")];
+const MIGRATIONS: &[&str] = &[
+    include_str!("0001_schema.sql"),
+    include_str!("0002_save_run.sql"),
+    include_str!("0003_run_records.sql"),
+];
 
 /// The schema version this binary applies and reads.
 pub const SCHEMA_VERSION: u32 = MIGRATIONS.len() as u32;

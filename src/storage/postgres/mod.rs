@@ -10,6 +10,7 @@
 //! over the embeddings, made when the first vectors fix the embedder and dimension.
 
 mod migrations;
+mod runs;
 mod store;
 mod tls;
 

@@ -7,12 +7,12 @@ use serde_json::Value;
 use tokio_postgres::Row;
 use tokio_postgres::types::ToSql;
 
-use super::{PgStore, database};
-use crate::domain::{Message, now_millis};
+use super::{PgStore, database, runs};
+use crate::domain::{Message, RunRecord, now_millis};
 use crate::storage::{
-    CacheScope, DeleteReport, Direction, Hit, MessagePage, NewThread, RecallScope, ResourceUsage, RunSave,
-    Store, StoreError, StoredMessage, Thread, ThreadPage, ThreadUpdate, VectorQuery, WorkingMemoryRecord,
-    WorkingMemoryScope, check_quota, keys,
+    CacheScope, DeleteReport, Direction, Hit, MessagePage, NewThread, RecallScope, ResourceUsage, RunFilter,
+    RunPage, RunSave, Store, StoreError, StoredMessage, Thread, ThreadPage, ThreadUpdate, VectorQuery,
+    WorkingMemoryRecord, WorkingMemoryScope, check_quota, keys,
 };
 
 /// Cache writes between two sweeps of expired entries.
@@ -487,6 +487,10 @@ impl Store for PgStore {
                     .execute("DELETE FROM resource_usage WHERE resource_id = $1", &[&resource_id])
                     .await
                     .map_err(database)?;
+                transaction
+                    .execute("DELETE FROM run_records WHERE resource_id = $1", &[&resource_id])
+                    .await
+                    .map_err(database)?;
                 Ok(report)
             })
         })
@@ -651,6 +655,27 @@ impl Store for PgStore {
             .await
             .map_err(|error| working_memory_error(error, scope, expected_version))?;
         Ok(row.get::<_, i64>(0) as u64)
+    }
+
+    async fn save_run_records(&self, records: Vec<RunRecord>) -> Result<(), StoreError> {
+        runs::save(&self.client().await?, &records).await
+    }
+
+    async fn list_run_records(
+        &self,
+        filter: &RunFilter,
+        cursor: &str,
+        limit: usize,
+    ) -> Result<RunPage, StoreError> {
+        runs::list(&self.client().await?, filter, cursor, limit).await
+    }
+
+    async fn get_run_record(&self, run_id: &str) -> Result<Option<RunRecord>, StoreError> {
+        runs::get(&self.client().await?, run_id).await
+    }
+
+    async fn prune_run_records(&self, before: Option<i64>, keep: Option<u64>) -> Result<u64, StoreError> {
+        runs::prune(&self.client().await?, before, keep).await
     }
 
     async fn usage(&self, resource_id: &str) -> Result<ResourceUsage, StoreError> {

@@ -1,0 +1,141 @@
+from agentwire.v1 import agent_pb2 as _agent_pb2
+from google.protobuf import struct_pb2 as _struct_pb2
+from google.protobuf.internal import containers as _containers
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class ListRunsRequest(_message.Message):
+    __slots__ = ("agent_id", "resource_id", "thread_id", "outcome", "processor_id", "since", "until", "page_size", "page_token")
+    AGENT_ID_FIELD_NUMBER: _ClassVar[int]
+    RESOURCE_ID_FIELD_NUMBER: _ClassVar[int]
+    THREAD_ID_FIELD_NUMBER: _ClassVar[int]
+    OUTCOME_FIELD_NUMBER: _ClassVar[int]
+    PROCESSOR_ID_FIELD_NUMBER: _ClassVar[int]
+    SINCE_FIELD_NUMBER: _ClassVar[int]
+    UNTIL_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    agent_id: str
+    resource_id: str
+    thread_id: str
+    outcome: str
+    processor_id: str
+    since: int
+    until: int
+    page_size: int
+    page_token: str
+    def __init__(self, agent_id: _Optional[str] = ..., resource_id: _Optional[str] = ..., thread_id: _Optional[str] = ..., outcome: _Optional[str] = ..., processor_id: _Optional[str] = ..., since: _Optional[int] = ..., until: _Optional[int] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+
+class ListRunsResponse(_message.Message):
+    __slots__ = ("runs", "next_page_token")
+    RUNS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    runs: _containers.RepeatedCompositeFieldContainer[RunRecord]
+    next_page_token: str
+    def __init__(self, runs: _Optional[_Iterable[_Union[RunRecord, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
+
+class GetRunRequest(_message.Message):
+    __slots__ = ("run_id",)
+    RUN_ID_FIELD_NUMBER: _ClassVar[int]
+    run_id: str
+    def __init__(self, run_id: _Optional[str] = ...) -> None: ...
+
+class RunRecord(_message.Message):
+    __slots__ = ("run_id", "agent_id", "thread_id", "resource_id", "key_name", "started_at", "ended_at", "outcome", "finish_reason", "usage", "tripwire", "error", "timeline")
+    RUN_ID_FIELD_NUMBER: _ClassVar[int]
+    AGENT_ID_FIELD_NUMBER: _ClassVar[int]
+    THREAD_ID_FIELD_NUMBER: _ClassVar[int]
+    RESOURCE_ID_FIELD_NUMBER: _ClassVar[int]
+    KEY_NAME_FIELD_NUMBER: _ClassVar[int]
+    STARTED_AT_FIELD_NUMBER: _ClassVar[int]
+    ENDED_AT_FIELD_NUMBER: _ClassVar[int]
+    OUTCOME_FIELD_NUMBER: _ClassVar[int]
+    FINISH_REASON_FIELD_NUMBER: _ClassVar[int]
+    USAGE_FIELD_NUMBER: _ClassVar[int]
+    TRIPWIRE_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    TIMELINE_FIELD_NUMBER: _ClassVar[int]
+    run_id: str
+    agent_id: str
+    thread_id: str
+    resource_id: str
+    key_name: str
+    started_at: int
+    ended_at: int
+    outcome: str
+    finish_reason: str
+    usage: _agent_pb2.Usage
+    tripwire: _agent_pb2.Tripwire
+    error: _agent_pb2.ErrorPayload
+    timeline: _containers.RepeatedCompositeFieldContainer[TimelineEntry]
+    def __init__(self, run_id: _Optional[str] = ..., agent_id: _Optional[str] = ..., thread_id: _Optional[str] = ..., resource_id: _Optional[str] = ..., key_name: _Optional[str] = ..., started_at: _Optional[int] = ..., ended_at: _Optional[int] = ..., outcome: _Optional[str] = ..., finish_reason: _Optional[str] = ..., usage: _Optional[_Union[_agent_pb2.Usage, _Mapping]] = ..., tripwire: _Optional[_Union[_agent_pb2.Tripwire, _Mapping]] = ..., error: _Optional[_Union[_agent_pb2.ErrorPayload, _Mapping]] = ..., timeline: _Optional[_Iterable[_Union[TimelineEntry, _Mapping]]] = ...) -> None: ...
+
+class TimelineEntry(_message.Message):
+    __slots__ = ("at_us", "duration_us", "hook", "model", "tool")
+    AT_US_FIELD_NUMBER: _ClassVar[int]
+    DURATION_US_FIELD_NUMBER: _ClassVar[int]
+    HOOK_FIELD_NUMBER: _ClassVar[int]
+    MODEL_FIELD_NUMBER: _ClassVar[int]
+    TOOL_FIELD_NUMBER: _ClassVar[int]
+    at_us: int
+    duration_us: int
+    hook: HookCallEntry
+    model: ModelCallEntry
+    tool: ToolCallEntry
+    def __init__(self, at_us: _Optional[int] = ..., duration_us: _Optional[int] = ..., hook: _Optional[_Union[HookCallEntry, _Mapping]] = ..., model: _Optional[_Union[ModelCallEntry, _Mapping]] = ..., tool: _Optional[_Union[ToolCallEntry, _Mapping]] = ...) -> None: ...
+
+class HookCallEntry(_message.Message):
+    __slots__ = ("processor_id", "hook", "step", "retry_count", "instance_id", "calls", "max_us", "decision", "reason", "retry", "metadata")
+    PROCESSOR_ID_FIELD_NUMBER: _ClassVar[int]
+    HOOK_FIELD_NUMBER: _ClassVar[int]
+    STEP_FIELD_NUMBER: _ClassVar[int]
+    RETRY_COUNT_FIELD_NUMBER: _ClassVar[int]
+    INSTANCE_ID_FIELD_NUMBER: _ClassVar[int]
+    CALLS_FIELD_NUMBER: _ClassVar[int]
+    MAX_US_FIELD_NUMBER: _ClassVar[int]
+    DECISION_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    RETRY_FIELD_NUMBER: _ClassVar[int]
+    METADATA_FIELD_NUMBER: _ClassVar[int]
+    processor_id: str
+    hook: str
+    step: int
+    retry_count: int
+    instance_id: str
+    calls: int
+    max_us: int
+    decision: str
+    reason: str
+    retry: bool
+    metadata: _struct_pb2.Value
+    def __init__(self, processor_id: _Optional[str] = ..., hook: _Optional[str] = ..., step: _Optional[int] = ..., retry_count: _Optional[int] = ..., instance_id: _Optional[str] = ..., calls: _Optional[int] = ..., max_us: _Optional[int] = ..., decision: _Optional[str] = ..., reason: _Optional[str] = ..., retry: _Optional[bool] = ..., metadata: _Optional[_Union[_struct_pb2.Value, _Mapping]] = ...) -> None: ...
+
+class ModelCallEntry(_message.Message):
+    __slots__ = ("model", "step", "first_token_us", "usage", "from_cache", "error")
+    MODEL_FIELD_NUMBER: _ClassVar[int]
+    STEP_FIELD_NUMBER: _ClassVar[int]
+    FIRST_TOKEN_US_FIELD_NUMBER: _ClassVar[int]
+    USAGE_FIELD_NUMBER: _ClassVar[int]
+    FROM_CACHE_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    model: str
+    step: int
+    first_token_us: int
+    usage: _agent_pb2.Usage
+    from_cache: bool
+    error: str
+    def __init__(self, model: _Optional[str] = ..., step: _Optional[int] = ..., first_token_us: _Optional[int] = ..., usage: _Optional[_Union[_agent_pb2.Usage, _Mapping]] = ..., from_cache: _Optional[bool] = ..., error: _Optional[str] = ...) -> None: ...
+
+class ToolCallEntry(_message.Message):
+    __slots__ = ("name", "step", "error")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    STEP_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    step: int
+    error: str
+    def __init__(self, name: _Optional[str] = ..., step: _Optional[int] = ..., error: _Optional[str] = ...) -> None: ...

@@ -1,0 +1,236 @@
+//! `agentwire runs` and `agentwire runs show RUN_ID`: the records of runs (`RunService`),
+//! printed for a terminal — the list one run per line, a run as its timeline.
+
+use std::fmt::Write as _;
+
+use clap::{Args, Subcommand};
+
+use crate::server::pb;
+use crate::server::pb::run_service_client::RunServiceClient;
+use crate::server::pb::timeline_entry::Entry;
+
+/// `agentwire runs show`.
+#[derive(Debug, Subcommand)]
+pub(super) enum RunsCommand {
+    /// One run's record: how it ended, and each hook, model and tool call with its time.
+    Show {
+        /// The run (`run_id` of its result or chunks).
+        run_id: String,
+    },
+}
+
+/// The filters of `agentwire runs`.
+#[derive(Debug, Args)]
+pub(super) struct RunsList {
+    /// Only this agent's runs.
+    #[arg(long, default_value = "")]
+    agent: String,
+    /// Only this resource's runs (required with a key that is not an admin key).
+    #[arg(long, default_value = "")]
+    resource: String,
+    /// Only this thread's runs (with --resource).
+    #[arg(long, default_value = "")]
+    thread: String,
+    /// Only runs that ended so: finished, tripwire, error, cancelled, timed-out.
+    #[arg(long, default_value = "")]
+    outcome: String,
+    /// Only runs with a hook call of this processor.
+    #[arg(long, default_value = "")]
+    processor: String,
+    /// How many, newest first.
+    #[arg(long, default_value_t = 20)]
+    limit: u32,
+}
+
+/// Lists runs, or shows one.
+pub(super) async fn runs(
+    addr: &str,
+    key: Option<&str>,
+    show: Option<RunsCommand>,
+    list: RunsList,
+) -> Result<String, String> {
+    let mut client =
+        RunServiceClient::new(crate::server::connect(addr).await.map_err(|error| error.to_string())?);
+    let status = |status: tonic::Status| status.message().to_owned();
+    match show {
+        Some(RunsCommand::Show { run_id }) => {
+            let request = super::keyed(pb::GetRunRequest { run_id }, key)?;
+            Ok(render_run(&client.get_run(request).await.map_err(status)?.into_inner()))
+        }
+        None => {
+            let request = pb::ListRunsRequest {
+                agent_id: list.agent,
+                resource_id: list.resource,
+                thread_id: list.thread,
+                outcome: list.outcome,
+                processor_id: list.processor,
+                page_size: list.limit,
+                ..Default::default()
+            };
+            let page = client.list_runs(super::keyed(request, key)?).await.map_err(status)?.into_inner();
+            Ok(render_list(&page.runs))
+        }
+    }
+}
+
+/// Milliseconds since the epoch as UTC, `2026-12-02 04:05:06.789`.
+fn utc(millis: i64) -> String {
+    let (days, millis_of_day) = (millis.div_euclid(86_400_000), millis.rem_euclid(86_400_000));
+    // Days since 1970-01-01 to a civil date (H. Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let day_of_era = z.rem_euclid(146_097);
+    let year_of_era = (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
+    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+    let month_index = (5 * day_of_year + 2) / 153;
+    let day = day_of_year - (153 * month_index + 2) / 5 + 1;
+    let month = if month_index < 10 { month_index + 3 } else { month_index - 9 };
+    let year = year_of_era + era * 400 + i64::from(month <= 2);
+    let (hours, minutes, seconds) =
+        (millis_of_day / 3_600_000, millis_of_day / 60_000 % 60, millis_of_day / 1000 % 60);
+    format!("{year:04}-{month:02}-{day:02} {hours:02}:{minutes:02}:{seconds:02}.{:03}", millis_of_day % 1000)
+}
+
+/// A duration in microseconds, as a person reads it.
+fn micros(us: u64) -> String {
+    match us {
+        0..1_000 => format!("{us} µs"),
+        1_000..1_000_000 => format!("{:.1} ms", us as f64 / 1e3),
+        _ => format!("{:.2} s", us as f64 / 1e6),
+    }
+}
+
+/// What ended a run, in a few words.
+fn ending(run: &pb::RunRecord) -> String {
+    if let Some(tripwire) = &run.tripwire {
+        return format!("{}: {}", tripwire.processor_id, tripwire.reason);
+    }
+    if let Some(error) = &run.error {
+        return error.message.clone();
+    }
+    String::new()
+}
+
+fn render_list(runs: &[pb::RunRecord]) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{:<23}  {:<36}  {:<16}  {:<10}  {:>9}  ENDED BY",
+        "STARTED (UTC)", "RUN", "AGENT", "OUTCOME", "TOOK"
+    );
+    for run in runs {
+        let took = micros(u64::try_from(run.ended_at - run.started_at).unwrap_or(0) * 1000);
+        let _ = writeln!(
+            out,
+            "{:<23}  {:<36}  {:<16}  {:<10}  {took:>9}  {}",
+            utc(run.started_at),
+            run.run_id,
+            run.agent_id,
+            run.outcome,
+            ending(run)
+        );
+    }
+    out
+}
+
+fn render_run(run: &pb::RunRecord) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "run       {}", run.run_id);
+    let _ = writeln!(out, "agent     {}", run.agent_id);
+    if !run.resource_id.is_empty() {
+        let _ = writeln!(out, "memory    resource {} · thread {}", run.resource_id, run.thread_id);
+    }
+    if !run.key_name.is_empty() {
+        let _ = writeln!(out, "key       {}", run.key_name);
+    }
+    let took = micros(u64::try_from(run.ended_at - run.started_at).unwrap_or(0) * 1000);
+    let _ = writeln!(out, "started   {} UTC · took {took}", utc(run.started_at));
+    let _ = writeln!(out, "outcome   {} (finish reason {})", run.outcome, run.finish_reason);
+    if let Some(tripwire) = &run.tripwire {
+        let _ = writeln!(out, "tripwire  {} — {}", tripwire.processor_id, tripwire.reason);
+    }
+    if let Some(error) = &run.error {
+        let _ = writeln!(out, "error     {} ({}, {})", error.message, error.source, error.origin);
+    }
+    if let Some(usage) = &run.usage {
+        let _ = writeln!(out, "tokens    {} in · {} out", usage.input_tokens, usage.output_tokens);
+    }
+    let _ = writeln!(
+        out,
+        "\n{:>10}  {:<6}  {:<24}  {:<20}  {:<9}  {:>9}  DETAIL",
+        "AT", "STEP", "WHO", "WHAT", "DECISION", "TOOK"
+    );
+    for entry in &run.timeline {
+        let at = format!("+{:.2} ms", entry.at_us as f64 / 1e3);
+        let took = micros(entry.duration_us);
+        let line = match &entry.entry {
+            Some(Entry::Hook(call)) => {
+                let step = call.step.map_or("–".to_owned(), |step| step.to_string());
+                let mut detail = call.reason.clone();
+                if call.calls > 1 {
+                    detail = format!("{} calls, longest {} {detail}", call.calls, micros(call.max_us));
+                }
+                if !call.instance_id.is_empty() {
+                    detail = format!("instance {} {detail}", call.instance_id);
+                }
+                if call.retry {
+                    detail.push_str(" (asks for a retry)");
+                }
+                if let Some(metadata) = call.metadata.clone().map(crate::server::value::from_proto)
+                    && !metadata.is_null()
+                {
+                    let _ = write!(detail, " {metadata}");
+                }
+                format!(
+                    "{at:>10}  {step:<6}  {:<24}  {:<20}  {:<9}  {took:>9}  {}",
+                    call.processor_id,
+                    call.hook,
+                    call.decision,
+                    detail.trim()
+                )
+            }
+            Some(Entry::Model(call)) => {
+                let usage =
+                    call.usage.as_ref().map_or((0, 0), |usage| (usage.input_tokens, usage.output_tokens));
+                let mut detail = format!("{} in · {} out", usage.0, usage.1);
+                if call.first_token_us > 0 {
+                    detail = format!("first token {} · {detail}", micros(call.first_token_us));
+                }
+                if call.from_cache {
+                    detail.push_str(" · from a processLLMRequest response");
+                }
+                let decision = if call.error.is_empty() { "answered" } else { "rejected" };
+                if !call.error.is_empty() {
+                    detail = format!("{detail} · {}", call.error);
+                }
+                format!(
+                    "{at:>10}  {:<6}  {:<24}  {:<20}  {decision:<9}  {took:>9}  {detail}",
+                    call.step, call.model, "model call"
+                )
+            }
+            Some(Entry::Tool(call)) => {
+                let decision = if call.error.is_empty() { "returned" } else { "failed" };
+                format!(
+                    "{at:>10}  {:<6}  {:<24}  {:<20}  {decision:<9}  {took:>9}  {}",
+                    call.step, call.name, "tool call", call.error
+                )
+            }
+            None => continue,
+        };
+        let _ = writeln!(out, "{}", line.trim_end());
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Milliseconds since the epoch print as their UTC date and time, leap days included.
+    #[test]
+    fn utc_dates_are_civil_dates() {
+        assert_eq!(utc(0), "1970-01-01 00:00:00.000");
+        assert_eq!(utc(951_782_400_000), "2000-02-29 00:00:00.000");
+        assert_eq!(utc(1_796_180_706_789), "2026-12-02 03:05:06.789");
+    }
+}

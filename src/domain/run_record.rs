@@ -1,0 +1,212 @@
+//! The record a run leaves: who ran what, how it ended, and its timeline — every hook call,
+//! model call and tool call with how long it took and what it decided. Ids and decisions are
+//! always kept; message texts never are here (the run's messages are memory's).
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::{FinishReason, Hook, RunFailure, Tripwire, Usage};
+
+/// How a run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RunOutcome {
+    /// It ran to its `finish` chunk.
+    Finished,
+    /// A processor aborted it.
+    Tripwire,
+    /// It failed (a model, a processor, the runtime).
+    Error,
+    /// The client went away.
+    Cancelled,
+    /// It went on past `[limits] max_run_ms`.
+    TimedOut,
+}
+
+impl RunOutcome {
+    /// Every outcome, in the order they are shown.
+    pub const ALL: [RunOutcome; 5] = [
+        RunOutcome::Finished,
+        RunOutcome::Tripwire,
+        RunOutcome::Error,
+        RunOutcome::Cancelled,
+        RunOutcome::TimedOut,
+    ];
+
+    /// The wire name (`finished`, `tripwire`, `error`, `cancelled`, `timed-out`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunOutcome::Finished => "finished",
+            RunOutcome::Tripwire => "tripwire",
+            RunOutcome::Error => "error",
+            RunOutcome::Cancelled => "cancelled",
+            RunOutcome::TimedOut => "timed-out",
+        }
+    }
+
+    /// The outcome of a wire name.
+    pub fn parse(name: &str) -> Option<RunOutcome> {
+        RunOutcome::ALL.into_iter().find(|outcome| outcome.as_str() == name)
+    }
+}
+
+/// What one hook call decided.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum HookDecision {
+    /// It returned normally.
+    Continue,
+    /// It aborted the run (or, with `retry`, the step).
+    Abort {
+        /// Its reason.
+        reason: String,
+        /// Whether it asked for the step to be retried.
+        retry: bool,
+        /// Its metadata.
+        metadata: Value,
+    },
+    /// It failed (an error or a panic; a remote processor's failure).
+    Failed {
+        /// What went wrong.
+        message: String,
+    },
+    /// It was sent to a remote observer, not awaited.
+    Observed,
+    /// It did not take part: a remote processor unavailable, timed out or disconnected under
+    /// the `open` failure policy.
+    Skipped {
+        /// `unavailable`, `timeout` or `disconnected`.
+        cause: String,
+    },
+}
+
+/// One hook call of one processor (or, for `processOutputStream`, every call of one processor
+/// in one step that continued, counted together; an abort or failure is its own entry).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HookCallRecord {
+    /// The processor.
+    pub processor_id: String,
+    /// The hook.
+    pub hook: Hook,
+    /// The step it ran in; `None` for `processInput` and `processOutputResult`.
+    pub step: Option<u32>,
+    /// The run's processor retry count at the call.
+    pub retry_count: u32,
+    /// The remote instance that answered, for a remote processor.
+    pub instance_id: Option<String>,
+    /// Microseconds from the run's start to the (first) call.
+    pub at_us: u64,
+    /// How long the call (all the calls counted here) took, in microseconds.
+    pub duration_us: u64,
+    /// Calls counted in this entry (1 but for `processOutputStream`).
+    pub calls: u32,
+    /// The longest of them, in microseconds.
+    pub max_us: u64,
+    /// What it decided.
+    pub decision: HookDecision,
+}
+
+/// One model call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ModelCallRecord {
+    /// `provider/model`.
+    pub model: String,
+    /// The step.
+    pub step: u32,
+    /// Microseconds from the run's start to the call.
+    pub at_us: u64,
+    /// How long it took, to its last event, in microseconds.
+    pub duration_us: u64,
+    /// Microseconds to its first text or tool-call event, if it had one.
+    pub first_token_us: Option<u64>,
+    /// The tokens it reported.
+    pub usage: Usage,
+    /// Whether a processor's `processLLMRequest` answered in its place (a cached response).
+    pub from_cache: bool,
+    /// The provider's error, when it was rejected.
+    pub error: Option<String>,
+}
+
+/// One tool call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCallRecord {
+    /// The tool.
+    pub name: String,
+    /// The step that asked for it.
+    pub step: u32,
+    /// Microseconds from the run's start to the call.
+    pub at_us: u64,
+    /// How long it took, in microseconds.
+    pub duration_us: u64,
+    /// Its error, when it failed.
+    pub error: Option<String>,
+}
+
+/// An entry of a run's timeline.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "kebab-case")]
+pub enum TimelineEntry {
+    /// A hook call.
+    Hook(HookCallRecord),
+    /// A model call.
+    Model(ModelCallRecord),
+    /// A tool call.
+    Tool(ToolCallRecord),
+}
+
+impl TimelineEntry {
+    /// Microseconds from the run's start to the entry.
+    pub fn at_us(&self) -> u64 {
+        match self {
+            TimelineEntry::Hook(hook) => hook.at_us,
+            TimelineEntry::Model(model) => model.at_us,
+            TimelineEntry::Tool(tool) => tool.at_us,
+        }
+    }
+}
+
+/// What a run left behind.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunRecord {
+    /// The run.
+    pub run_id: String,
+    /// Its agent.
+    pub agent_id: String,
+    /// Its thread (empty without memory).
+    pub thread_id: String,
+    /// Its resource (empty without memory).
+    pub resource_id: String,
+    /// The API key it ran with, by name (empty on an open server).
+    pub key_name: String,
+    /// When it started, in milliseconds since the epoch.
+    pub started_at: i64,
+    /// When it ended, in milliseconds since the epoch.
+    pub ended_at: i64,
+    /// How it ended.
+    pub outcome: RunOutcome,
+    /// Its finish reason.
+    pub finish_reason: FinishReason,
+    /// The tokens of its model calls.
+    pub usage: Usage,
+    /// The tripwire that ended it.
+    pub tripwire: Option<Tripwire>,
+    /// The failure that ended it.
+    pub error: Option<RunFailure>,
+    /// Its hook, model and tool calls, in the order they started.
+    pub timeline: Vec<TimelineEntry>,
+}
+
+impl RunRecord {
+    /// The processors of its hook calls, each once, in the order they first appear.
+    pub fn processors(&self) -> Vec<&str> {
+        let mut seen: Vec<&str> = Vec::new();
+        for entry in &self.timeline {
+            if let TimelineEntry::Hook(hook) = entry
+                && !seen.contains(&hook.processor_id.as_str())
+            {
+                seen.push(&hook.processor_id);
+            }
+        }
+        seen
+    }
+}

@@ -1,0 +1,183 @@
+//! A run's record as it goes: every hook call (through `guarded`), model call and tool call,
+//! with when it started and how long it took; `conclude` turns it into the [`RunRecord`] the
+//! run leaves. The continuing calls of a stream processor in one step are counted in one entry,
+//! so a stream of thousands of chunks leaves a short timeline.
+
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use crate::domain::{FinishReason, Hook, RunFailure, RunInfo, Tripwire, Usage};
+use crate::domain::{
+    HookCallRecord, HookDecision, ModelCallRecord, RunOutcome, RunRecord, TimelineEntry, ToolCallRecord,
+    now_millis,
+};
+use crate::processor::{CallNote, CallNoted};
+
+/// Entries looked back through for the entry a continuing stream call adds to.
+const MERGE_WINDOW: usize = 16;
+
+/// One run's recording.
+#[derive(Debug)]
+pub(super) struct Recorder {
+    started: Instant,
+    started_at: i64,
+    /// What the hook call in progress notes (its remote instance, a skip).
+    pub(super) note: CallNote,
+    recording: Mutex<Recording>,
+}
+
+#[derive(Debug, Default)]
+struct Recording {
+    step: Option<u32>,
+    retry_count: u32,
+    timeline: Vec<TimelineEntry>,
+}
+
+impl Recorder {
+    pub(super) fn new() -> Recorder {
+        Recorder {
+            started: Instant::now(),
+            started_at: now_millis(),
+            note: CallNote::default(),
+            recording: Mutex::default(),
+        }
+    }
+
+    fn recording(&self) -> std::sync::MutexGuard<'_, Recording> {
+        self.recording.lock().expect("recording lock")
+    }
+
+    fn at_us(&self, at: Instant) -> u64 {
+        u64::try_from(at.saturating_duration_since(self.started).as_micros()).unwrap_or(u64::MAX)
+    }
+
+    /// The step the next calls run in (`None` outside the steps) and the retry count.
+    pub(super) fn at_step(&self, step: Option<u32>, retry_count: u32) {
+        let mut recording = self.recording();
+        recording.step = step;
+        recording.retry_count = retry_count;
+    }
+
+    /// A hook call of `processor_id` that started at `started` and took `elapsed`; `failure` is
+    /// its error, if it had one (the note says the rest).
+    pub(super) fn hook(
+        &self,
+        processor_id: &str,
+        hook: Hook,
+        started: Instant,
+        elapsed: Duration,
+        decision: Option<HookDecision>,
+    ) {
+        let CallNoted { instance_id, skipped, observed } = self.note.take();
+        let decision = decision.unwrap_or(match (skipped, observed) {
+            (Some(cause), _) => HookDecision::Skipped { cause },
+            (None, true) => HookDecision::Observed,
+            (None, false) => HookDecision::Continue,
+        });
+        let micros = u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX);
+        let at_us = self.at_us(started);
+        let mut recording = self.recording();
+        let (step, retry_count) = (recording.step, recording.retry_count);
+        if hook == Hook::ProcessOutputStream && decision == HookDecision::Continue {
+            let same = recording.timeline.iter_mut().rev().take(MERGE_WINDOW).find_map(|entry| match entry {
+                TimelineEntry::Hook(call)
+                    if call.hook == hook
+                        && call.step == step
+                        && call.processor_id == processor_id
+                        && call.instance_id == instance_id
+                        && call.decision == HookDecision::Continue =>
+                {
+                    Some(call)
+                }
+                _ => None,
+            });
+            if let Some(call) = same {
+                call.calls += 1;
+                call.duration_us += micros;
+                call.max_us = call.max_us.max(micros);
+                return;
+            }
+        }
+        recording.timeline.push(TimelineEntry::Hook(HookCallRecord {
+            processor_id: processor_id.to_owned(),
+            hook,
+            step,
+            retry_count,
+            instance_id,
+            at_us,
+            duration_us: micros,
+            calls: 1,
+            max_us: micros,
+            decision,
+        }));
+    }
+
+    /// A model call of `model` in `step`, started at `started`.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn model(
+        &self,
+        model: &str,
+        step: u32,
+        started: Instant,
+        first_token: Option<Instant>,
+        usage: Usage,
+        from_cache: bool,
+        error: Option<String>,
+    ) {
+        let micros =
+            |at: Instant| u64::try_from(at.saturating_duration_since(started).as_micros()).unwrap_or(0);
+        let entry = ModelCallRecord {
+            model: model.to_owned(),
+            step,
+            at_us: self.at_us(started),
+            duration_us: micros(Instant::now()),
+            first_token_us: first_token.map(micros),
+            usage,
+            from_cache,
+            error,
+        };
+        self.recording().timeline.push(TimelineEntry::Model(entry));
+    }
+
+    /// A tool call of `name` in `step`, started at `started`.
+    pub(super) fn tool(&self, name: &str, step: u32, started: Instant, error: Option<String>) {
+        let entry = ToolCallRecord {
+            name: name.to_owned(),
+            step,
+            at_us: self.at_us(started),
+            duration_us: u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX),
+            error,
+        };
+        self.recording().timeline.push(TimelineEntry::Tool(entry));
+    }
+
+    /// The record of the run `info` that ended so.
+    pub(super) fn finish(&self, info: &RunInfo, key_name: &str, ended: Ended) -> RunRecord {
+        let mut timeline = std::mem::take(&mut self.recording().timeline);
+        timeline.sort_by_key(TimelineEntry::at_us);
+        RunRecord {
+            run_id: info.run_id.clone(),
+            agent_id: info.agent_id.clone(),
+            thread_id: info.thread_id.clone(),
+            resource_id: info.resource_id.clone(),
+            key_name: key_name.to_owned(),
+            started_at: self.started_at,
+            ended_at: now_millis(),
+            outcome: ended.outcome,
+            finish_reason: ended.finish_reason,
+            usage: ended.usage,
+            tripwire: ended.tripwire,
+            error: ended.error,
+            timeline,
+        }
+    }
+}
+
+/// How a run ended, for its record.
+pub(super) struct Ended {
+    pub(super) outcome: RunOutcome,
+    pub(super) finish_reason: FinishReason,
+    pub(super) usage: Usage,
+    pub(super) tripwire: Option<Tripwire>,
+    pub(super) error: Option<RunFailure>,
+}

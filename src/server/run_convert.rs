@@ -1,0 +1,81 @@
+//! Run records on the wire: [`RunRecord`] → `pb::RunRecord`.
+
+use super::pb;
+use super::value::to_proto;
+use crate::domain::{HookDecision, RunRecord, TimelineEntry};
+
+/// A record, with its timeline or without (a list shows none).
+pub(super) fn record_to_pb(record: RunRecord, with_timeline: bool) -> pb::RunRecord {
+    let timeline =
+        if with_timeline { record.timeline.into_iter().map(entry_to_pb).collect() } else { Vec::new() };
+    pb::RunRecord {
+        run_id: record.run_id,
+        agent_id: record.agent_id,
+        thread_id: record.thread_id,
+        resource_id: record.resource_id,
+        key_name: record.key_name,
+        started_at: record.started_at,
+        ended_at: record.ended_at,
+        outcome: record.outcome.as_str().to_owned(),
+        finish_reason: record.finish_reason.as_str().to_owned(),
+        usage: Some(record.usage.into()),
+        tripwire: record.tripwire.map(Into::into),
+        error: record.error.map(Into::into),
+        timeline,
+    }
+}
+
+fn entry_to_pb(entry: TimelineEntry) -> pb::TimelineEntry {
+    use pb::timeline_entry::Entry;
+    match entry {
+        TimelineEntry::Hook(call) => {
+            let (decision, reason, retry, metadata) = match call.decision {
+                HookDecision::Continue => ("continue", String::new(), false, None),
+                HookDecision::Observed => ("observed", String::new(), false, None),
+                HookDecision::Abort { reason, retry, metadata } => {
+                    ("abort", reason, retry, Some(to_proto(&metadata)))
+                }
+                HookDecision::Failed { message } => ("failed", message, false, None),
+                HookDecision::Skipped { cause } => ("skipped", cause, false, None),
+            };
+            pb::TimelineEntry {
+                at_us: call.at_us,
+                duration_us: call.duration_us,
+                entry: Some(Entry::Hook(pb::HookCallEntry {
+                    processor_id: call.processor_id,
+                    hook: call.hook.name().to_owned(),
+                    step: call.step,
+                    retry_count: call.retry_count,
+                    instance_id: call.instance_id.unwrap_or_default(),
+                    calls: call.calls,
+                    max_us: call.max_us,
+                    decision: decision.to_owned(),
+                    reason,
+                    retry,
+                    metadata,
+                })),
+            }
+        }
+        TimelineEntry::Model(call) => pb::TimelineEntry {
+            at_us: call.at_us,
+            duration_us: call.duration_us,
+            entry: Some(Entry::Model(pb::ModelCallEntry {
+                model: call.model,
+                step: call.step,
+                first_token_us: call.first_token_us.unwrap_or_default(),
+                usage: Some(call.usage.into()),
+                from_cache: call.from_cache,
+                error: call.error.unwrap_or_default(),
+            })),
+        },
+        TimelineEntry::Tool(call) => pb::TimelineEntry {
+            at_us: call.at_us,
+            duration_us: call.duration_us,
+            entry: Some(Entry::Tool(pb::ToolCallEntry {
+                name: call.name,
+                step: call.step,
+                error: call.error.unwrap_or_default(),
+            })),
+        },
+    }
+}

@@ -1,0 +1,432 @@
+//! Run records through the real server (`RunService`): every run leaves one — finished,
+//! tripwire, error, cancelled, timed out — with its timeline of hook, model and tool calls and
+//! what each decided (remote skips, timeouts and instances included); `ListRuns` filters and
+//! pages them, keys see only their resources' runs, retention and `DeleteResource` remove them.
+
+use crate::common;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use agentwire::server::pb;
+use agentwire::server::pb::run_service_client::RunServiceClient;
+use agentwire::server::pb::timeline_entry::Entry;
+use common::remote::{cont, serve};
+use common::{TestServer, in_thread, request};
+use tonic::{Code, Request};
+
+const CONFIG: &str = r#"
+[limits]
+max_run_ms = 300
+
+[processors.guard]
+kind = "abort-in"
+hook = "processInput"
+
+[processors.broken]
+kind = "fail-in"
+hook = "processOutputResult"
+
+[processors.late]
+kind = "remote"
+timeout_ms = 200
+on_failure = "open"
+
+[processors.mute]
+kind = "remote"
+timeout_ms = 200
+
+[processors.word-guard]
+kind = "remote"
+
+[[agents]]
+id = "echo"
+model = "mock/echo"
+input_processors = ["probe"]
+output_processors = ["probe"]
+memory = { last_messages = 2 }
+
+[[agents]]
+id = "guarded"
+model = "mock/echo"
+input_processors = ["probe", "guard"]
+memory = { last_messages = 2 }
+
+[[agents]]
+id = "broken"
+model = "mock/echo"
+output_processors = ["broken"]
+
+[[agents]]
+id = "rejected"
+model = "mock/script"
+script = [{ error = { status = 400, message = "bad request" } }]
+
+[[agents]]
+id = "tools"
+model = "mock/script"
+tools = ["calculator"]
+script = [
+  { tool_calls = [{ name = "calculator", args = { expression = "1 + 1" } }] },
+  { text = "two" },
+]
+
+[[agents]]
+id = "slow"
+model = "mock/script"
+script = [{ text = "one two three four five six seven eight nine ten", chunk_delay_ms = 100 }]
+
+[[agents]]
+id = "remote"
+model = "mock/echo"
+input_processors = ["late", "word-guard"]
+
+[[agents]]
+id = "muted"
+model = "mock/echo"
+input_processors = ["mute"]
+"#;
+
+/// `message` sent with API key `key`.
+fn with_key<T>(key: &str, message: T) -> Request<T> {
+    let mut request = Request::new(message);
+    request.metadata_mut().insert("authorization", format!("Bearer {key}").parse().unwrap());
+    request
+}
+
+async fn runs(server: &TestServer) -> RunServiceClient<tonic::transport::Channel> {
+    RunServiceClient::new(server.channel().await)
+}
+
+/// The record of `run_id`, once the writer has stored it.
+async fn record(server: &TestServer, run_id: &str) -> pb::RunRecord {
+    let mut client = runs(server).await;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        match client.get_run(pb::GetRunRequest { run_id: run_id.into() }).await {
+            Ok(record) => return record.into_inner(),
+            Err(status) if status.code() == Code::NotFound && Instant::now() < deadline => {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            Err(status) => panic!("GetRun {run_id}: {status}"),
+        }
+    }
+}
+
+/// The hook entries of a record as `processor:hook:decision` (with the step when it has one).
+fn hooks(record: &pb::RunRecord) -> Vec<String> {
+    record
+        .timeline
+        .iter()
+        .filter_map(|entry| match &entry.entry {
+            Some(Entry::Hook(call)) => Some(match call.step {
+                Some(step) => format!("{}:{}@{step}:{}", call.processor_id, call.hook, call.decision),
+                None => format!("{}:{}:{}", call.processor_id, call.hook, call.decision),
+            }),
+            _ => None,
+        })
+        .collect()
+}
+
+fn hook_entry<'a>(record: &'a pb::RunRecord, processor: &str) -> &'a pb::HookCallEntry {
+    record
+        .timeline
+        .iter()
+        .find_map(|entry| match &entry.entry {
+            Some(Entry::Hook(call)) if call.processor_id == processor => Some(call),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("no hook entry of {processor}: {:?}", hooks(record)))
+}
+
+fn model_entries(record: &pb::RunRecord) -> Vec<&pb::ModelCallEntry> {
+    record
+        .timeline
+        .iter()
+        .filter_map(|entry| match &entry.entry {
+            Some(Entry::Model(call)) => Some(call),
+            _ => None,
+        })
+        .collect()
+}
+
+/// A finished run's record names its agent, thread and resource and holds every hook call in
+/// order — each stream call of the step counted in one entry — and the model call with its
+/// usage; `ListRuns` shows it.
+#[tokio::test]
+async fn a_finished_run_leaves_its_timeline() {
+    let server = TestServer::start(CONFIG).await;
+    let result = server.generate(in_thread("echo", "hello there friend", "t1")).await;
+    let record = record(&server, &result.run_id).await;
+    assert_eq!(
+        (
+            record.outcome.as_str(),
+            record.agent_id.as_str(),
+            record.thread_id.as_str(),
+            record.resource_id.as_str()
+        ),
+        ("finished", "echo", "t1", "alice")
+    );
+    assert_eq!(record.finish_reason, "stop");
+    assert!(record.ended_at >= record.started_at && record.started_at > 0);
+    let calls = hooks(&record);
+    for expected in [
+        "probe:processInput:continue",
+        "probe:processInputStep@0:continue",
+        "probe:processOutputStream@0:continue",
+        "probe:processOutputResult:continue",
+    ] {
+        assert!(calls.contains(&expected.to_owned()), "{expected} in {calls:?}");
+    }
+    let stream = record
+        .timeline
+        .iter()
+        .find_map(|entry| match &entry.entry {
+            Some(Entry::Hook(call)) if call.hook == "processOutputStream" && call.step == Some(0) => {
+                Some(call)
+            }
+            _ => None,
+        })
+        .unwrap();
+    assert!(stream.calls >= 3, "every chunk of the step counted in one entry: {stream:?}");
+    // One entry in the step, one for the `start` and `finish` chunks around the steps.
+    assert_eq!(calls.iter().filter(|call| call.contains("processOutputStream")).count(), 2, "{calls:?}");
+    let models = model_entries(&record);
+    assert_eq!(models.len(), 1);
+    assert_eq!((models[0].model.as_str(), models[0].step), ("mock/echo", 0));
+    assert_eq!(models[0].usage, record.usage);
+    assert!(record.timeline.windows(2).all(|pair| pair[0].at_us <= pair[1].at_us), "in order of start");
+
+    let listed = runs(&server).await.list_runs(pb::ListRunsRequest::default()).await.unwrap().into_inner();
+    assert_eq!(listed.runs.len(), 1);
+    assert_eq!(listed.runs[0].run_id, result.run_id);
+    assert!(listed.runs[0].timeline.is_empty(), "a list leaves the timelines to GetRun");
+}
+
+/// A tripwire's record says which processor stopped the run, in which hook, why, with its
+/// metadata; no model was called.
+#[tokio::test]
+async fn a_tripwire_names_the_processor_hook_and_reason() {
+    let server = TestServer::start(CONFIG).await;
+    let result = server.generate(in_thread("guarded", "hi", "t2")).await;
+    let record = record(&server, &result.run_id).await;
+    assert_eq!(record.outcome, "tripwire");
+    assert_eq!(record.tripwire.as_ref().unwrap().processor_id, "guard");
+    assert_eq!(
+        hooks(&record),
+        ["message-history:processInput:continue", "probe:processInput:continue", "guard:processInput:abort"],
+        "memory's processors first, as the pipeline runs them"
+    );
+    let abort = hook_entry(&record, "guard");
+    assert_eq!(abort.reason, "aborted in processInput");
+    assert_eq!(common::json(&abort.metadata), serde_json::json!({ "hook": "processInput" }));
+    assert!(model_entries(&record).is_empty());
+}
+
+/// A processor's failure, a model's rejection, a tool call and a run over `max_run_ms` are each
+/// recorded as what they were.
+#[tokio::test]
+async fn failures_tools_and_timeouts_are_recorded() {
+    let server = TestServer::start(CONFIG).await;
+    let broken = record(&server, &server.generate(request("broken", "hi")).await.run_id).await;
+    assert_eq!(broken.outcome, "error");
+    let failed = hook_entry(&broken, "broken");
+    assert_eq!((failed.hook.as_str(), failed.decision.as_str()), ("processOutputResult", "failed"));
+    assert!(failed.reason.contains("returned malformed data"), "{}", failed.reason);
+
+    let rejected = record(&server, &server.generate(request("rejected", "hi")).await.run_id).await;
+    assert_eq!(rejected.outcome, "error");
+    assert!(model_entries(&rejected)[0].error.contains("bad request"), "{:?}", model_entries(&rejected));
+
+    let tools = record(&server, &server.generate(request("tools", "add")).await.run_id).await;
+    assert_eq!(tools.outcome, "finished");
+    let tool = tools
+        .timeline
+        .iter()
+        .find_map(|entry| match &entry.entry {
+            Some(Entry::Tool(call)) => Some(call),
+            _ => None,
+        })
+        .expect("the tool call");
+    assert_eq!((tool.name.as_str(), tool.step, tool.error.as_str()), ("calculator", 0, ""));
+    assert_eq!(model_entries(&tools).len(), 2, "one model call per step");
+
+    let slow = record(&server, &server.generate(request("slow", "go")).await.run_id).await;
+    assert_eq!(slow.outcome, "timed-out");
+    assert!(slow.error.unwrap().message.contains("max_run_ms"));
+}
+
+/// A run whose client goes away is recorded as cancelled.
+#[tokio::test]
+async fn a_cancelled_run_is_recorded() {
+    let server = TestServer::start(CONFIG).await;
+    let mut stream = server.client().await.stream(request("slow", "go")).await.unwrap().into_inner();
+    let first = stream.message().await.unwrap().expect("the run started");
+    drop(stream);
+    let record = record(&server, &first.run_id).await;
+    assert_eq!(record.outcome, "cancelled");
+}
+
+/// A remote processor skipped under the open policy, one that timed out under the closed one,
+/// and the instance that answered are each in the timeline.
+#[tokio::test]
+async fn remote_skips_timeouts_and_instances_are_recorded() {
+    let server = TestServer::start(CONFIG).await;
+    let _guard =
+        serve(server.channel().await, "word-guard", &[pb::Hook::ProcessInput], Arc::new(|_| cont())).await;
+    let _mute = serve(server.channel().await, "mute", &[pb::Hook::ProcessInput], Arc::new(|_| None)).await;
+
+    let remote = record(&server, &server.generate(request("remote", "hi")).await.run_id).await;
+    assert_eq!(remote.outcome, "finished");
+    let skipped = hook_entry(&remote, "late");
+    assert_eq!((skipped.decision.as_str(), skipped.reason.as_str()), ("skipped", "unavailable"));
+    let answered = hook_entry(&remote, "word-guard");
+    assert_eq!((answered.decision.as_str(), answered.instance_id.as_str()), ("continue", "word-guard-test"));
+
+    let muted = record(&server, &server.generate(request("muted", "hi")).await.run_id).await;
+    assert_eq!(muted.outcome, "tripwire");
+    let timed_out = hook_entry(&muted, "mute");
+    assert_eq!(timed_out.decision, "abort");
+    assert!(timed_out.reason.contains("timed out after 200 ms"), "{}", timed_out.reason);
+    let waited = muted.timeline.iter().find(|entry| matches!(&entry.entry, Some(Entry::Hook(_)))).unwrap();
+    assert!(waited.duration_us >= 200_000, "it waited its timeout: {waited:?}");
+}
+
+/// `ListRuns` filters by agent, outcome and processor, pages newest first, and names a bad
+/// field in its refusal.
+#[tokio::test]
+async fn runs_are_filtered_and_paged() {
+    let server = TestServer::start(CONFIG).await;
+    let mut ids = Vec::new();
+    for text in ["one", "two", "three"] {
+        ids.push(server.generate(request("echo", text)).await.run_id);
+    }
+    let tripped = server.generate(request("guarded", "four")).await.run_id;
+    record(&server, &tripped).await;
+    let mut client = runs(&server).await;
+    let list = |request: pb::ListRunsRequest| {
+        let mut client = client.clone();
+        async move { client.list_runs(request).await.map(|page| page.into_inner()) }
+    };
+    let run_ids =
+        |page: &pb::ListRunsResponse| page.runs.iter().map(|run| run.run_id.clone()).collect::<Vec<_>>();
+
+    let all = list(pb::ListRunsRequest::default()).await.unwrap();
+    assert_eq!(
+        run_ids(&all),
+        [tripped.clone(), ids[2].clone(), ids[1].clone(), ids[0].clone()],
+        "newest first"
+    );
+    let by_outcome =
+        list(pb::ListRunsRequest { outcome: "tripwire".into(), ..Default::default() }).await.unwrap();
+    assert_eq!(run_ids(&by_outcome), [tripped.as_str()]);
+    let by_agent = list(pb::ListRunsRequest { agent_id: "echo".into(), ..Default::default() }).await.unwrap();
+    assert_eq!(by_agent.runs.len(), 3);
+    let by_processor =
+        list(pb::ListRunsRequest { processor_id: "guard".into(), ..Default::default() }).await.unwrap();
+    assert_eq!(run_ids(&by_processor), [tripped.as_str()]);
+
+    let first = list(pb::ListRunsRequest { page_size: 3, ..Default::default() }).await.unwrap();
+    assert_eq!(first.runs.len(), 3);
+    assert!(!first.next_page_token.is_empty());
+    let rest =
+        list(pb::ListRunsRequest { page_size: 3, page_token: first.next_page_token, ..Default::default() })
+            .await
+            .unwrap();
+    assert_eq!(run_ids(&rest), [ids[0].clone()]);
+    assert!(rest.next_page_token.is_empty());
+
+    let bad = client.list_runs(pb::ListRunsRequest { outcome: "won".into(), ..Default::default() }).await;
+    let bad = bad.unwrap_err();
+    assert_eq!(bad.code(), Code::InvalidArgument);
+    assert!(bad.message().contains("outcome"), "{}", bad.message());
+    let unknown = client.get_run(pb::GetRunRequest { run_id: "no-such-run".into() }).await.unwrap_err();
+    assert_eq!(unknown.code(), Code::NotFound);
+}
+
+/// A key that is not an admin key lists only the runs of a resource it may use, with its own
+/// name on them, and is told another resource's run does not exist; an admin key sees all.
+#[tokio::test]
+async fn keys_see_only_their_resources_runs() {
+    let config = format!(
+        "{CONFIG}\n[[auth.keys]]\nname = \"ops\"\nkey = \"ops-key\"\nresources = [\"*\"]\nadmin = true\n\n\
+         [[auth.keys]]\nname = \"alice\"\nkey = \"alice-key\"\nresources = [\"alice\"]\n"
+    );
+    let server = TestServer::start(&config).await;
+    let agents = server.client().await;
+    let run = |key: &'static str, resource: &str| {
+        let message = pb::RunRequest {
+            agent_id: "echo".into(),
+            text: "hi".into(),
+            thread_id: "t".into(),
+            resource_id: resource.into(),
+            ..Default::default()
+        };
+        let mut agents = agents.clone();
+        async move { agents.generate(with_key(key, message)).await.unwrap().into_inner().run_id }
+    };
+    let alices = run("alice-key", "alice").await;
+    let bobs = run("ops-key", "bob").await;
+    let admin_view = {
+        let mut client = runs(&server).await;
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let page = client
+                .list_runs(with_key("ops-key", pb::ListRunsRequest::default()))
+                .await
+                .unwrap()
+                .into_inner();
+            if page.runs.len() == 2 || Instant::now() > deadline {
+                break page;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    };
+    assert_eq!(admin_view.runs.len(), 2, "the admin key sees every run");
+
+    let mut client = runs(&server).await;
+    let refused = client.list_runs(with_key("alice-key", pb::ListRunsRequest::default())).await.unwrap_err();
+    assert_eq!(refused.code(), Code::InvalidArgument);
+    assert!(refused.message().contains("resource_id"), "{}", refused.message());
+    let others = pb::ListRunsRequest { resource_id: "bob".into(), ..Default::default() };
+    assert_eq!(
+        client.list_runs(with_key("alice-key", others)).await.unwrap_err().code(),
+        Code::PermissionDenied
+    );
+    let own = pb::ListRunsRequest { resource_id: "alice".into(), ..Default::default() };
+    let own = client.list_runs(with_key("alice-key", own)).await.unwrap().into_inner();
+    assert_eq!(
+        own.runs.iter().map(|run| (run.run_id.as_str(), run.key_name.as_str())).collect::<Vec<_>>(),
+        [(alices.as_str(), "alice")]
+    );
+    let hidden = client.get_run(with_key("alice-key", pb::GetRunRequest { run_id: bobs })).await.unwrap_err();
+    assert_eq!(hidden.code(), Code::NotFound);
+}
+
+/// `[records] max_runs` keeps the newest records only, and `DeleteResource` deletes a resource's
+/// records with its memory.
+#[tokio::test]
+async fn retention_and_delete_resource_remove_records() {
+    let server = TestServer::start(&format!("{CONFIG}\n[records]\nmax_runs = 3\n")).await;
+    let mut last = String::new();
+    for index in 0..6 {
+        last = server.generate(in_thread("echo", &format!("run {index}"), &format!("t{index}"))).await.run_id;
+        record(&server, &last).await;
+    }
+    let mut client = runs(&server).await;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let kept = loop {
+        let page = client.list_runs(pb::ListRunsRequest::default()).await.unwrap().into_inner();
+        if page.runs.len() <= 3 || Instant::now() > deadline {
+            break page;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    };
+    assert_eq!(kept.runs.len(), 3, "the newest three are kept");
+    assert_eq!(kept.runs[0].run_id, last);
+
+    let mut memory = pb::memory_service_client::MemoryServiceClient::new(server.channel().await);
+    memory.delete_resource(pb::DeleteResourceRequest { resource_id: "alice".into() }).await.unwrap();
+    let left = client.list_runs(pb::ListRunsRequest::default()).await.unwrap().into_inner();
+    assert!(left.runs.is_empty(), "{:?}", left.runs);
+}
