@@ -1,6 +1,7 @@
 //! Run records on their way to the store, off every run's path: [`RecordWriter::submit`] never
-//! waits (when the queue is full the record is dropped and counted), and one task writes what
-//! has queued up in a batch, then applies `[records]` retention now and then. A store that
+//! waits (when the queue is full the record is dropped and counted), and one task writes them in
+//! batches (what arrives within 50 ms of the first), then applies `[records]` retention now and
+//! then. A store that
 //! fails a write loses those records, never a run.
 
 use std::sync::{Arc, OnceLock};
@@ -17,6 +18,10 @@ const QUEUE: usize = 8192;
 
 /// Records written in one batch at most.
 const BATCH: usize = 256;
+
+/// How long the writer gathers a batch after its first record: a record is in the store this
+/// long after its run ended, and a busy server writes a batch, not a record, at a time.
+const BATCH_WINDOW: Duration = Duration::from_millis(50);
 
 /// Time between two applications of retention (`keep_days`).
 const PRUNE_EVERY: Duration = Duration::from_secs(60);
@@ -92,14 +97,23 @@ async fn write_records(store: Arc<dyn Store>, config: RecordsConfig, mut queue: 
     let mut batch = Vec::with_capacity(BATCH);
     let mut flushes = Vec::new();
     while let Some(first) = queue.recv().await {
+        let gathering = tokio::time::sleep(BATCH_WINDOW);
+        tokio::pin!(gathering);
         let mut next = Some(first);
         while let Some(queued) = next.take() {
             match queued {
                 Queued::Record(record) => batch.push(*record),
-                Queued::Flush(done) => flushes.push(done),
+                // Whoever waits for a flush waits no longer than the write.
+                Queued::Flush(done) => {
+                    flushes.push(done);
+                    break;
+                }
             }
             if batch.len() < BATCH {
-                next = queue.try_recv().ok();
+                next = tokio::select! {
+                    queued = queue.recv() => queued,
+                    () = &mut gathering => None,
+                };
             }
         }
         if !batch.is_empty() {

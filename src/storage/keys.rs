@@ -156,14 +156,7 @@ pub(super) fn cache(scope: &CacheScope, key: &str) -> Vec<u8> {
     entry
 }
 
-/// `runs`: the start inverted (newest first in key order) | run id → its record.
-pub(super) fn run(started_at: i64, run_id: &str) -> Vec<u8> {
-    let mut key = (u64::MAX - u64::try_from(started_at).unwrap_or(0)).to_be_bytes().to_vec();
-    push_str(&mut key, run_id);
-    key
-}
-
-/// `run_ids`: run id → its `runs` key.
+/// `runs`: run id → its record (run ids are UUIDv7: key order is the order runs began).
 pub(super) fn run_id(run_id: &str) -> Vec<u8> {
     string_key(run_id)
 }
@@ -173,7 +166,7 @@ pub(super) fn resource_runs_prefix(resource_id: &str) -> Vec<u8> {
     string_key(resource_id)
 }
 
-/// `resource_runs`: resource | `runs` key → (), for deleting a resource's records with it.
+/// `resource_runs`: resource | `runs` key → (), for a resource's records.
 pub(super) fn resource_run(resource_id: &str, run_key: &[u8]) -> Vec<u8> {
     let mut key = resource_runs_prefix(resource_id);
     key.extend_from_slice(run_key);

@@ -169,10 +169,13 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     /// Deletes every thread, message, embedding, working memory and run record of a resource.
     async fn delete_resource(&self, resource_id: &str) -> Result<DeleteReport, StoreError>;
 
-    /// Keeps the records of ended runs (a record of a run already kept replaces it). Durable.
+    /// Keeps the records of ended runs (a record of a run already kept replaces it). Not durable
+    /// when it returns: written within a moment (sled's periodic flush, PostgreSQL's WAL writer),
+    /// so that records never cost a flush of their own; a crash loses the last instant's.
     async fn save_run_records(&self, records: Vec<RunRecord>) -> Result<(), StoreError>;
 
-    /// Run records matching `filter`, newest first (by start), `limit` at a time after `cursor`.
+    /// Run records matching `filter`, newest first (by run id: ids are UUIDv7, in the order
+    /// runs began), `limit` at a time after `cursor`.
     async fn list_run_records(
         &self,
         filter: &RunFilter,

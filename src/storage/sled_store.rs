@@ -65,10 +65,11 @@ struct Inner {
     group_commit: GroupCommit,
     /// Vectors of the resources searched so far, kept in step with every write.
     index: Mutex<VectorIndex>,
-    /// Run records (`runs.rs`): by start, newest first; by id; by resource.
+    /// Run records (`runs.rs`): by run id (time-ordered), and by resource.
     runs: sled::Tree,
-    run_ids: sled::Tree,
     resource_runs: sled::Tree,
+    /// How many records `runs` holds, counted once and then kept up (`runs::UNCOUNTED` before).
+    run_count: AtomicU64,
 }
 
 fn vector_bytes(vector: &[f32]) -> Vec<u8> {
@@ -279,8 +280,8 @@ impl Inner {
             response_cache: tree("response_cache")?,
             resource_usage: tree("resource_usage")?,
             runs: tree("runs")?,
-            run_ids: tree("run_ids")?,
             resource_runs: tree("resource_runs")?,
+            run_count: AtomicU64::new(runs::UNCOUNTED),
             cache_puts: AtomicU64::new(0),
             group_commit: GroupCommit::start(db.clone())?,
             index: Mutex::new(VectorIndex::new(recall_budget)),
@@ -818,7 +819,8 @@ impl Store for SledStore {
     }
 
     async fn save_run_records(&self, records: Vec<RunRecord>) -> Result<(), StoreError> {
-        self.durable_write(false, move |inner| inner.save_run_records(&records)).await
+        self.engine.check_space()?;
+        self.blocking(move |inner| inner.save_run_records(&records)).await
     }
 
     async fn list_run_records(

@@ -622,8 +622,9 @@ fn run_record(
     }
 }
 
-/// Run records: saved (a second save replaces), read back whole, listed newest first with
-/// every filter and in pages, pruned by age and by count, and deleted with their resource.
+/// Run records: saved (a second save replaces), read back whole, listed newest first (by run
+/// id, time-ordered in production) with every filter and in pages, pruned by age and by count,
+/// and deleted with their resource.
 #[tokio::test]
 async fn run_records_are_kept_listed_and_pruned() {
     for backend in backends().await {
@@ -644,8 +645,8 @@ async fn run_records_are_kept_listed_and_pruned() {
         let list = |filter: RunFilter| async move { store.list_run_records(&filter, "", 10).await.unwrap() };
         assert_eq!(
             ids(&list(RunFilter::default()).await),
-            ["r3", "r4", "r2", "r1"],
-            "newest first, then by id"
+            ["r4", "r3", "r2", "r1"],
+            "newest first, by run id"
         );
         let by = |filter: RunFilter| async move { ids(&list(filter).await) };
         assert_eq!(by(RunFilter { resource_id: "alice".into(), ..Default::default() }).await, ["r2", "r1"]);
@@ -655,16 +656,16 @@ async fn run_records_are_kept_listed_and_pruned() {
         let window = RunFilter { since: Some(2_000), until: Some(3_000), ..Default::default() };
         assert_eq!(by(window).await, ["r2"]);
         let bob_thread = RunFilter { resource_id: "bob".into(), thread_id: "t".into(), ..Default::default() };
-        assert_eq!(by(bob_thread).await, ["r3", "r4"]);
+        assert_eq!(by(bob_thread).await, ["r4", "r3"]);
 
         let first = store.list_run_records(&RunFilter::default(), "", 3).await.unwrap();
-        assert_eq!(ids(&first), ["r3", "r4", "r2"]);
+        assert_eq!(ids(&first), ["r4", "r3", "r2"]);
         let rest = store.list_run_records(&RunFilter::default(), &first.next_cursor, 3).await.unwrap();
         assert_eq!((ids(&rest), rest.next_cursor.as_str()), (vec!["r1".to_owned()], ""));
 
         assert_eq!(store.prune_run_records(Some(1_500), None).await.unwrap(), 1, "r1 is too old");
         assert_eq!(store.prune_run_records(None, Some(2)).await.unwrap(), 1, "r2 is beyond the newest two");
-        assert_eq!(ids(&list(RunFilter::default()).await), ["r3", "r4"]);
+        assert_eq!(ids(&list(RunFilter::default()).await), ["r4", "r3"]);
         assert_eq!(store.get_run_record("r2").await.unwrap(), None);
 
         store.delete_resource("bob").await.unwrap();

@@ -1,5 +1,6 @@
 //! Run records in PostgreSQL (`0003_run_records.sql`): the record as JSON beside the columns the
-//! list filters on, pages keyed by (start, run id) like sled's.
+//! list filters on, pages keyed by run id like sled's; saved by one function whose commit
+//! does not wait for the WAL flush.
 
 use tokio_postgres::types::ToSql;
 
@@ -12,15 +13,6 @@ type Client = deadpool_postgres::Object;
 fn record_of(row: &tokio_postgres::Row) -> Result<RunRecord, StoreError> {
     serde_json::from_value(row.get(0))
         .map_err(|error| StoreError::Corrupt { tree: "run_records", reason: error.to_string() })
-}
-
-fn cursor_of(record: &RunRecord) -> String {
-    format!("{}:{}", record.started_at, record.run_id)
-}
-
-fn parse_cursor(cursor: &str) -> Option<(i64, &str)> {
-    let (started_at, run_id) = cursor.split_once(':')?;
-    Some((started_at.parse().ok()?, run_id))
 }
 
 pub(super) async fn save(client: &Client, records: &[RunRecord]) -> Result<(), StoreError> {
@@ -39,16 +31,7 @@ pub(super) async fn save(client: &Client, records: &[RunRecord]) -> Result<(), S
     let values: Vec<serde_json::Value> =
         records.iter().map(|record| serde_json::to_value(record).expect("records serialise")).collect();
     let statement = client
-        .prepare_cached(
-            "INSERT INTO run_records (run_id, started_at, agent_id, resource_id, thread_id, outcome, processors, record) \
-             SELECT id, started, agent, resource, thread, outcome, \
-                    ARRAY(SELECT jsonb_array_elements_text(processors)), record \
-             FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[], $7::jsonb[], $8::jsonb[]) \
-                  AS given (id, started, agent, resource, thread, outcome, processors, record) \
-             ON CONFLICT (run_id) DO UPDATE SET started_at = excluded.started_at, agent_id = excluded.agent_id, \
-                resource_id = excluded.resource_id, thread_id = excluded.thread_id, outcome = excluded.outcome, \
-                processors = excluded.processors, record = excluded.record",
-        )
+        .prepare_cached("SELECT agentwire_save_run_records($1, $2, $3, $4, $5, $6, $7, $8)")
         .await
         .map_err(database)?;
     client
@@ -67,8 +50,7 @@ pub(super) async fn list(
     cursor: &str,
     limit: usize,
 ) -> Result<RunPage, StoreError> {
-    let (after_start, after_id) =
-        parse_cursor(cursor).map_or((None, None), |(start, id)| (Some(start), Some(id)));
+    let after = (!cursor.is_empty()).then_some(cursor);
     let empty = |value: &str| (!value.is_empty()).then(|| value.to_owned());
     let (agent, resource, thread, processor) = (
         empty(&filter.agent_id),
@@ -84,12 +66,12 @@ pub(super) async fn list(
                AND ($3::text IS NULL OR thread_id = $3) AND ($4::text IS NULL OR outcome = $4) \
                AND ($5::text IS NULL OR $5 = ANY(processors)) \
                AND ($6::bigint IS NULL OR started_at >= $6) AND ($7::bigint IS NULL OR started_at < $7) \
-               AND ($8::bigint IS NULL OR started_at < $8 OR (started_at = $8 AND run_id > $9)) \
-             ORDER BY started_at DESC, run_id LIMIT $10",
+               AND ($8::text IS NULL OR run_id < $8) \
+             ORDER BY run_id DESC LIMIT $9",
         )
         .await
         .map_err(database)?;
-    let params: [&(dyn ToSql + Sync); 10] = [
+    let params: [&(dyn ToSql + Sync); 9] = [
         &agent,
         &resource,
         &thread,
@@ -97,15 +79,14 @@ pub(super) async fn list(
         &processor,
         &filter.since,
         &filter.until,
-        &after_start,
-        &after_id,
+        &after,
         &(limit as i64 + 1),
     ];
     let rows = client.query(&statement, &params).await.map_err(database)?;
     let mut runs = rows.iter().map(record_of).collect::<Result<Vec<_>, _>>()?;
     let next_cursor = if runs.len() > limit {
         runs.truncate(limit);
-        runs.last().map(cursor_of).unwrap_or_default()
+        runs.last().map(|last| last.run_id.clone()).unwrap_or_default()
     } else {
         String::new()
     };
@@ -134,7 +115,7 @@ pub(super) async fn prune(
         deleted += client
             .execute(
                 "DELETE FROM run_records WHERE run_id IN (SELECT run_id FROM run_records \
-                 ORDER BY started_at DESC, run_id OFFSET $1)",
+                 ORDER BY run_id DESC OFFSET $1)",
                 &[&(keep as i64)],
             )
             .await

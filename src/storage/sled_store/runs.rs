@@ -1,27 +1,51 @@
-//! Run records in sled: `runs` (the start inverted | run id → record: a forward scan is newest
-//! first), `run_ids` (run id → `runs` key) and `resource_runs` (resource | `runs` key → ()), all
-//! written in one transaction.
+//! Run records in sled: `runs` (run id → record; run ids are UUIDv7, ordered by the time they
+//! were made, so a reverse scan is newest first) and `resource_runs` (resource | run id → (),
+//! for a resource's runs and for deleting them with it). A record is written before its index
+//! entry: a crash in between leaves a record only the full list finds, never an entry without
+//! its record.
 
-use sled::Transactional;
-use sled::transaction::ConflictableTransactionError;
+use std::sync::atomic::Ordering;
 
-use super::{Inner, StoreError, decode, encode, engine, keys, transaction};
+use super::{Inner, StoreError, decode, encode, engine, keys};
 use crate::domain::RunRecord;
 use crate::storage::{RunFilter, RunPage};
 
+/// `run_count` before it was counted.
+pub(super) const UNCOUNTED: u64 = u64::MAX;
+
 impl Inner {
+    /// How many records are kept: counted once (a scan), then kept up by saves and removals.
+    fn run_count(&self) -> u64 {
+        let count = self.run_count.load(Ordering::Relaxed);
+        if count != UNCOUNTED {
+            return count;
+        }
+        let counted = self.runs.len() as u64;
+        let _ = self.run_count.compare_exchange(UNCOUNTED, counted, Ordering::Relaxed, Ordering::Relaxed);
+        self.run_count.load(Ordering::Relaxed)
+    }
+
+    fn count_runs(&self, change: impl Fn(u64) -> u64) {
+        let _ = self.run_count.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |count| {
+            (count != UNCOUNTED).then(|| change(count))
+        });
+    }
+
     pub(super) fn save_run_records(&self, records: &[RunRecord]) -> Result<(), StoreError> {
-        transaction((&self.runs, &self.run_ids, &self.resource_runs).transaction(|(runs, ids, resources)| {
-            for record in records {
-                let key = keys::run(record.started_at, &record.run_id);
-                runs.insert(key.as_slice(), encode(record))?;
-                ids.insert(keys::run_id(&record.run_id), key.as_slice())?;
-                if !record.resource_id.is_empty() {
-                    resources.insert(keys::resource_run(&record.resource_id, &key), &[])?;
-                }
+        let mut new = 0;
+        for record in records {
+            let key = keys::run_id(&record.run_id);
+            if self.runs.insert(&key, encode(record)).map_err(engine)?.is_none() {
+                new += 1;
             }
-            Ok::<_, ConflictableTransactionError<StoreError>>(())
-        }))
+            if !record.resource_id.is_empty() {
+                self.resource_runs
+                    .insert(keys::resource_run(&record.resource_id, &key), &[])
+                    .map_err(engine)?;
+            }
+        }
+        self.count_runs(|count| count + new);
+        Ok(())
     }
 
     pub(super) fn list_run_records(
@@ -31,41 +55,32 @@ impl Inner {
         limit: usize,
     ) -> Result<RunPage, StoreError> {
         let after = keys::decode_cursor(cursor).unwrap_or_default();
-        // Newest first: the first key of a run started before `until` is where the scan begins.
-        let from = match filter.until {
-            Some(until) => keys::run(until.saturating_sub(1), "")[..8].to_vec(),
-            None => Vec::new(),
-        };
         let run_keys: Box<dyn Iterator<Item = sled::Result<sled::IVec>>> = if filter.resource_id.is_empty() {
-            Box::new(self.runs.range(from..).keys())
+            Box::new(
+                if after.is_empty() { self.runs.iter() } else { self.runs.range(..after.clone()) }
+                    .keys()
+                    .rev(),
+            )
         } else {
             let prefix = keys::resource_runs_prefix(&filter.resource_id);
             let skip = prefix.len();
-            Box::new(
-                self.resource_runs
-                    .range([prefix.as_slice(), &from].concat()..)
-                    .keys()
-                    .take_while(move |key| key.as_ref().map_or(true, |key| key.starts_with(&prefix)))
-                    .map(move |key| key.map(|key| sled::IVec::from(&key[skip..]))),
-            )
+            let scan = if after.is_empty() {
+                self.resource_runs.scan_prefix(&prefix)
+            } else {
+                self.resource_runs.range(prefix.clone()..[prefix.as_slice(), &after].concat())
+            };
+            Box::new(scan.keys().rev().map(move |key| key.map(|key| sled::IVec::from(&key[skip..]))))
         };
-        let mut runs = Vec::new();
+        let mut runs: Vec<RunRecord> = Vec::new();
         for key in run_keys {
             let key = key.map_err(engine)?;
-            if !after.is_empty() && key.as_ref() <= after.as_slice() {
-                continue;
-            }
             let Some(bytes) = self.runs.get(&key).map_err(engine)? else { continue };
             let record: RunRecord = decode("runs", &bytes)?;
-            if filter.since.is_some_and(|since| record.started_at < since) {
-                break; // older ones only from here on
-            }
             if !filter.matches(&record) {
                 continue;
             }
             if runs.len() == limit {
-                let last: &RunRecord = runs.last().expect("limit > 0");
-                let next_cursor = keys::encode_cursor(&keys::run(last.started_at, &last.run_id));
+                let next_cursor = keys::encode_cursor(&keys::run_id(&runs.last().expect("limit > 0").run_id));
                 return Ok(RunPage { runs, next_cursor });
             }
             runs.push(record);
@@ -74,8 +89,7 @@ impl Inner {
     }
 
     pub(super) fn get_run_record(&self, run_id: &str) -> Result<Option<RunRecord>, StoreError> {
-        let Some(key) = self.run_ids.get(keys::run_id(run_id)).map_err(engine)? else { return Ok(None) };
-        match self.runs.get(key).map_err(engine)? {
+        match self.runs.get(keys::run_id(run_id)).map_err(engine)? {
             Some(bytes) => decode("runs", &bytes).map(Some),
             None => Ok(None),
         }
@@ -87,26 +101,24 @@ impl Inner {
         keep: Option<u64>,
     ) -> Result<u64, StoreError> {
         let mut doomed = Vec::new();
-        // Oldest first.
-        for entry in self.runs.iter().rev() {
+        // Oldest first, while too old.
+        for entry in self.runs.iter() {
             let (key, bytes) = entry.map_err(engine)?;
             let record: RunRecord = decode("runs", &bytes)?;
             if before.is_none_or(|before| record.started_at >= before) {
                 break;
             }
-            doomed.push((key.to_vec(), record));
+            doomed.push((key.to_vec(), record.resource_id));
         }
         if let Some(keep) = keep {
-            let kept = self.runs.len() as u64 - doomed.len() as u64;
-            let excess = kept.saturating_sub(keep) as usize;
-            for entry in self.runs.iter().rev().skip(doomed.len()).take(excess) {
+            let excess = self.run_count().saturating_sub(doomed.len() as u64).saturating_sub(keep) as usize;
+            for entry in self.runs.iter().skip(doomed.len()).take(excess) {
                 let (key, bytes) = entry.map_err(engine)?;
-                doomed.push((key.to_vec(), decode("runs", &bytes)?));
+                let record: RunRecord = decode("runs", &bytes)?;
+                doomed.push((key.to_vec(), record.resource_id));
             }
         }
-        for chunk in doomed.chunks(1000) {
-            self.remove_run_records(chunk)?;
-        }
+        self.remove_run_records(&doomed)?;
         Ok(doomed.len() as u64)
     }
 
@@ -114,27 +126,23 @@ impl Inner {
         let prefix = keys::resource_runs_prefix(resource_id);
         let mut doomed = Vec::new();
         for key in self.resource_runs.scan_prefix(&prefix).keys() {
-            let run_key = key.map_err(engine)?[prefix.len()..].to_vec();
-            if let Some(bytes) = self.runs.get(&run_key).map_err(engine)? {
-                doomed.push((run_key, decode("runs", &bytes)?));
-            }
+            doomed.push((key.map_err(engine)?[prefix.len()..].to_vec(), resource_id.to_owned()));
         }
-        for chunk in doomed.chunks(1000) {
-            self.remove_run_records(chunk)?;
-        }
-        Ok(())
+        self.remove_run_records(&doomed)
     }
 
-    fn remove_run_records(&self, doomed: &[(Vec<u8>, RunRecord)]) -> Result<(), StoreError> {
-        transaction((&self.runs, &self.run_ids, &self.resource_runs).transaction(|(runs, ids, resources)| {
-            for (key, record) in doomed {
-                runs.remove(key.as_slice())?;
-                ids.remove(keys::run_id(&record.run_id))?;
-                if !record.resource_id.is_empty() {
-                    resources.remove(keys::resource_run(&record.resource_id, key))?;
-                }
+    /// Removes records (by `runs` key, with their resource): the index entry first.
+    fn remove_run_records(&self, doomed: &[(Vec<u8>, String)]) -> Result<(), StoreError> {
+        let mut removed = 0;
+        for (key, resource_id) in doomed {
+            if !resource_id.is_empty() {
+                self.resource_runs.remove(keys::resource_run(resource_id, key)).map_err(engine)?;
             }
-            Ok::<_, ConflictableTransactionError<StoreError>>(())
-        }))
+            if self.runs.remove(key).map_err(engine)?.is_some() {
+                removed += 1;
+            }
+        }
+        self.count_runs(|count| count.saturating_sub(removed));
+        Ok(())
     }
 }
