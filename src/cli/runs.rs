@@ -75,20 +75,11 @@ pub(super) async fn runs(
 
 /// Milliseconds since the epoch as UTC, `2026-12-02 04:05:06.789`.
 fn utc(millis: i64) -> String {
-    let (days, millis_of_day) = (millis.div_euclid(86_400_000), millis.rem_euclid(86_400_000));
-    // Days since 1970-01-01 to a civil date (H. Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let day_of_era = z.rem_euclid(146_097);
-    let year_of_era = (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
-    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
-    let month_index = (5 * day_of_year + 2) / 153;
-    let day = day_of_year - (153 * month_index + 2) / 5 + 1;
-    let month = if month_index < 10 { month_index + 3 } else { month_index - 9 };
-    let year = year_of_era + era * 400 + i64::from(month <= 2);
-    let (hours, minutes, seconds) =
-        (millis_of_day / 3_600_000, millis_of_day / 60_000 % 60, millis_of_day / 1000 % 60);
-    format!("{year:04}-{month:02}-{day:02} {hours:02}:{minutes:02}:{seconds:02}.{:03}", millis_of_day % 1000)
+    let t = crate::domain::UtcTime::of_millis(millis);
+    format!(
+        "{:04}-{:02}-{:02} {:02}:{:02}:{:02}.{:03}",
+        t.year, t.month, t.day, t.hour, t.minute, t.second, t.millisecond
+    )
 }
 
 /// A duration in microseconds, as a person reads it.
@@ -226,11 +217,13 @@ fn render_run(run: &pb::RunRecord) -> String {
 mod tests {
     use super::*;
 
-    /// Milliseconds since the epoch print as their UTC date and time, leap days included.
+    /// Times print as UTC with milliseconds, durations in the unit a person reads them in.
     #[test]
-    fn utc_dates_are_civil_dates() {
-        assert_eq!(utc(0), "1970-01-01 00:00:00.000");
-        assert_eq!(utc(951_782_400_000), "2000-02-29 00:00:00.000");
+    fn times_and_durations_print_for_people() {
         assert_eq!(utc(1_796_180_706_789), "2026-12-02 03:05:06.789");
+        assert_eq!(
+            (micros(999), micros(1_500), micros(2_500_000)),
+            ("999 µs".into(), "1.5 ms".into(), "2.50 s".into())
+        );
     }
 }

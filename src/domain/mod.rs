@@ -5,6 +5,7 @@
 //! the record of a step ([`StepInput`], [`StepResult`]), the nine [`Hook`]s, the [`RunInfo`] a
 //! hook is called for, and [`JsonSchema`]. Nothing here knows tokio, tonic, the store or a model.
 
+mod calendar;
 mod chunk;
 mod field_limits;
 mod hook;
@@ -19,6 +20,7 @@ mod stable_hash;
 mod step;
 mod window;
 
+pub use self::calendar::UtcTime;
 pub use self::chunk::{
     Chunk, DATA_PREFIX, DataChunk, ErrorSource, FinishReason, RunFailure, Tripwire, Usage,
 };
