@@ -37,7 +37,8 @@ pub use self::prompt::{
 pub use self::quota::ResourceQuota;
 pub use self::run_info::{RunInfo, TraceContext, thread_owner};
 pub use self::run_record::{
-    HookCallRecord, HookDecision, ModelCallRecord, RunOutcome, RunRecord, TimelineEntry, ToolCallRecord,
+    HookCallRecord, HookDecision, ModelCallRecord, RunEvent, RunOutcome, RunRecord, RunStart, TimelineEntry,
+    ToolCallRecord,
 };
 pub use self::stable_hash::fnv1a;
 pub use self::step::{StepInput, StepResult};

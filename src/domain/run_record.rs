@@ -210,3 +210,29 @@ impl RunRecord {
         seen
     }
 }
+
+/// A run beginning: what is known of it before it ends.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunStart {
+    /// The run.
+    pub run_id: String,
+    /// Its agent.
+    pub agent_id: String,
+    /// Its thread (empty without memory).
+    pub thread_id: String,
+    /// Its resource (empty without memory).
+    pub resource_id: String,
+    /// The API key it runs with, by name (empty on an open server).
+    pub key_name: String,
+    /// When it started, in milliseconds since the epoch.
+    pub started_at: i64,
+}
+
+/// A run beginning or ending, for those who watch runs live.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RunEvent {
+    /// A run began.
+    Started(Box<RunStart>),
+    /// A run ended, with its whole record.
+    Ended(Box<RunRecord>),
+}

@@ -83,6 +83,7 @@ impl Runtime {
             max_steps: config.limits.max_steps,
             lifecycle: lifecycle::Lifecycle::default(),
             records,
+            feed: Default::default(),
         };
         for (name, embedder) in &config.embedders {
             let offset = embedder.span().start;

@@ -20,6 +20,7 @@ mod records;
 mod request;
 mod result;
 mod run;
+mod run_feed;
 mod sink;
 
 use std::collections::BTreeMap;
@@ -31,6 +32,7 @@ pub use self::lifecycle::ShutdownReport;
 pub use self::request::{RunError, RunRequest};
 pub use self::result::RunResult;
 pub use self::run::{PreparedRun, RETRY_FEEDBACK_TAG};
+pub use self::run_feed::FEED_CAPACITY;
 pub use self::sink::{ChunkSink, ClientGone};
 use crate::domain::JsonSchema;
 use crate::memory::MemoryProcessors;
@@ -69,6 +71,8 @@ pub struct Runtime {
     lifecycle: lifecycle::Lifecycle,
     /// Where runs' records go.
     records: records::RecordWriter,
+    /// Runs beginning and ending, for those watching.
+    feed: run_feed::RunFeed,
 }
 
 impl Runtime {
@@ -90,6 +94,12 @@ impl Runtime {
     /// The embedders agents may name (`lexical` and the config's), for searches outside a run.
     pub fn embedders(&self) -> &Embedders {
         &self.embedders
+    }
+
+    /// Runs beginning and ending from now on (a watcher more than
+    /// [`run_feed::FEED_CAPACITY`] events behind misses the oldest).
+    pub fn watch_runs(&self) -> tokio::sync::broadcast::Receiver<crate::domain::RunEvent> {
+        self.feed.watch()
     }
 
     /// Waits until the records of the runs that ended so far are written.

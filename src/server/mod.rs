@@ -191,6 +191,7 @@ pub async fn serve(
         pb::run_service_server::RunServiceServer::new(RunServiceImpl::new(
             Arc::clone(store),
             Arc::clone(&auth),
+            Arc::clone(&runtime),
         ))
         .max_decoding_message_size(max_request)
     });

@@ -2,7 +2,7 @@
 
 use super::pb;
 use super::value::to_proto;
-use crate::domain::{HookDecision, RunRecord, TimelineEntry};
+use crate::domain::{HookDecision, RunRecord, RunStart, TimelineEntry};
 
 /// A record, with its timeline or without (a list shows none).
 pub(super) fn record_to_pb(record: RunRecord, with_timeline: bool) -> pb::RunRecord {
@@ -22,6 +22,19 @@ pub(super) fn record_to_pb(record: RunRecord, with_timeline: bool) -> pb::RunRec
         tripwire: record.tripwire.map(Into::into),
         error: record.error.map(Into::into),
         timeline,
+    }
+}
+
+/// A run that began: its ids, key and start; the rest of the record empty.
+pub(super) fn start_to_pb(start: RunStart) -> pb::RunRecord {
+    pb::RunRecord {
+        run_id: start.run_id,
+        agent_id: start.agent_id,
+        thread_id: start.thread_id,
+        resource_id: start.resource_id,
+        key_name: start.key_name,
+        started_at: start.started_at,
+        ..Default::default()
     }
 }
 

@@ -2,16 +2,19 @@
 //! admin key (or an open server) sees every run; another key lists the runs of a resource it
 //! may use, and reads a run only when it may use the run's resource and agent.
 
+use std::pin::Pin;
 use std::sync::Arc;
 
+use futures::Stream;
+use tokio::sync::broadcast::error::RecvError;
 use tonic::{Request, Response, Status};
 
-use super::auth::Auth;
+use super::auth::{Access, Auth};
 use super::convert::id_fits;
 use super::pb;
-use super::run_convert::record_to_pb;
-use crate::domain::RunOutcome;
-use crate::runtime::RunError;
+use super::run_convert::{record_to_pb, start_to_pb};
+use crate::domain::{RunEvent, RunOutcome};
+use crate::runtime::{RunError, Runtime};
 use crate::storage::{RunFilter, Store};
 
 /// Page size when a request gives none.
@@ -24,28 +27,46 @@ const MAX_PAGE_SIZE: u32 = 500;
 pub(super) struct RunServiceImpl {
     store: Arc<dyn Store>,
     auth: Arc<Auth>,
+    /// Whose feed `WatchRuns` follows.
+    runtime: Arc<Runtime>,
 }
 
 impl RunServiceImpl {
-    pub(super) fn new(store: Arc<dyn Store>, auth: Arc<Auth>) -> RunServiceImpl {
-        RunServiceImpl { store, auth }
+    pub(super) fn new(store: Arc<dyn Store>, auth: Arc<Auth>, runtime: Arc<Runtime>) -> RunServiceImpl {
+        RunServiceImpl { store, auth, runtime }
     }
 }
 
-/// The filter a request asks for; each bad field named.
-fn filter_of(request: &pb::ListRunsRequest) -> Result<RunFilter, Status> {
+/// `Ok` when the caller may see the runs `filter` selects: an admin key sees all, another must
+/// name a resource it may use.
+fn check_scope(access: &Access, filter: &RunFilter) -> Result<(), Status> {
+    if access.admin().is_ok() {
+        return Ok(());
+    }
+    if filter.resource_id.is_empty() {
+        return Err(RunError::invalid("resource_id", "is required for a key that is not an admin key").into());
+    }
+    Ok(access.resource(&filter.resource_id)?)
+}
+
+/// The filter of a list or watch request; each bad field named.
+fn filter_of(
+    [agent_id, resource_id, thread_id, outcome, processor_id]: [&str; 5],
+    since: i64,
+    until: i64,
+) -> Result<RunFilter, Status> {
     for (field, value) in [
-        ("agent_id", &request.agent_id),
-        ("resource_id", &request.resource_id),
-        ("thread_id", &request.thread_id),
-        ("processor_id", &request.processor_id),
+        ("agent_id", agent_id),
+        ("resource_id", resource_id),
+        ("thread_id", thread_id),
+        ("processor_id", processor_id),
     ] {
         id_fits(field, value)?;
     }
-    if !request.thread_id.is_empty() && request.resource_id.is_empty() {
+    if !thread_id.is_empty() && resource_id.is_empty() {
         return Err(RunError::invalid("thread_id", "needs resource_id (a thread is its resource's)").into());
     }
-    let outcome = match request.outcome.as_str() {
+    let outcome = match outcome {
         "" => None,
         name => Some(RunOutcome::parse(name).ok_or_else(|| {
             RunError::invalid(
@@ -62,35 +83,45 @@ fn filter_of(request: &pb::ListRunsRequest) -> Result<RunFilter, Status> {
         value => Ok(Some(value)),
     };
     Ok(RunFilter {
-        agent_id: request.agent_id.clone(),
-        resource_id: request.resource_id.clone(),
-        thread_id: request.thread_id.clone(),
+        agent_id: agent_id.to_owned(),
+        resource_id: resource_id.to_owned(),
+        thread_id: thread_id.to_owned(),
         outcome,
-        processor_id: request.processor_id.clone(),
-        since: bound("since", request.since)?,
-        until: bound("until", request.until)?,
+        processor_id: processor_id.to_owned(),
+        since: bound("since", since)?,
+        until: bound("until", until)?,
     })
 }
 
+/// Whether a started run passes `filter` (its outcome and processors are not known yet).
+fn start_matches(filter: &RunFilter, start: &crate::domain::RunStart) -> bool {
+    let field = |wanted: &str, value: &str| wanted.is_empty() || wanted == value;
+    field(&filter.agent_id, &start.agent_id)
+        && field(&filter.resource_id, &start.resource_id)
+        && field(&filter.thread_id, &start.thread_id)
+}
+
+type EventStream = Pin<Box<dyn Stream<Item = Result<pb::RunEvent, Status>> + Send>>;
+
 #[tonic::async_trait]
 impl pb::run_service_server::RunService for RunServiceImpl {
+    type WatchRunsStream = EventStream;
+
     async fn list_runs(
         &self,
         request: Request<pb::ListRunsRequest>,
     ) -> Result<Response<pb::ListRunsResponse>, Status> {
         let access = self.auth.access(&request)?;
         let request = request.into_inner();
-        let filter = filter_of(&request)?;
-        if access.admin().is_err() {
-            if request.resource_id.is_empty() {
-                return Err(RunError::invalid(
-                    "resource_id",
-                    "is required for a key that is not an admin key",
-                )
-                .into());
-            }
-            access.resource(&request.resource_id)?;
-        }
+        let fields = [
+            request.agent_id.as_str(),
+            &request.resource_id,
+            &request.thread_id,
+            &request.outcome,
+            &request.processor_id,
+        ];
+        let filter = filter_of(fields, request.since, request.until)?;
+        check_scope(&access, &filter)?;
         let limit = match request.page_size {
             0 => DEFAULT_PAGE_SIZE,
             size if size > MAX_PAGE_SIZE => {
@@ -127,5 +158,40 @@ impl pb::run_service_server::RunService for RunServiceImpl {
             return Err(not_found());
         }
         Ok(Response::new(record_to_pb(record, true)))
+    }
+
+    async fn watch_runs(
+        &self,
+        request: Request<pb::WatchRunsRequest>,
+    ) -> Result<Response<EventStream>, Status> {
+        let access = self.auth.access(&request)?;
+        let request = request.into_inner();
+        let fields = [
+            request.agent_id.as_str(),
+            &request.resource_id,
+            &request.thread_id,
+            &request.outcome,
+            &request.processor_id,
+        ];
+        let filter = filter_of(fields, 0, 0)?;
+        check_scope(&access, &filter)?;
+        let feed = self.runtime.watch_runs();
+        let events = futures::stream::unfold((feed, filter), |(mut feed, filter)| async move {
+            loop {
+                let event = match feed.recv().await {
+                    Ok(RunEvent::Started(start)) if start_matches(&filter, &start) => {
+                        pb::run_event::Event::Started(start_to_pb(*start))
+                    }
+                    Ok(RunEvent::Ended(record)) if filter.matches(&record) => {
+                        pb::run_event::Event::Ended(record_to_pb(*record, true))
+                    }
+                    Ok(_) => continue,
+                    Err(RecvError::Lagged(missed)) => pb::run_event::Event::Missed(missed),
+                    Err(RecvError::Closed) => return None,
+                };
+                return Some((Ok(pb::RunEvent { event: Some(event) }), (feed, filter)));
+            }
+        });
+        Ok(Response::new(Box::pin(events)))
     }
 }

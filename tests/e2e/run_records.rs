@@ -401,6 +401,9 @@ async fn keys_see_only_their_resources_runs() {
     );
     let hidden = client.get_run(with_key("alice-key", pb::GetRunRequest { run_id: bobs })).await.unwrap_err();
     assert_eq!(hidden.code(), Code::NotFound);
+    let everything =
+        client.watch_runs(with_key("alice-key", pb::WatchRunsRequest::default())).await.unwrap_err();
+    assert_eq!(everything.code(), Code::InvalidArgument, "watching needs the resource too");
 }
 
 /// `[records] max_runs` keeps the newest records only, and `DeleteResource` deletes a resource's
@@ -429,4 +432,34 @@ async fn retention_and_delete_resource_remove_records() {
     memory.delete_resource(pb::DeleteResourceRequest { resource_id: "alice".into() }).await.unwrap();
     let left = client.list_runs(pb::ListRunsRequest::default()).await.unwrap().into_inner();
     assert!(left.runs.is_empty(), "{:?}", left.runs);
+}
+
+/// `WatchRuns` streams runs as they begin and end: a blocked run appears when it starts and
+/// again when it ends, with its tripwire and timeline; a run its filter leaves out never shows.
+#[tokio::test]
+async fn watch_runs_streams_runs_as_they_begin_and_end() {
+    let server = TestServer::start(CONFIG).await;
+    let watching = pb::WatchRunsRequest { agent_id: "guarded".into(), ..Default::default() };
+    let mut watch = runs(&server).await.watch_runs(watching).await.unwrap().into_inner();
+    server.generate(request("echo", "not watched")).await;
+    let blocked = server.generate(in_thread("guarded", "hi", "tw")).await.run_id;
+    let next = |event: Option<pb::RunEvent>| event.and_then(|event| event.event);
+    match next(watch.message().await.unwrap()) {
+        Some(pb::run_event::Event::Started(run)) => {
+            assert_eq!(
+                (run.run_id.as_str(), run.agent_id.as_str(), run.outcome.as_str()),
+                (blocked.as_str(), "guarded", "")
+            );
+            assert!(run.started_at > 0);
+        }
+        other => panic!("expected the start of {blocked}: {other:?}"),
+    }
+    match next(watch.message().await.unwrap()) {
+        Some(pb::run_event::Event::Ended(run)) => {
+            assert_eq!((run.run_id.as_str(), run.outcome.as_str()), (blocked.as_str(), "tripwire"));
+            assert_eq!(run.tripwire.as_ref().unwrap().processor_id, "guard");
+            assert!(hooks(&run).contains(&"guard:processInput:abort".to_owned()), "{:?}", hooks(&run));
+        }
+        other => panic!("expected the end of {blocked}: {other:?}"),
+    }
 }

@@ -25,6 +25,185 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+type WatchRunsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Filters, as ListRuns's; `outcome` and `processor_id` apply to ended runs only.
+	AgentId       string `protobuf:"bytes,1,opt,name=agent_id,json=agentId,proto3" json:"agent_id,omitempty"`
+	ResourceId    string `protobuf:"bytes,2,opt,name=resource_id,json=resourceId,proto3" json:"resource_id,omitempty"`
+	ThreadId      string `protobuf:"bytes,3,opt,name=thread_id,json=threadId,proto3" json:"thread_id,omitempty"`
+	Outcome       string `protobuf:"bytes,4,opt,name=outcome,proto3" json:"outcome,omitempty"`
+	ProcessorId   string `protobuf:"bytes,5,opt,name=processor_id,json=processorId,proto3" json:"processor_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WatchRunsRequest) Reset() {
+	*x = WatchRunsRequest{}
+	mi := &file_agentwire_v1_runs_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WatchRunsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WatchRunsRequest) ProtoMessage() {}
+
+func (x *WatchRunsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_agentwire_v1_runs_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WatchRunsRequest.ProtoReflect.Descriptor instead.
+func (*WatchRunsRequest) Descriptor() ([]byte, []int) {
+	return file_agentwire_v1_runs_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *WatchRunsRequest) GetAgentId() string {
+	if x != nil {
+		return x.AgentId
+	}
+	return ""
+}
+
+func (x *WatchRunsRequest) GetResourceId() string {
+	if x != nil {
+		return x.ResourceId
+	}
+	return ""
+}
+
+func (x *WatchRunsRequest) GetThreadId() string {
+	if x != nil {
+		return x.ThreadId
+	}
+	return ""
+}
+
+func (x *WatchRunsRequest) GetOutcome() string {
+	if x != nil {
+		return x.Outcome
+	}
+	return ""
+}
+
+func (x *WatchRunsRequest) GetProcessorId() string {
+	if x != nil {
+		return x.ProcessorId
+	}
+	return ""
+}
+
+// A run beginning or ending.
+type RunEvent struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Types that are valid to be assigned to Event:
+	//
+	//	*RunEvent_Started
+	//	*RunEvent_Ended
+	//	*RunEvent_Missed
+	Event         isRunEvent_Event `protobuf_oneof:"event"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RunEvent) Reset() {
+	*x = RunEvent{}
+	mi := &file_agentwire_v1_runs_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RunEvent) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RunEvent) ProtoMessage() {}
+
+func (x *RunEvent) ProtoReflect() protoreflect.Message {
+	mi := &file_agentwire_v1_runs_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RunEvent.ProtoReflect.Descriptor instead.
+func (*RunEvent) Descriptor() ([]byte, []int) {
+	return file_agentwire_v1_runs_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *RunEvent) GetEvent() isRunEvent_Event {
+	if x != nil {
+		return x.Event
+	}
+	return nil
+}
+
+func (x *RunEvent) GetStarted() *RunRecord {
+	if x != nil {
+		if x, ok := x.Event.(*RunEvent_Started); ok {
+			return x.Started
+		}
+	}
+	return nil
+}
+
+func (x *RunEvent) GetEnded() *RunRecord {
+	if x != nil {
+		if x, ok := x.Event.(*RunEvent_Ended); ok {
+			return x.Ended
+		}
+	}
+	return nil
+}
+
+func (x *RunEvent) GetMissed() uint64 {
+	if x != nil {
+		if x, ok := x.Event.(*RunEvent_Missed); ok {
+			return x.Missed
+		}
+	}
+	return 0
+}
+
+type isRunEvent_Event interface {
+	isRunEvent_Event()
+}
+
+type RunEvent_Started struct {
+	// Its ids, key name and start (no outcome, no timeline yet).
+	Started *RunRecord `protobuf:"bytes,1,opt,name=started,proto3,oneof"`
+}
+
+type RunEvent_Ended struct {
+	// Its whole record.
+	Ended *RunRecord `protobuf:"bytes,2,opt,name=ended,proto3,oneof"`
+}
+
+type RunEvent_Missed struct {
+	// This many events went by while the watcher was behind (it reads too slowly).
+	Missed uint64 `protobuf:"varint,3,opt,name=missed,proto3,oneof"`
+}
+
+func (*RunEvent_Started) isRunEvent_Event() {}
+
+func (*RunEvent_Ended) isRunEvent_Event() {}
+
+func (*RunEvent_Missed) isRunEvent_Event() {}
+
 type ListRunsRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Filters; empty fields match every run.
@@ -50,7 +229,7 @@ type ListRunsRequest struct {
 
 func (x *ListRunsRequest) Reset() {
 	*x = ListRunsRequest{}
-	mi := &file_agentwire_v1_runs_proto_msgTypes[0]
+	mi := &file_agentwire_v1_runs_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -62,7 +241,7 @@ func (x *ListRunsRequest) String() string {
 func (*ListRunsRequest) ProtoMessage() {}
 
 func (x *ListRunsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentwire_v1_runs_proto_msgTypes[0]
+	mi := &file_agentwire_v1_runs_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -75,7 +254,7 @@ func (x *ListRunsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRunsRequest.ProtoReflect.Descriptor instead.
 func (*ListRunsRequest) Descriptor() ([]byte, []int) {
-	return file_agentwire_v1_runs_proto_rawDescGZIP(), []int{0}
+	return file_agentwire_v1_runs_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *ListRunsRequest) GetAgentId() string {
@@ -153,7 +332,7 @@ type ListRunsResponse struct {
 
 func (x *ListRunsResponse) Reset() {
 	*x = ListRunsResponse{}
-	mi := &file_agentwire_v1_runs_proto_msgTypes[1]
+	mi := &file_agentwire_v1_runs_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -165,7 +344,7 @@ func (x *ListRunsResponse) String() string {
 func (*ListRunsResponse) ProtoMessage() {}
 
 func (x *ListRunsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentwire_v1_runs_proto_msgTypes[1]
+	mi := &file_agentwire_v1_runs_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -178,7 +357,7 @@ func (x *ListRunsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRunsResponse.ProtoReflect.Descriptor instead.
 func (*ListRunsResponse) Descriptor() ([]byte, []int) {
-	return file_agentwire_v1_runs_proto_rawDescGZIP(), []int{1}
+	return file_agentwire_v1_runs_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *ListRunsResponse) GetRuns() []*RunRecord {
@@ -204,7 +383,7 @@ type GetRunRequest struct {
 
 func (x *GetRunRequest) Reset() {
 	*x = GetRunRequest{}
-	mi := &file_agentwire_v1_runs_proto_msgTypes[2]
+	mi := &file_agentwire_v1_runs_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -216,7 +395,7 @@ func (x *GetRunRequest) String() string {
 func (*GetRunRequest) ProtoMessage() {}
 
 func (x *GetRunRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentwire_v1_runs_proto_msgTypes[2]
+	mi := &file_agentwire_v1_runs_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -229,7 +408,7 @@ func (x *GetRunRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRunRequest.ProtoReflect.Descriptor instead.
 func (*GetRunRequest) Descriptor() ([]byte, []int) {
-	return file_agentwire_v1_runs_proto_rawDescGZIP(), []int{2}
+	return file_agentwire_v1_runs_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *GetRunRequest) GetRunId() string {
@@ -265,7 +444,7 @@ type RunRecord struct {
 
 func (x *RunRecord) Reset() {
 	*x = RunRecord{}
-	mi := &file_agentwire_v1_runs_proto_msgTypes[3]
+	mi := &file_agentwire_v1_runs_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -277,7 +456,7 @@ func (x *RunRecord) String() string {
 func (*RunRecord) ProtoMessage() {}
 
 func (x *RunRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_agentwire_v1_runs_proto_msgTypes[3]
+	mi := &file_agentwire_v1_runs_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -290,7 +469,7 @@ func (x *RunRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunRecord.ProtoReflect.Descriptor instead.
 func (*RunRecord) Descriptor() ([]byte, []int) {
-	return file_agentwire_v1_runs_proto_rawDescGZIP(), []int{3}
+	return file_agentwire_v1_runs_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *RunRecord) GetRunId() string {
@@ -403,7 +582,7 @@ type TimelineEntry struct {
 
 func (x *TimelineEntry) Reset() {
 	*x = TimelineEntry{}
-	mi := &file_agentwire_v1_runs_proto_msgTypes[4]
+	mi := &file_agentwire_v1_runs_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -415,7 +594,7 @@ func (x *TimelineEntry) String() string {
 func (*TimelineEntry) ProtoMessage() {}
 
 func (x *TimelineEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_agentwire_v1_runs_proto_msgTypes[4]
+	mi := &file_agentwire_v1_runs_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -428,7 +607,7 @@ func (x *TimelineEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TimelineEntry.ProtoReflect.Descriptor instead.
 func (*TimelineEntry) Descriptor() ([]byte, []int) {
-	return file_agentwire_v1_runs_proto_rawDescGZIP(), []int{4}
+	return file_agentwire_v1_runs_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *TimelineEntry) GetAtUs() uint64 {
@@ -530,7 +709,7 @@ type HookCallEntry struct {
 
 func (x *HookCallEntry) Reset() {
 	*x = HookCallEntry{}
-	mi := &file_agentwire_v1_runs_proto_msgTypes[5]
+	mi := &file_agentwire_v1_runs_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -542,7 +721,7 @@ func (x *HookCallEntry) String() string {
 func (*HookCallEntry) ProtoMessage() {}
 
 func (x *HookCallEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_agentwire_v1_runs_proto_msgTypes[5]
+	mi := &file_agentwire_v1_runs_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -555,7 +734,7 @@ func (x *HookCallEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HookCallEntry.ProtoReflect.Descriptor instead.
 func (*HookCallEntry) Descriptor() ([]byte, []int) {
-	return file_agentwire_v1_runs_proto_rawDescGZIP(), []int{5}
+	return file_agentwire_v1_runs_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *HookCallEntry) GetProcessorId() string {
@@ -653,7 +832,7 @@ type ModelCallEntry struct {
 
 func (x *ModelCallEntry) Reset() {
 	*x = ModelCallEntry{}
-	mi := &file_agentwire_v1_runs_proto_msgTypes[6]
+	mi := &file_agentwire_v1_runs_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -665,7 +844,7 @@ func (x *ModelCallEntry) String() string {
 func (*ModelCallEntry) ProtoMessage() {}
 
 func (x *ModelCallEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_agentwire_v1_runs_proto_msgTypes[6]
+	mi := &file_agentwire_v1_runs_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -678,7 +857,7 @@ func (x *ModelCallEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModelCallEntry.ProtoReflect.Descriptor instead.
 func (*ModelCallEntry) Descriptor() ([]byte, []int) {
-	return file_agentwire_v1_runs_proto_rawDescGZIP(), []int{6}
+	return file_agentwire_v1_runs_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ModelCallEntry) GetModel() string {
@@ -736,7 +915,7 @@ type ToolCallEntry struct {
 
 func (x *ToolCallEntry) Reset() {
 	*x = ToolCallEntry{}
-	mi := &file_agentwire_v1_runs_proto_msgTypes[7]
+	mi := &file_agentwire_v1_runs_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -748,7 +927,7 @@ func (x *ToolCallEntry) String() string {
 func (*ToolCallEntry) ProtoMessage() {}
 
 func (x *ToolCallEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_agentwire_v1_runs_proto_msgTypes[7]
+	mi := &file_agentwire_v1_runs_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -761,7 +940,7 @@ func (x *ToolCallEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolCallEntry.ProtoReflect.Descriptor instead.
 func (*ToolCallEntry) Descriptor() ([]byte, []int) {
-	return file_agentwire_v1_runs_proto_rawDescGZIP(), []int{7}
+	return file_agentwire_v1_runs_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ToolCallEntry) GetName() string {
@@ -789,7 +968,19 @@ var File_agentwire_v1_runs_proto protoreflect.FileDescriptor
 
 const file_agentwire_v1_runs_proto_rawDesc = "" +
 	"\n" +
-	"\x17agentwire/v1/runs.proto\x12\fagentwire.v1\x1a\x18agentwire/v1/agent.proto\x1a\x1cgoogle/protobuf/struct.proto\"\x8f\x02\n" +
+	"\x17agentwire/v1/runs.proto\x12\fagentwire.v1\x1a\x18agentwire/v1/agent.proto\x1a\x1cgoogle/protobuf/struct.proto\"\xa8\x01\n" +
+	"\x10WatchRunsRequest\x12\x19\n" +
+	"\bagent_id\x18\x01 \x01(\tR\aagentId\x12\x1f\n" +
+	"\vresource_id\x18\x02 \x01(\tR\n" +
+	"resourceId\x12\x1b\n" +
+	"\tthread_id\x18\x03 \x01(\tR\bthreadId\x12\x18\n" +
+	"\aoutcome\x18\x04 \x01(\tR\aoutcome\x12!\n" +
+	"\fprocessor_id\x18\x05 \x01(\tR\vprocessorId\"\x93\x01\n" +
+	"\bRunEvent\x123\n" +
+	"\astarted\x18\x01 \x01(\v2\x17.agentwire.v1.RunRecordH\x00R\astarted\x12/\n" +
+	"\x05ended\x18\x02 \x01(\v2\x17.agentwire.v1.RunRecordH\x00R\x05ended\x12\x18\n" +
+	"\x06missed\x18\x03 \x01(\x04H\x00R\x06missedB\a\n" +
+	"\x05event\"\x8f\x02\n" +
 	"\x0fListRunsRequest\x12\x19\n" +
 	"\bagent_id\x18\x01 \x01(\tR\aagentId\x12\x1f\n" +
 	"\vresource_id\x18\x02 \x01(\tR\n" +
@@ -859,11 +1050,12 @@ const file_agentwire_v1_runs_proto_rawDesc = "" +
 	"\rToolCallEntry\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04step\x18\x02 \x01(\rR\x04step\x12\x14\n" +
-	"\x05error\x18\x03 \x01(\tR\x05error2\x97\x01\n" +
+	"\x05error\x18\x03 \x01(\tR\x05error2\xde\x01\n" +
 	"\n" +
 	"RunService\x12I\n" +
 	"\bListRuns\x12\x1d.agentwire.v1.ListRunsRequest\x1a\x1e.agentwire.v1.ListRunsResponse\x12>\n" +
-	"\x06GetRun\x12\x1b.agentwire.v1.GetRunRequest\x1a\x17.agentwire.v1.RunRecordb\x06proto3"
+	"\x06GetRun\x12\x1b.agentwire.v1.GetRunRequest\x1a\x17.agentwire.v1.RunRecord\x12E\n" +
+	"\tWatchRuns\x12\x1e.agentwire.v1.WatchRunsRequest\x1a\x16.agentwire.v1.RunEvent0\x01b\x06proto3"
 
 var (
 	file_agentwire_v1_runs_proto_rawDescOnce sync.Once
@@ -877,41 +1069,47 @@ func file_agentwire_v1_runs_proto_rawDescGZIP() []byte {
 	return file_agentwire_v1_runs_proto_rawDescData
 }
 
-var file_agentwire_v1_runs_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
+var file_agentwire_v1_runs_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
 var file_agentwire_v1_runs_proto_goTypes = []any{
-	(*ListRunsRequest)(nil),  // 0: agentwire.v1.ListRunsRequest
-	(*ListRunsResponse)(nil), // 1: agentwire.v1.ListRunsResponse
-	(*GetRunRequest)(nil),    // 2: agentwire.v1.GetRunRequest
-	(*RunRecord)(nil),        // 3: agentwire.v1.RunRecord
-	(*TimelineEntry)(nil),    // 4: agentwire.v1.TimelineEntry
-	(*HookCallEntry)(nil),    // 5: agentwire.v1.HookCallEntry
-	(*ModelCallEntry)(nil),   // 6: agentwire.v1.ModelCallEntry
-	(*ToolCallEntry)(nil),    // 7: agentwire.v1.ToolCallEntry
-	(*Usage)(nil),            // 8: agentwire.v1.Usage
-	(*Tripwire)(nil),         // 9: agentwire.v1.Tripwire
-	(*ErrorPayload)(nil),     // 10: agentwire.v1.ErrorPayload
-	(*structpb.Value)(nil),   // 11: google.protobuf.Value
+	(*WatchRunsRequest)(nil), // 0: agentwire.v1.WatchRunsRequest
+	(*RunEvent)(nil),         // 1: agentwire.v1.RunEvent
+	(*ListRunsRequest)(nil),  // 2: agentwire.v1.ListRunsRequest
+	(*ListRunsResponse)(nil), // 3: agentwire.v1.ListRunsResponse
+	(*GetRunRequest)(nil),    // 4: agentwire.v1.GetRunRequest
+	(*RunRecord)(nil),        // 5: agentwire.v1.RunRecord
+	(*TimelineEntry)(nil),    // 6: agentwire.v1.TimelineEntry
+	(*HookCallEntry)(nil),    // 7: agentwire.v1.HookCallEntry
+	(*ModelCallEntry)(nil),   // 8: agentwire.v1.ModelCallEntry
+	(*ToolCallEntry)(nil),    // 9: agentwire.v1.ToolCallEntry
+	(*Usage)(nil),            // 10: agentwire.v1.Usage
+	(*Tripwire)(nil),         // 11: agentwire.v1.Tripwire
+	(*ErrorPayload)(nil),     // 12: agentwire.v1.ErrorPayload
+	(*structpb.Value)(nil),   // 13: google.protobuf.Value
 }
 var file_agentwire_v1_runs_proto_depIdxs = []int32{
-	3,  // 0: agentwire.v1.ListRunsResponse.runs:type_name -> agentwire.v1.RunRecord
-	8,  // 1: agentwire.v1.RunRecord.usage:type_name -> agentwire.v1.Usage
-	9,  // 2: agentwire.v1.RunRecord.tripwire:type_name -> agentwire.v1.Tripwire
-	10, // 3: agentwire.v1.RunRecord.error:type_name -> agentwire.v1.ErrorPayload
-	4,  // 4: agentwire.v1.RunRecord.timeline:type_name -> agentwire.v1.TimelineEntry
-	5,  // 5: agentwire.v1.TimelineEntry.hook:type_name -> agentwire.v1.HookCallEntry
-	6,  // 6: agentwire.v1.TimelineEntry.model:type_name -> agentwire.v1.ModelCallEntry
-	7,  // 7: agentwire.v1.TimelineEntry.tool:type_name -> agentwire.v1.ToolCallEntry
-	11, // 8: agentwire.v1.HookCallEntry.metadata:type_name -> google.protobuf.Value
-	8,  // 9: agentwire.v1.ModelCallEntry.usage:type_name -> agentwire.v1.Usage
-	0,  // 10: agentwire.v1.RunService.ListRuns:input_type -> agentwire.v1.ListRunsRequest
-	2,  // 11: agentwire.v1.RunService.GetRun:input_type -> agentwire.v1.GetRunRequest
-	1,  // 12: agentwire.v1.RunService.ListRuns:output_type -> agentwire.v1.ListRunsResponse
-	3,  // 13: agentwire.v1.RunService.GetRun:output_type -> agentwire.v1.RunRecord
-	12, // [12:14] is the sub-list for method output_type
-	10, // [10:12] is the sub-list for method input_type
-	10, // [10:10] is the sub-list for extension type_name
-	10, // [10:10] is the sub-list for extension extendee
-	0,  // [0:10] is the sub-list for field type_name
+	5,  // 0: agentwire.v1.RunEvent.started:type_name -> agentwire.v1.RunRecord
+	5,  // 1: agentwire.v1.RunEvent.ended:type_name -> agentwire.v1.RunRecord
+	5,  // 2: agentwire.v1.ListRunsResponse.runs:type_name -> agentwire.v1.RunRecord
+	10, // 3: agentwire.v1.RunRecord.usage:type_name -> agentwire.v1.Usage
+	11, // 4: agentwire.v1.RunRecord.tripwire:type_name -> agentwire.v1.Tripwire
+	12, // 5: agentwire.v1.RunRecord.error:type_name -> agentwire.v1.ErrorPayload
+	6,  // 6: agentwire.v1.RunRecord.timeline:type_name -> agentwire.v1.TimelineEntry
+	7,  // 7: agentwire.v1.TimelineEntry.hook:type_name -> agentwire.v1.HookCallEntry
+	8,  // 8: agentwire.v1.TimelineEntry.model:type_name -> agentwire.v1.ModelCallEntry
+	9,  // 9: agentwire.v1.TimelineEntry.tool:type_name -> agentwire.v1.ToolCallEntry
+	13, // 10: agentwire.v1.HookCallEntry.metadata:type_name -> google.protobuf.Value
+	10, // 11: agentwire.v1.ModelCallEntry.usage:type_name -> agentwire.v1.Usage
+	2,  // 12: agentwire.v1.RunService.ListRuns:input_type -> agentwire.v1.ListRunsRequest
+	4,  // 13: agentwire.v1.RunService.GetRun:input_type -> agentwire.v1.GetRunRequest
+	0,  // 14: agentwire.v1.RunService.WatchRuns:input_type -> agentwire.v1.WatchRunsRequest
+	3,  // 15: agentwire.v1.RunService.ListRuns:output_type -> agentwire.v1.ListRunsResponse
+	5,  // 16: agentwire.v1.RunService.GetRun:output_type -> agentwire.v1.RunRecord
+	1,  // 17: agentwire.v1.RunService.WatchRuns:output_type -> agentwire.v1.RunEvent
+	15, // [15:18] is the sub-list for method output_type
+	12, // [12:15] is the sub-list for method input_type
+	12, // [12:12] is the sub-list for extension type_name
+	12, // [12:12] is the sub-list for extension extendee
+	0,  // [0:12] is the sub-list for field type_name
 }
 
 func init() { file_agentwire_v1_runs_proto_init() }
@@ -920,19 +1118,24 @@ func file_agentwire_v1_runs_proto_init() {
 		return
 	}
 	file_agentwire_v1_agent_proto_init()
-	file_agentwire_v1_runs_proto_msgTypes[4].OneofWrappers = []any{
+	file_agentwire_v1_runs_proto_msgTypes[1].OneofWrappers = []any{
+		(*RunEvent_Started)(nil),
+		(*RunEvent_Ended)(nil),
+		(*RunEvent_Missed)(nil),
+	}
+	file_agentwire_v1_runs_proto_msgTypes[6].OneofWrappers = []any{
 		(*TimelineEntry_Hook)(nil),
 		(*TimelineEntry_Model)(nil),
 		(*TimelineEntry_Tool)(nil),
 	}
-	file_agentwire_v1_runs_proto_msgTypes[5].OneofWrappers = []any{}
+	file_agentwire_v1_runs_proto_msgTypes[7].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_agentwire_v1_runs_proto_rawDesc), len(file_agentwire_v1_runs_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   8,
+			NumMessages:   10,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

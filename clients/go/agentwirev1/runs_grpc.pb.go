@@ -22,8 +22,9 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	RunService_ListRuns_FullMethodName = "/agentwire.v1.RunService/ListRuns"
-	RunService_GetRun_FullMethodName   = "/agentwire.v1.RunService/GetRun"
+	RunService_ListRuns_FullMethodName  = "/agentwire.v1.RunService/ListRuns"
+	RunService_GetRun_FullMethodName    = "/agentwire.v1.RunService/GetRun"
+	RunService_WatchRuns_FullMethodName = "/agentwire.v1.RunService/WatchRuns"
 )
 
 // RunServiceClient is the client API for RunService service.
@@ -36,6 +37,8 @@ type RunServiceClient interface {
 	ListRuns(ctx context.Context, in *ListRunsRequest, opts ...grpc.CallOption) (*ListRunsResponse, error)
 	// One run's record with its whole timeline.
 	GetRun(ctx context.Context, in *GetRunRequest, opts ...grpc.CallOption) (*RunRecord, error)
+	// Runs as they begin and end, from now on, until the client hangs up. Scoped as ListRuns.
+	WatchRuns(ctx context.Context, in *WatchRunsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[RunEvent], error)
 }
 
 type runServiceClient struct {
@@ -66,6 +69,25 @@ func (c *runServiceClient) GetRun(ctx context.Context, in *GetRunRequest, opts .
 	return out, nil
 }
 
+func (c *runServiceClient) WatchRuns(ctx context.Context, in *WatchRunsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[RunEvent], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &RunService_ServiceDesc.Streams[0], RunService_WatchRuns_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[WatchRunsRequest, RunEvent]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type RunService_WatchRunsClient = grpc.ServerStreamingClient[RunEvent]
+
 // RunServiceServer is the server API for RunService service.
 // All implementations must embed UnimplementedRunServiceServer
 // for forward compatibility.
@@ -76,6 +98,8 @@ type RunServiceServer interface {
 	ListRuns(context.Context, *ListRunsRequest) (*ListRunsResponse, error)
 	// One run's record with its whole timeline.
 	GetRun(context.Context, *GetRunRequest) (*RunRecord, error)
+	// Runs as they begin and end, from now on, until the client hangs up. Scoped as ListRuns.
+	WatchRuns(*WatchRunsRequest, grpc.ServerStreamingServer[RunEvent]) error
 	mustEmbedUnimplementedRunServiceServer()
 }
 
@@ -91,6 +115,9 @@ func (UnimplementedRunServiceServer) ListRuns(context.Context, *ListRunsRequest)
 }
 func (UnimplementedRunServiceServer) GetRun(context.Context, *GetRunRequest) (*RunRecord, error) {
 	return nil, status.Error(codes.Unimplemented, "method GetRun not implemented")
+}
+func (UnimplementedRunServiceServer) WatchRuns(*WatchRunsRequest, grpc.ServerStreamingServer[RunEvent]) error {
+	return status.Error(codes.Unimplemented, "method WatchRuns not implemented")
 }
 func (UnimplementedRunServiceServer) mustEmbedUnimplementedRunServiceServer() {}
 func (UnimplementedRunServiceServer) testEmbeddedByValue()                    {}
@@ -149,6 +176,17 @@ func _RunService_GetRun_Handler(srv interface{}, ctx context.Context, dec func(i
 	return interceptor(ctx, in, info, handler)
 }
 
+func _RunService_WatchRuns_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(WatchRunsRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(RunServiceServer).WatchRuns(m, &grpc.GenericServerStream[WatchRunsRequest, RunEvent]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type RunService_WatchRunsServer = grpc.ServerStreamingServer[RunEvent]
+
 // RunService_ServiceDesc is the grpc.ServiceDesc for RunService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -165,6 +203,12 @@ var RunService_ServiceDesc = grpc.ServiceDesc{
 			Handler:    _RunService_GetRun_Handler,
 		},
 	},
-	Streams:  []grpc.StreamDesc{},
+	Streams: []grpc.StreamDesc{
+		{
+			StreamName:    "WatchRuns",
+			Handler:       _RunService_WatchRuns_Handler,
+			ServerStreams: true,
+		},
+	},
 	Metadata: "agentwire/v1/runs.proto",
 }

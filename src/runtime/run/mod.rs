@@ -21,7 +21,8 @@ use super::result::RunResult;
 use super::sink::ChunkSink;
 use crate::domain::{
     Chunk, DataChunk, ErrorSource, FinishReason, Hook, HookDecision, JsonSchema, Message, MessageList,
-    MessageSource, Part, Role, RunFailure, RunInfo, RunOutcome, StepResult, Tripwire, Usage, new_id,
+    MessageSource, Part, Role, RunEvent, RunFailure, RunInfo, RunOutcome, StepResult, Tripwire, Usage,
+    new_id,
 };
 use crate::model::ModelStream;
 use crate::processor::{Abort, CallNote, HookContext, HookError, Processor, SkippedProcessor};
@@ -278,6 +279,9 @@ impl PreparedRun {
     async fn execute_in(self, sink: ChunkSink) -> RunResult {
         let PreparedRun { mut run, admitted } = self;
         run.sink = sink.clone();
+        run.runtime
+            .feed
+            .publish(|| RunEvent::Started(Box::new(run.recorder.start(&run.info, &run.key_name))));
         let max_run = run.runtime.max_run;
         let stop = run.runtime.lifecycle.stop().clone();
         let out_of_time = async move {
@@ -446,7 +450,9 @@ impl Run {
             tripwire: result.tripwire.clone(),
             error: result.error.clone(),
         };
-        self.runtime.records.submit(self.recorder.finish(&self.info, &self.key_name, ended));
+        let record = self.recorder.finish(&self.info, &self.key_name, ended);
+        self.runtime.feed.publish(|| RunEvent::Ended(Box::new(record.clone())));
+        self.runtime.records.submit(record);
         result
     }
 

@@ -6,7 +6,7 @@
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use crate::domain::{FinishReason, Hook, RunFailure, RunInfo, Tripwire, Usage};
+use crate::domain::{FinishReason, Hook, RunFailure, RunInfo, RunStart, Tripwire, Usage};
 use crate::domain::{
     HookCallRecord, HookDecision, ModelCallRecord, RunOutcome, RunRecord, TimelineEntry, ToolCallRecord,
     now_millis,
@@ -149,6 +149,18 @@ impl Recorder {
             error,
         };
         self.recording().timeline.push(TimelineEntry::Tool(entry));
+    }
+
+    /// What is known of the run `info` as it begins.
+    pub(super) fn start(&self, info: &RunInfo, key_name: &str) -> RunStart {
+        RunStart {
+            run_id: info.run_id.clone(),
+            agent_id: info.agent_id.clone(),
+            thread_id: info.thread_id.clone(),
+            resource_id: info.resource_id.clone(),
+            key_name: key_name.to_owned(),
+            started_at: self.started_at,
+        }
     }
 
     /// The record of the run `info` that ended so.

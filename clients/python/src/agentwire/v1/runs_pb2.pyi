@@ -8,6 +8,30 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
+class WatchRunsRequest(_message.Message):
+    __slots__ = ("agent_id", "resource_id", "thread_id", "outcome", "processor_id")
+    AGENT_ID_FIELD_NUMBER: _ClassVar[int]
+    RESOURCE_ID_FIELD_NUMBER: _ClassVar[int]
+    THREAD_ID_FIELD_NUMBER: _ClassVar[int]
+    OUTCOME_FIELD_NUMBER: _ClassVar[int]
+    PROCESSOR_ID_FIELD_NUMBER: _ClassVar[int]
+    agent_id: str
+    resource_id: str
+    thread_id: str
+    outcome: str
+    processor_id: str
+    def __init__(self, agent_id: _Optional[str] = ..., resource_id: _Optional[str] = ..., thread_id: _Optional[str] = ..., outcome: _Optional[str] = ..., processor_id: _Optional[str] = ...) -> None: ...
+
+class RunEvent(_message.Message):
+    __slots__ = ("started", "ended", "missed")
+    STARTED_FIELD_NUMBER: _ClassVar[int]
+    ENDED_FIELD_NUMBER: _ClassVar[int]
+    MISSED_FIELD_NUMBER: _ClassVar[int]
+    started: RunRecord
+    ended: RunRecord
+    missed: int
+    def __init__(self, started: _Optional[_Union[RunRecord, _Mapping]] = ..., ended: _Optional[_Union[RunRecord, _Mapping]] = ..., missed: _Optional[int] = ...) -> None: ...
+
 class ListRunsRequest(_message.Message):
     __slots__ = ("agent_id", "resource_id", "thread_id", "outcome", "processor_id", "since", "until", "page_size", "page_token")
     AGENT_ID_FIELD_NUMBER: _ClassVar[int]

@@ -45,6 +45,11 @@ class RunServiceStub:
                 request_serializer=agentwire_dot_v1_dot_runs__pb2.GetRunRequest.SerializeToString,
                 response_deserializer=agentwire_dot_v1_dot_runs__pb2.RunRecord.FromString,
                 _registered_method=True)
+        self.WatchRuns = channel.unary_stream(
+                '/agentwire.v1.RunService/WatchRuns',
+                request_serializer=agentwire_dot_v1_dot_runs__pb2.WatchRunsRequest.SerializeToString,
+                response_deserializer=agentwire_dot_v1_dot_runs__pb2.RunEvent.FromString,
+                _registered_method=True)
 
 
 class RunServiceServicer:
@@ -65,6 +70,13 @@ class RunServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def WatchRuns(self, request, context):
+        """Runs as they begin and end, from now on, until the client hangs up. Scoped as ListRuns.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_RunServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -77,6 +89,11 @@ def add_RunServiceServicer_to_server(servicer, server):
                     servicer.GetRun,
                     request_deserializer=agentwire_dot_v1_dot_runs__pb2.GetRunRequest.FromString,
                     response_serializer=agentwire_dot_v1_dot_runs__pb2.RunRecord.SerializeToString,
+            ),
+            'WatchRuns': grpc.unary_stream_rpc_method_handler(
+                    servicer.WatchRuns,
+                    request_deserializer=agentwire_dot_v1_dot_runs__pb2.WatchRunsRequest.FromString,
+                    response_serializer=agentwire_dot_v1_dot_runs__pb2.RunEvent.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -134,6 +151,33 @@ class RunService:
             '/agentwire.v1.RunService/GetRun',
             agentwire_dot_v1_dot_runs__pb2.GetRunRequest.SerializeToString,
             agentwire_dot_v1_dot_runs__pb2.RunRecord.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def WatchRuns(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/agentwire.v1.RunService/WatchRuns',
+            agentwire_dot_v1_dot_runs__pb2.WatchRunsRequest.SerializeToString,
+            agentwire_dot_v1_dot_runs__pb2.RunEvent.FromString,
             options,
             channel_credentials,
             insecure,

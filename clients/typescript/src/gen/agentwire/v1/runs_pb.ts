@@ -17,7 +17,89 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file agentwire/v1/runs.proto.
  */
 export const file_agentwire_v1_runs: GenFile = /*@__PURE__*/
-  fileDesc("ChdhZ2VudHdpcmUvdjEvcnVucy5wcm90bxIMYWdlbnR3aXJlLnYxIrcBCg9MaXN0UnVuc1JlcXVlc3QSEAoIYWdlbnRfaWQYASABKAkSEwoLcmVzb3VyY2VfaWQYAiABKAkSEQoJdGhyZWFkX2lkGAMgASgJEg8KB291dGNvbWUYBCABKAkSFAoMcHJvY2Vzc29yX2lkGAUgASgJEg0KBXNpbmNlGAYgASgDEg0KBXVudGlsGAcgASgDEhEKCXBhZ2Vfc2l6ZRgIIAEoDRISCgpwYWdlX3Rva2VuGAkgASgJIlIKEExpc3RSdW5zUmVzcG9uc2USJQoEcnVucxgBIAMoCzIXLmFnZW50d2lyZS52MS5SdW5SZWNvcmQSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIh8KDUdldFJ1blJlcXVlc3QSDgoGcnVuX2lkGAEgASgJIt0CCglSdW5SZWNvcmQSDgoGcnVuX2lkGAEgASgJEhAKCGFnZW50X2lkGAIgASgJEhEKCXRocmVhZF9pZBgDIAEoCRITCgtyZXNvdXJjZV9pZBgEIAEoCRIQCghrZXlfbmFtZRgFIAEoCRISCgpzdGFydGVkX2F0GAYgASgDEhAKCGVuZGVkX2F0GAcgASgDEg8KB291dGNvbWUYCCABKAkSFQoNZmluaXNoX3JlYXNvbhgJIAEoCRIiCgV1c2FnZRgKIAEoCzITLmFnZW50d2lyZS52MS5Vc2FnZRIoCgh0cmlwd2lyZRgLIAEoCzIWLmFnZW50d2lyZS52MS5Ucmlwd2lyZRIpCgVlcnJvchgMIAEoCzIaLmFnZW50d2lyZS52MS5FcnJvclBheWxvYWQSLQoIdGltZWxpbmUYDSADKAsyGy5hZ2VudHdpcmUudjEuVGltZWxpbmVFbnRyeSLFAQoNVGltZWxpbmVFbnRyeRINCgVhdF91cxgBIAEoBBITCgtkdXJhdGlvbl91cxgCIAEoBBIrCgRob29rGAMgASgLMhsuYWdlbnR3aXJlLnYxLkhvb2tDYWxsRW50cnlIABItCgVtb2RlbBgEIAEoCzIcLmFnZW50d2lyZS52MS5Nb2RlbENhbGxFbnRyeUgAEisKBHRvb2wYBSABKAsyGy5hZ2VudHdpcmUudjEuVG9vbENhbGxFbnRyeUgAQgcKBWVudHJ5IvMBCg1Ib29rQ2FsbEVudHJ5EhQKDHByb2Nlc3Nvcl9pZBgBIAEoCRIMCgRob29rGAIgASgJEhEKBHN0ZXAYAyABKA1IAIgBARITCgtyZXRyeV9jb3VudBgEIAEoDRITCgtpbnN0YW5jZV9pZBgFIAEoCRINCgVjYWxscxgGIAEoDRIOCgZtYXhfdXMYByABKAQSEAoIZGVjaXNpb24YCCABKAkSDgoGcmVhc29uGAkgASgJEg0KBXJldHJ5GAogASgIEigKCG1ldGFkYXRhGAsgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlQgcKBV9zdGVwIowBCg5Nb2RlbENhbGxFbnRyeRINCgVtb2RlbBgBIAEoCRIMCgRzdGVwGAIgASgNEhYKDmZpcnN0X3Rva2VuX3VzGAMgASgEEiIKBXVzYWdlGAQgASgLMhMuYWdlbnR3aXJlLnYxLlVzYWdlEhIKCmZyb21fY2FjaGUYBSABKAgSDQoFZXJyb3IYBiABKAkiOgoNVG9vbENhbGxFbnRyeRIMCgRuYW1lGAEgASgJEgwKBHN0ZXAYAiABKA0SDQoFZXJyb3IYAyABKAkylwEKClJ1blNlcnZpY2USSQoITGlzdFJ1bnMSHS5hZ2VudHdpcmUudjEuTGlzdFJ1bnNSZXF1ZXN0Gh4uYWdlbnR3aXJlLnYxLkxpc3RSdW5zUmVzcG9uc2USPgoGR2V0UnVuEhsuYWdlbnR3aXJlLnYxLkdldFJ1blJlcXVlc3QaFy5hZ2VudHdpcmUudjEuUnVuUmVjb3JkYgZwcm90bzM", [file_agentwire_v1_agent, file_google_protobuf_struct]);
+  fileDesc("ChdhZ2VudHdpcmUvdjEvcnVucy5wcm90bxIMYWdlbnR3aXJlLnYxInMKEFdhdGNoUnVuc1JlcXVlc3QSEAoIYWdlbnRfaWQYASABKAkSEwoLcmVzb3VyY2VfaWQYAiABKAkSEQoJdGhyZWFkX2lkGAMgASgJEg8KB291dGNvbWUYBCABKAkSFAoMcHJvY2Vzc29yX2lkGAUgASgJInsKCFJ1bkV2ZW50EioKB3N0YXJ0ZWQYASABKAsyFy5hZ2VudHdpcmUudjEuUnVuUmVjb3JkSAASKAoFZW5kZWQYAiABKAsyFy5hZ2VudHdpcmUudjEuUnVuUmVjb3JkSAASEAoGbWlzc2VkGAMgASgESABCBwoFZXZlbnQitwEKD0xpc3RSdW5zUmVxdWVzdBIQCghhZ2VudF9pZBgBIAEoCRITCgtyZXNvdXJjZV9pZBgCIAEoCRIRCgl0aHJlYWRfaWQYAyABKAkSDwoHb3V0Y29tZRgEIAEoCRIUCgxwcm9jZXNzb3JfaWQYBSABKAkSDQoFc2luY2UYBiABKAMSDQoFdW50aWwYByABKAMSEQoJcGFnZV9zaXplGAggASgNEhIKCnBhZ2VfdG9rZW4YCSABKAkiUgoQTGlzdFJ1bnNSZXNwb25zZRIlCgRydW5zGAEgAygLMhcuYWdlbnR3aXJlLnYxLlJ1blJlY29yZBIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiHwoNR2V0UnVuUmVxdWVzdBIOCgZydW5faWQYASABKAki3QIKCVJ1blJlY29yZBIOCgZydW5faWQYASABKAkSEAoIYWdlbnRfaWQYAiABKAkSEQoJdGhyZWFkX2lkGAMgASgJEhMKC3Jlc291cmNlX2lkGAQgASgJEhAKCGtleV9uYW1lGAUgASgJEhIKCnN0YXJ0ZWRfYXQYBiABKAMSEAoIZW5kZWRfYXQYByABKAMSDwoHb3V0Y29tZRgIIAEoCRIVCg1maW5pc2hfcmVhc29uGAkgASgJEiIKBXVzYWdlGAogASgLMhMuYWdlbnR3aXJlLnYxLlVzYWdlEigKCHRyaXB3aXJlGAsgASgLMhYuYWdlbnR3aXJlLnYxLlRyaXB3aXJlEikKBWVycm9yGAwgASgLMhouYWdlbnR3aXJlLnYxLkVycm9yUGF5bG9hZBItCgh0aW1lbGluZRgNIAMoCzIbLmFnZW50d2lyZS52MS5UaW1lbGluZUVudHJ5IsUBCg1UaW1lbGluZUVudHJ5Eg0KBWF0X3VzGAEgASgEEhMKC2R1cmF0aW9uX3VzGAIgASgEEisKBGhvb2sYAyABKAsyGy5hZ2VudHdpcmUudjEuSG9va0NhbGxFbnRyeUgAEi0KBW1vZGVsGAQgASgLMhwuYWdlbnR3aXJlLnYxLk1vZGVsQ2FsbEVudHJ5SAASKwoEdG9vbBgFIAEoCzIbLmFnZW50d2lyZS52MS5Ub29sQ2FsbEVudHJ5SABCBwoFZW50cnki8wEKDUhvb2tDYWxsRW50cnkSFAoMcHJvY2Vzc29yX2lkGAEgASgJEgwKBGhvb2sYAiABKAkSEQoEc3RlcBgDIAEoDUgAiAEBEhMKC3JldHJ5X2NvdW50GAQgASgNEhMKC2luc3RhbmNlX2lkGAUgASgJEg0KBWNhbGxzGAYgASgNEg4KBm1heF91cxgHIAEoBBIQCghkZWNpc2lvbhgIIAEoCRIOCgZyZWFzb24YCSABKAkSDQoFcmV0cnkYCiABKAgSKAoIbWV0YWRhdGEYCyABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWVCBwoFX3N0ZXAijAEKDk1vZGVsQ2FsbEVudHJ5Eg0KBW1vZGVsGAEgASgJEgwKBHN0ZXAYAiABKA0SFgoOZmlyc3RfdG9rZW5fdXMYAyABKAQSIgoFdXNhZ2UYBCABKAsyEy5hZ2VudHdpcmUudjEuVXNhZ2USEgoKZnJvbV9jYWNoZRgFIAEoCBINCgVlcnJvchgGIAEoCSI6Cg1Ub29sQ2FsbEVudHJ5EgwKBG5hbWUYASABKAkSDAoEc3RlcBgCIAEoDRINCgVlcnJvchgDIAEoCTLeAQoKUnVuU2VydmljZRJJCghMaXN0UnVucxIdLmFnZW50d2lyZS52MS5MaXN0UnVuc1JlcXVlc3QaHi5hZ2VudHdpcmUudjEuTGlzdFJ1bnNSZXNwb25zZRI+CgZHZXRSdW4SGy5hZ2VudHdpcmUudjEuR2V0UnVuUmVxdWVzdBoXLmFnZW50d2lyZS52MS5SdW5SZWNvcmQSRQoJV2F0Y2hSdW5zEh4uYWdlbnR3aXJlLnYxLldhdGNoUnVuc1JlcXVlc3QaFi5hZ2VudHdpcmUudjEuUnVuRXZlbnQwAWIGcHJvdG8z", [file_agentwire_v1_agent, file_google_protobuf_struct]);
+
+/**
+ * @generated from message agentwire.v1.WatchRunsRequest
+ */
+export type WatchRunsRequest = Message<"agentwire.v1.WatchRunsRequest"> & {
+  /**
+   * Filters, as ListRuns's; `outcome` and `processor_id` apply to ended runs only.
+   *
+   * @generated from field: string agent_id = 1;
+   */
+  agentId: string;
+
+  /**
+   * @generated from field: string resource_id = 2;
+   */
+  resourceId: string;
+
+  /**
+   * @generated from field: string thread_id = 3;
+   */
+  threadId: string;
+
+  /**
+   * @generated from field: string outcome = 4;
+   */
+  outcome: string;
+
+  /**
+   * @generated from field: string processor_id = 5;
+   */
+  processorId: string;
+};
+
+/**
+ * Describes the message agentwire.v1.WatchRunsRequest.
+ * Use `create(WatchRunsRequestSchema)` to create a new message.
+ */
+export const WatchRunsRequestSchema: GenMessage<WatchRunsRequest> = /*@__PURE__*/
+  messageDesc(file_agentwire_v1_runs, 0);
+
+/**
+ * A run beginning or ending.
+ *
+ * @generated from message agentwire.v1.RunEvent
+ */
+export type RunEvent = Message<"agentwire.v1.RunEvent"> & {
+  /**
+   * @generated from oneof agentwire.v1.RunEvent.event
+   */
+  event: {
+    /**
+     * Its ids, key name and start (no outcome, no timeline yet).
+     *
+     * @generated from field: agentwire.v1.RunRecord started = 1;
+     */
+    value: RunRecord;
+    case: "started";
+  } | {
+    /**
+     * Its whole record.
+     *
+     * @generated from field: agentwire.v1.RunRecord ended = 2;
+     */
+    value: RunRecord;
+    case: "ended";
+  } | {
+    /**
+     * This many events went by while the watcher was behind (it reads too slowly).
+     *
+     * @generated from field: uint64 missed = 3;
+     */
+    value: bigint;
+    case: "missed";
+  } | { case: undefined; value?: undefined };
+};
+
+/**
+ * Describes the message agentwire.v1.RunEvent.
+ * Use `create(RunEventSchema)` to create a new message.
+ */
+export const RunEventSchema: GenMessage<RunEvent> = /*@__PURE__*/
+  messageDesc(file_agentwire_v1_runs, 1);
 
 /**
  * @generated from message agentwire.v1.ListRunsRequest
@@ -90,7 +172,7 @@ export type ListRunsRequest = Message<"agentwire.v1.ListRunsRequest"> & {
  * Use `create(ListRunsRequestSchema)` to create a new message.
  */
 export const ListRunsRequestSchema: GenMessage<ListRunsRequest> = /*@__PURE__*/
-  messageDesc(file_agentwire_v1_runs, 0);
+  messageDesc(file_agentwire_v1_runs, 2);
 
 /**
  * @generated from message agentwire.v1.ListRunsResponse
@@ -116,7 +198,7 @@ export type ListRunsResponse = Message<"agentwire.v1.ListRunsResponse"> & {
  * Use `create(ListRunsResponseSchema)` to create a new message.
  */
 export const ListRunsResponseSchema: GenMessage<ListRunsResponse> = /*@__PURE__*/
-  messageDesc(file_agentwire_v1_runs, 1);
+  messageDesc(file_agentwire_v1_runs, 3);
 
 /**
  * @generated from message agentwire.v1.GetRunRequest
@@ -133,7 +215,7 @@ export type GetRunRequest = Message<"agentwire.v1.GetRunRequest"> & {
  * Use `create(GetRunRequestSchema)` to create a new message.
  */
 export const GetRunRequestSchema: GenMessage<GetRunRequest> = /*@__PURE__*/
-  messageDesc(file_agentwire_v1_runs, 2);
+  messageDesc(file_agentwire_v1_runs, 4);
 
 /**
  * What a run left behind.
@@ -220,7 +302,7 @@ export type RunRecord = Message<"agentwire.v1.RunRecord"> & {
  * Use `create(RunRecordSchema)` to create a new message.
  */
 export const RunRecordSchema: GenMessage<RunRecord> = /*@__PURE__*/
-  messageDesc(file_agentwire_v1_runs, 3);
+  messageDesc(file_agentwire_v1_runs, 5);
 
 /**
  * One entry of a run's timeline.
@@ -271,7 +353,7 @@ export type TimelineEntry = Message<"agentwire.v1.TimelineEntry"> & {
  * Use `create(TimelineEntrySchema)` to create a new message.
  */
 export const TimelineEntrySchema: GenMessage<TimelineEntry> = /*@__PURE__*/
-  messageDesc(file_agentwire_v1_runs, 4);
+  messageDesc(file_agentwire_v1_runs, 6);
 
 /**
  * A hook call (for `processOutputStream`, every call of the processor in the step that
@@ -357,7 +439,7 @@ export type HookCallEntry = Message<"agentwire.v1.HookCallEntry"> & {
  * Use `create(HookCallEntrySchema)` to create a new message.
  */
 export const HookCallEntrySchema: GenMessage<HookCallEntry> = /*@__PURE__*/
-  messageDesc(file_agentwire_v1_runs, 5);
+  messageDesc(file_agentwire_v1_runs, 7);
 
 /**
  * A model call.
@@ -407,7 +489,7 @@ export type ModelCallEntry = Message<"agentwire.v1.ModelCallEntry"> & {
  * Use `create(ModelCallEntrySchema)` to create a new message.
  */
 export const ModelCallEntrySchema: GenMessage<ModelCallEntry> = /*@__PURE__*/
-  messageDesc(file_agentwire_v1_runs, 6);
+  messageDesc(file_agentwire_v1_runs, 8);
 
 /**
  * A tool call.
@@ -438,7 +520,7 @@ export type ToolCallEntry = Message<"agentwire.v1.ToolCallEntry"> & {
  * Use `create(ToolCallEntrySchema)` to create a new message.
  */
 export const ToolCallEntrySchema: GenMessage<ToolCallEntry> = /*@__PURE__*/
-  messageDesc(file_agentwire_v1_runs, 7);
+  messageDesc(file_agentwire_v1_runs, 9);
 
 /**
  * Lets operators look at what runs did.
@@ -465,6 +547,16 @@ export const RunService: GenService<{
     methodKind: "unary";
     input: typeof GetRunRequestSchema;
     output: typeof RunRecordSchema;
+  },
+  /**
+   * Runs as they begin and end, from now on, until the client hangs up. Scoped as ListRuns.
+   *
+   * @generated from rpc agentwire.v1.RunService.WatchRuns
+   */
+  watchRuns: {
+    methodKind: "server_streaming";
+    input: typeof WatchRunsRequestSchema;
+    output: typeof RunEventSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_agentwire_v1_runs, 0);
