@@ -16,6 +16,7 @@ mod prompt;
 mod quota;
 mod run_info;
 mod run_record;
+mod run_stats;
 mod stable_hash;
 mod step;
 mod window;
@@ -40,6 +41,7 @@ pub use self::run_record::{
     HookCallRecord, HookDecision, ModelCallRecord, RunEvent, RunOutcome, RunRecord, RunStart, TimelineEntry,
     ToolCallRecord,
 };
+pub use self::run_stats::{HookLatency, RunStats, TripwireCount};
 pub use self::stable_hash::fnv1a;
 pub use self::step::{StepInput, StepResult};
 pub use self::window::StreamWindow;

@@ -2,7 +2,7 @@
 
 use super::pb;
 use super::value::to_proto;
-use crate::domain::{HookDecision, RunRecord, RunStart, TimelineEntry};
+use crate::domain::{HookDecision, RunRecord, RunStart, RunStats, TimelineEntry};
 
 /// A record, with its timeline or without (a list shows none).
 pub(super) fn record_to_pb(record: RunRecord, with_timeline: bool) -> pb::RunRecord {
@@ -90,5 +90,39 @@ fn entry_to_pb(entry: TimelineEntry) -> pb::TimelineEntry {
                 error: call.error.unwrap_or_default(),
             })),
         },
+    }
+}
+
+/// Figures over runs; `complete` when every run of the window was counted.
+pub(super) fn stats_to_pb(stats: RunStats, complete: bool) -> pb::RunStats {
+    pb::RunStats {
+        runs: stats.runs,
+        outcomes: stats.outcomes.into_iter().map(|(outcome, count)| (outcome.to_owned(), count)).collect(),
+        tripwires: stats
+            .tripwires
+            .into_iter()
+            .map(|tripwire| pb::TripwireCount {
+                processor_id: tripwire.processor_id,
+                reason: tripwire.reason,
+                count: tripwire.count,
+            })
+            .collect(),
+        hooks: stats
+            .hooks
+            .into_iter()
+            .map(|hook| pb::HookLatency {
+                processor_id: hook.processor_id,
+                hook: hook.hook.name().to_owned(),
+                calls: hook.calls,
+                p50_us: hook.p50_us,
+                p95_us: hook.p95_us,
+                p99_us: hook.p99_us,
+                max_us: hook.max_us,
+                aborts: hook.aborts,
+                failures: hook.failures,
+                skipped: hook.skipped,
+            })
+            .collect(),
+        complete,
     }
 }

@@ -12,8 +12,8 @@ use tonic::{Request, Response, Status};
 use super::auth::{Access, Auth};
 use super::convert::id_fits;
 use super::pb;
-use super::run_convert::{record_to_pb, start_to_pb};
-use crate::domain::{RunEvent, RunOutcome};
+use super::run_convert::{record_to_pb, start_to_pb, stats_to_pb};
+use crate::domain::{RunEvent, RunOutcome, RunRecord, RunStats};
 use crate::runtime::{RunError, Runtime};
 use crate::storage::{RunFilter, Store};
 
@@ -21,6 +21,8 @@ use crate::storage::{RunFilter, Store};
 const DEFAULT_PAGE_SIZE: u32 = 50;
 /// The largest page a request may ask for.
 const MAX_PAGE_SIZE: u32 = 500;
+/// The most runs `GetStats` counts (the newest of its window).
+const MAX_STATS_RUNS: usize = 10_000;
 
 /// The run service over a store.
 #[derive(Debug)]
@@ -193,5 +195,33 @@ impl pb::run_service_server::RunService for RunServiceImpl {
             }
         });
         Ok(Response::new(Box::pin(events)))
+    }
+
+    async fn get_stats(
+        &self,
+        request: Request<pb::GetStatsRequest>,
+    ) -> Result<Response<pb::RunStats>, Status> {
+        let access = self.auth.access(&request)?;
+        let request = request.into_inner();
+        let fields = [request.agent_id.as_str(), &request.resource_id, "", "", ""];
+        let filter = filter_of(fields, request.since, request.until)?;
+        check_scope(&access, &filter)?;
+        let mut records: Vec<RunRecord> = Vec::new();
+        let mut cursor = String::new();
+        loop {
+            let page = self.store.list_run_records(&filter, &cursor, MAX_PAGE_SIZE as usize).await?;
+            records.extend(page.runs);
+            if page.next_cursor.is_empty() {
+                let stats = RunStats::of(records.iter().take(MAX_STATS_RUNS));
+                return Ok(Response::new(stats_to_pb(stats, records.len() <= MAX_STATS_RUNS)));
+            }
+            if records.len() > MAX_STATS_RUNS {
+                return Ok(Response::new(stats_to_pb(
+                    RunStats::of(records.iter().take(MAX_STATS_RUNS)),
+                    false,
+                )));
+            }
+            cursor = page.next_cursor;
+        }
     }
 }

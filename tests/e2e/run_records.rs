@@ -463,3 +463,48 @@ async fn watch_runs_streams_runs_as_they_begin_and_end() {
         other => panic!("expected the end of {blocked}: {other:?}"),
     }
 }
+
+/// `GetStats` counts runs by outcome, tripwires by processor and reason, and gives each
+/// processor's hook its calls and latency percentiles.
+#[tokio::test]
+async fn stats_count_outcomes_tripwires_and_hook_latency() {
+    let server = TestServer::start(CONFIG).await;
+    let mut last = String::new();
+    for text in ["one", "two"] {
+        server.generate(request("echo", text)).await;
+    }
+    for text in ["three", "four", "five"] {
+        last = server.generate(request("guarded", text)).await.run_id;
+    }
+    record(&server, &last).await;
+    let mut client = runs(&server).await;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let stats = loop {
+        let stats = client.get_stats(pb::GetStatsRequest::default()).await.unwrap().into_inner();
+        if stats.runs == 5 || Instant::now() > deadline {
+            break stats;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    };
+    assert_eq!(stats.runs, 5);
+    assert!(stats.complete);
+    assert_eq!((stats.outcomes["finished"], stats.outcomes["tripwire"]), (2, 3));
+    assert_eq!(stats.tripwires.len(), 1);
+    let tripwire = &stats.tripwires[0];
+    assert_eq!(
+        (tripwire.processor_id.as_str(), tripwire.reason.as_str(), tripwire.count),
+        ("guard", "aborted in processInput", 3)
+    );
+    let guard = stats.hooks.iter().find(|hook| hook.processor_id == "guard").expect("the guard's hook");
+    assert_eq!((guard.hook.as_str(), guard.calls, guard.aborts), ("processInput", 3, 3));
+    let probe =
+        stats.hooks.iter().find(|hook| hook.processor_id == "probe" && hook.hook == "processInput").unwrap();
+    assert_eq!(probe.calls, 5, "the probe's processInput ran in all five runs");
+    assert!(
+        probe.p50_us <= probe.p95_us && probe.p95_us <= probe.p99_us && probe.p99_us <= probe.max_us,
+        "{probe:?}"
+    );
+    let echo_only =
+        client.get_stats(pb::GetStatsRequest { agent_id: "echo".into(), ..Default::default() }).await;
+    assert_eq!(echo_only.unwrap().into_inner().runs, 2);
+}

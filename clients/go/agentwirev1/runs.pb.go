@@ -25,6 +25,333 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+type GetStatsRequest struct {
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	AgentId    string                 `protobuf:"bytes,1,opt,name=agent_id,json=agentId,proto3" json:"agent_id,omitempty"`
+	ResourceId string                 `protobuf:"bytes,2,opt,name=resource_id,json=resourceId,proto3" json:"resource_id,omitempty"`
+	// The window, in milliseconds since the epoch (0: unbounded).
+	Since         int64 `protobuf:"varint,3,opt,name=since,proto3" json:"since,omitempty"`
+	Until         int64 `protobuf:"varint,4,opt,name=until,proto3" json:"until,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetStatsRequest) Reset() {
+	*x = GetStatsRequest{}
+	mi := &file_agentwire_v1_runs_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetStatsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetStatsRequest) ProtoMessage() {}
+
+func (x *GetStatsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_agentwire_v1_runs_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetStatsRequest.ProtoReflect.Descriptor instead.
+func (*GetStatsRequest) Descriptor() ([]byte, []int) {
+	return file_agentwire_v1_runs_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *GetStatsRequest) GetAgentId() string {
+	if x != nil {
+		return x.AgentId
+	}
+	return ""
+}
+
+func (x *GetStatsRequest) GetResourceId() string {
+	if x != nil {
+		return x.ResourceId
+	}
+	return ""
+}
+
+func (x *GetStatsRequest) GetSince() int64 {
+	if x != nil {
+		return x.Since
+	}
+	return 0
+}
+
+func (x *GetStatsRequest) GetUntil() int64 {
+	if x != nil {
+		return x.Until
+	}
+	return 0
+}
+
+// Figures over the newest runs of the window, at most 10,000 of them.
+type RunStats struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Runs  uint64                 `protobuf:"varint,1,opt,name=runs,proto3" json:"runs,omitempty"`
+	// Runs by outcome (`finished`, `tripwire`, ...).
+	Outcomes map[string]uint64 `protobuf:"bytes,2,rep,name=outcomes,proto3" json:"outcomes,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
+	// Most first.
+	Tripwires []*TripwireCount `protobuf:"bytes,3,rep,name=tripwires,proto3" json:"tripwires,omitempty"`
+	Hooks     []*HookLatency   `protobuf:"bytes,4,rep,name=hooks,proto3" json:"hooks,omitempty"`
+	// False when the window held more runs than were counted.
+	Complete      bool `protobuf:"varint,5,opt,name=complete,proto3" json:"complete,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RunStats) Reset() {
+	*x = RunStats{}
+	mi := &file_agentwire_v1_runs_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RunStats) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RunStats) ProtoMessage() {}
+
+func (x *RunStats) ProtoReflect() protoreflect.Message {
+	mi := &file_agentwire_v1_runs_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RunStats.ProtoReflect.Descriptor instead.
+func (*RunStats) Descriptor() ([]byte, []int) {
+	return file_agentwire_v1_runs_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *RunStats) GetRuns() uint64 {
+	if x != nil {
+		return x.Runs
+	}
+	return 0
+}
+
+func (x *RunStats) GetOutcomes() map[string]uint64 {
+	if x != nil {
+		return x.Outcomes
+	}
+	return nil
+}
+
+func (x *RunStats) GetTripwires() []*TripwireCount {
+	if x != nil {
+		return x.Tripwires
+	}
+	return nil
+}
+
+func (x *RunStats) GetHooks() []*HookLatency {
+	if x != nil {
+		return x.Hooks
+	}
+	return nil
+}
+
+func (x *RunStats) GetComplete() bool {
+	if x != nil {
+		return x.Complete
+	}
+	return false
+}
+
+type TripwireCount struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ProcessorId   string                 `protobuf:"bytes,1,opt,name=processor_id,json=processorId,proto3" json:"processor_id,omitempty"`
+	Reason        string                 `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	Count         uint64                 `protobuf:"varint,3,opt,name=count,proto3" json:"count,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TripwireCount) Reset() {
+	*x = TripwireCount{}
+	mi := &file_agentwire_v1_runs_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TripwireCount) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TripwireCount) ProtoMessage() {}
+
+func (x *TripwireCount) ProtoReflect() protoreflect.Message {
+	mi := &file_agentwire_v1_runs_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TripwireCount.ProtoReflect.Descriptor instead.
+func (*TripwireCount) Descriptor() ([]byte, []int) {
+	return file_agentwire_v1_runs_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *TripwireCount) GetProcessorId() string {
+	if x != nil {
+		return x.ProcessorId
+	}
+	return ""
+}
+
+func (x *TripwireCount) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *TripwireCount) GetCount() uint64 {
+	if x != nil {
+		return x.Count
+	}
+	return 0
+}
+
+// The calls of one processor's hook; times in microseconds (the continuing calls of a stream
+// entry each count as its mean).
+type HookLatency struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ProcessorId   string                 `protobuf:"bytes,1,opt,name=processor_id,json=processorId,proto3" json:"processor_id,omitempty"`
+	Hook          string                 `protobuf:"bytes,2,opt,name=hook,proto3" json:"hook,omitempty"`
+	Calls         uint64                 `protobuf:"varint,3,opt,name=calls,proto3" json:"calls,omitempty"`
+	P50Us         uint64                 `protobuf:"varint,4,opt,name=p50_us,json=p50Us,proto3" json:"p50_us,omitempty"`
+	P95Us         uint64                 `protobuf:"varint,5,opt,name=p95_us,json=p95Us,proto3" json:"p95_us,omitempty"`
+	P99Us         uint64                 `protobuf:"varint,6,opt,name=p99_us,json=p99Us,proto3" json:"p99_us,omitempty"`
+	MaxUs         uint64                 `protobuf:"varint,7,opt,name=max_us,json=maxUs,proto3" json:"max_us,omitempty"`
+	Aborts        uint64                 `protobuf:"varint,8,opt,name=aborts,proto3" json:"aborts,omitempty"`
+	Failures      uint64                 `protobuf:"varint,9,opt,name=failures,proto3" json:"failures,omitempty"`
+	Skipped       uint64                 `protobuf:"varint,10,opt,name=skipped,proto3" json:"skipped,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HookLatency) Reset() {
+	*x = HookLatency{}
+	mi := &file_agentwire_v1_runs_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HookLatency) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HookLatency) ProtoMessage() {}
+
+func (x *HookLatency) ProtoReflect() protoreflect.Message {
+	mi := &file_agentwire_v1_runs_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HookLatency.ProtoReflect.Descriptor instead.
+func (*HookLatency) Descriptor() ([]byte, []int) {
+	return file_agentwire_v1_runs_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *HookLatency) GetProcessorId() string {
+	if x != nil {
+		return x.ProcessorId
+	}
+	return ""
+}
+
+func (x *HookLatency) GetHook() string {
+	if x != nil {
+		return x.Hook
+	}
+	return ""
+}
+
+func (x *HookLatency) GetCalls() uint64 {
+	if x != nil {
+		return x.Calls
+	}
+	return 0
+}
+
+func (x *HookLatency) GetP50Us() uint64 {
+	if x != nil {
+		return x.P50Us
+	}
+	return 0
+}
+
+func (x *HookLatency) GetP95Us() uint64 {
+	if x != nil {
+		return x.P95Us
+	}
+	return 0
+}
+
+func (x *HookLatency) GetP99Us() uint64 {
+	if x != nil {
+		return x.P99Us
+	}
+	return 0
+}
+
+func (x *HookLatency) GetMaxUs() uint64 {
+	if x != nil {
+		return x.MaxUs
+	}
+	return 0
+}
+
+func (x *HookLatency) GetAborts() uint64 {
+	if x != nil {
+		return x.Aborts
+	}
+	return 0
+}
+
+func (x *HookLatency) GetFailures() uint64 {
+	if x != nil {
+		return x.Failures
+	}
+	return 0
+}
+
+func (x *HookLatency) GetSkipped() uint64 {
+	if x != nil {
+		return x.Skipped
+	}
+	return 0
+}
+
 type WatchRunsRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Filters, as ListRuns's; `outcome` and `processor_id` apply to ended runs only.
@@ -39,7 +366,7 @@ type WatchRunsRequest struct {
 
 func (x *WatchRunsRequest) Reset() {
 	*x = WatchRunsRequest{}
-	mi := &file_agentwire_v1_runs_proto_msgTypes[0]
+	mi := &file_agentwire_v1_runs_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -51,7 +378,7 @@ func (x *WatchRunsRequest) String() string {
 func (*WatchRunsRequest) ProtoMessage() {}
 
 func (x *WatchRunsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentwire_v1_runs_proto_msgTypes[0]
+	mi := &file_agentwire_v1_runs_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -64,7 +391,7 @@ func (x *WatchRunsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchRunsRequest.ProtoReflect.Descriptor instead.
 func (*WatchRunsRequest) Descriptor() ([]byte, []int) {
-	return file_agentwire_v1_runs_proto_rawDescGZIP(), []int{0}
+	return file_agentwire_v1_runs_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *WatchRunsRequest) GetAgentId() string {
@@ -117,7 +444,7 @@ type RunEvent struct {
 
 func (x *RunEvent) Reset() {
 	*x = RunEvent{}
-	mi := &file_agentwire_v1_runs_proto_msgTypes[1]
+	mi := &file_agentwire_v1_runs_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -129,7 +456,7 @@ func (x *RunEvent) String() string {
 func (*RunEvent) ProtoMessage() {}
 
 func (x *RunEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_agentwire_v1_runs_proto_msgTypes[1]
+	mi := &file_agentwire_v1_runs_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -142,7 +469,7 @@ func (x *RunEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunEvent.ProtoReflect.Descriptor instead.
 func (*RunEvent) Descriptor() ([]byte, []int) {
-	return file_agentwire_v1_runs_proto_rawDescGZIP(), []int{1}
+	return file_agentwire_v1_runs_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *RunEvent) GetEvent() isRunEvent_Event {
@@ -229,7 +556,7 @@ type ListRunsRequest struct {
 
 func (x *ListRunsRequest) Reset() {
 	*x = ListRunsRequest{}
-	mi := &file_agentwire_v1_runs_proto_msgTypes[2]
+	mi := &file_agentwire_v1_runs_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -241,7 +568,7 @@ func (x *ListRunsRequest) String() string {
 func (*ListRunsRequest) ProtoMessage() {}
 
 func (x *ListRunsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentwire_v1_runs_proto_msgTypes[2]
+	mi := &file_agentwire_v1_runs_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -254,7 +581,7 @@ func (x *ListRunsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRunsRequest.ProtoReflect.Descriptor instead.
 func (*ListRunsRequest) Descriptor() ([]byte, []int) {
-	return file_agentwire_v1_runs_proto_rawDescGZIP(), []int{2}
+	return file_agentwire_v1_runs_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ListRunsRequest) GetAgentId() string {
@@ -332,7 +659,7 @@ type ListRunsResponse struct {
 
 func (x *ListRunsResponse) Reset() {
 	*x = ListRunsResponse{}
-	mi := &file_agentwire_v1_runs_proto_msgTypes[3]
+	mi := &file_agentwire_v1_runs_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -344,7 +671,7 @@ func (x *ListRunsResponse) String() string {
 func (*ListRunsResponse) ProtoMessage() {}
 
 func (x *ListRunsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentwire_v1_runs_proto_msgTypes[3]
+	mi := &file_agentwire_v1_runs_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -357,7 +684,7 @@ func (x *ListRunsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRunsResponse.ProtoReflect.Descriptor instead.
 func (*ListRunsResponse) Descriptor() ([]byte, []int) {
-	return file_agentwire_v1_runs_proto_rawDescGZIP(), []int{3}
+	return file_agentwire_v1_runs_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ListRunsResponse) GetRuns() []*RunRecord {
@@ -383,7 +710,7 @@ type GetRunRequest struct {
 
 func (x *GetRunRequest) Reset() {
 	*x = GetRunRequest{}
-	mi := &file_agentwire_v1_runs_proto_msgTypes[4]
+	mi := &file_agentwire_v1_runs_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -395,7 +722,7 @@ func (x *GetRunRequest) String() string {
 func (*GetRunRequest) ProtoMessage() {}
 
 func (x *GetRunRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentwire_v1_runs_proto_msgTypes[4]
+	mi := &file_agentwire_v1_runs_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -408,7 +735,7 @@ func (x *GetRunRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRunRequest.ProtoReflect.Descriptor instead.
 func (*GetRunRequest) Descriptor() ([]byte, []int) {
-	return file_agentwire_v1_runs_proto_rawDescGZIP(), []int{4}
+	return file_agentwire_v1_runs_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *GetRunRequest) GetRunId() string {
@@ -444,7 +771,7 @@ type RunRecord struct {
 
 func (x *RunRecord) Reset() {
 	*x = RunRecord{}
-	mi := &file_agentwire_v1_runs_proto_msgTypes[5]
+	mi := &file_agentwire_v1_runs_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -456,7 +783,7 @@ func (x *RunRecord) String() string {
 func (*RunRecord) ProtoMessage() {}
 
 func (x *RunRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_agentwire_v1_runs_proto_msgTypes[5]
+	mi := &file_agentwire_v1_runs_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -469,7 +796,7 @@ func (x *RunRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunRecord.ProtoReflect.Descriptor instead.
 func (*RunRecord) Descriptor() ([]byte, []int) {
-	return file_agentwire_v1_runs_proto_rawDescGZIP(), []int{5}
+	return file_agentwire_v1_runs_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *RunRecord) GetRunId() string {
@@ -582,7 +909,7 @@ type TimelineEntry struct {
 
 func (x *TimelineEntry) Reset() {
 	*x = TimelineEntry{}
-	mi := &file_agentwire_v1_runs_proto_msgTypes[6]
+	mi := &file_agentwire_v1_runs_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -594,7 +921,7 @@ func (x *TimelineEntry) String() string {
 func (*TimelineEntry) ProtoMessage() {}
 
 func (x *TimelineEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_agentwire_v1_runs_proto_msgTypes[6]
+	mi := &file_agentwire_v1_runs_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -607,7 +934,7 @@ func (x *TimelineEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TimelineEntry.ProtoReflect.Descriptor instead.
 func (*TimelineEntry) Descriptor() ([]byte, []int) {
-	return file_agentwire_v1_runs_proto_rawDescGZIP(), []int{6}
+	return file_agentwire_v1_runs_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *TimelineEntry) GetAtUs() uint64 {
@@ -709,7 +1036,7 @@ type HookCallEntry struct {
 
 func (x *HookCallEntry) Reset() {
 	*x = HookCallEntry{}
-	mi := &file_agentwire_v1_runs_proto_msgTypes[7]
+	mi := &file_agentwire_v1_runs_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -721,7 +1048,7 @@ func (x *HookCallEntry) String() string {
 func (*HookCallEntry) ProtoMessage() {}
 
 func (x *HookCallEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_agentwire_v1_runs_proto_msgTypes[7]
+	mi := &file_agentwire_v1_runs_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -734,7 +1061,7 @@ func (x *HookCallEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HookCallEntry.ProtoReflect.Descriptor instead.
 func (*HookCallEntry) Descriptor() ([]byte, []int) {
-	return file_agentwire_v1_runs_proto_rawDescGZIP(), []int{7}
+	return file_agentwire_v1_runs_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *HookCallEntry) GetProcessorId() string {
@@ -832,7 +1159,7 @@ type ModelCallEntry struct {
 
 func (x *ModelCallEntry) Reset() {
 	*x = ModelCallEntry{}
-	mi := &file_agentwire_v1_runs_proto_msgTypes[8]
+	mi := &file_agentwire_v1_runs_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -844,7 +1171,7 @@ func (x *ModelCallEntry) String() string {
 func (*ModelCallEntry) ProtoMessage() {}
 
 func (x *ModelCallEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_agentwire_v1_runs_proto_msgTypes[8]
+	mi := &file_agentwire_v1_runs_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -857,7 +1184,7 @@ func (x *ModelCallEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModelCallEntry.ProtoReflect.Descriptor instead.
 func (*ModelCallEntry) Descriptor() ([]byte, []int) {
-	return file_agentwire_v1_runs_proto_rawDescGZIP(), []int{8}
+	return file_agentwire_v1_runs_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ModelCallEntry) GetModel() string {
@@ -915,7 +1242,7 @@ type ToolCallEntry struct {
 
 func (x *ToolCallEntry) Reset() {
 	*x = ToolCallEntry{}
-	mi := &file_agentwire_v1_runs_proto_msgTypes[9]
+	mi := &file_agentwire_v1_runs_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -927,7 +1254,7 @@ func (x *ToolCallEntry) String() string {
 func (*ToolCallEntry) ProtoMessage() {}
 
 func (x *ToolCallEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_agentwire_v1_runs_proto_msgTypes[9]
+	mi := &file_agentwire_v1_runs_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -940,7 +1267,7 @@ func (x *ToolCallEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolCallEntry.ProtoReflect.Descriptor instead.
 func (*ToolCallEntry) Descriptor() ([]byte, []int) {
-	return file_agentwire_v1_runs_proto_rawDescGZIP(), []int{9}
+	return file_agentwire_v1_runs_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ToolCallEntry) GetName() string {
@@ -968,7 +1295,38 @@ var File_agentwire_v1_runs_proto protoreflect.FileDescriptor
 
 const file_agentwire_v1_runs_proto_rawDesc = "" +
 	"\n" +
-	"\x17agentwire/v1/runs.proto\x12\fagentwire.v1\x1a\x18agentwire/v1/agent.proto\x1a\x1cgoogle/protobuf/struct.proto\"\xa8\x01\n" +
+	"\x17agentwire/v1/runs.proto\x12\fagentwire.v1\x1a\x18agentwire/v1/agent.proto\x1a\x1cgoogle/protobuf/struct.proto\"y\n" +
+	"\x0fGetStatsRequest\x12\x19\n" +
+	"\bagent_id\x18\x01 \x01(\tR\aagentId\x12\x1f\n" +
+	"\vresource_id\x18\x02 \x01(\tR\n" +
+	"resourceId\x12\x14\n" +
+	"\x05since\x18\x03 \x01(\x03R\x05since\x12\x14\n" +
+	"\x05until\x18\x04 \x01(\x03R\x05until\"\xa5\x02\n" +
+	"\bRunStats\x12\x12\n" +
+	"\x04runs\x18\x01 \x01(\x04R\x04runs\x12@\n" +
+	"\boutcomes\x18\x02 \x03(\v2$.agentwire.v1.RunStats.OutcomesEntryR\boutcomes\x129\n" +
+	"\ttripwires\x18\x03 \x03(\v2\x1b.agentwire.v1.TripwireCountR\ttripwires\x12/\n" +
+	"\x05hooks\x18\x04 \x03(\v2\x19.agentwire.v1.HookLatencyR\x05hooks\x12\x1a\n" +
+	"\bcomplete\x18\x05 \x01(\bR\bcomplete\x1a;\n" +
+	"\rOutcomesEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\x04R\x05value:\x028\x01\"`\n" +
+	"\rTripwireCount\x12!\n" +
+	"\fprocessor_id\x18\x01 \x01(\tR\vprocessorId\x12\x16\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\x14\n" +
+	"\x05count\x18\x03 \x01(\x04R\x05count\"\x84\x02\n" +
+	"\vHookLatency\x12!\n" +
+	"\fprocessor_id\x18\x01 \x01(\tR\vprocessorId\x12\x12\n" +
+	"\x04hook\x18\x02 \x01(\tR\x04hook\x12\x14\n" +
+	"\x05calls\x18\x03 \x01(\x04R\x05calls\x12\x15\n" +
+	"\x06p50_us\x18\x04 \x01(\x04R\x05p50Us\x12\x15\n" +
+	"\x06p95_us\x18\x05 \x01(\x04R\x05p95Us\x12\x15\n" +
+	"\x06p99_us\x18\x06 \x01(\x04R\x05p99Us\x12\x15\n" +
+	"\x06max_us\x18\a \x01(\x04R\x05maxUs\x12\x16\n" +
+	"\x06aborts\x18\b \x01(\x04R\x06aborts\x12\x1a\n" +
+	"\bfailures\x18\t \x01(\x04R\bfailures\x12\x18\n" +
+	"\askipped\x18\n" +
+	" \x01(\x04R\askipped\"\xa8\x01\n" +
 	"\x10WatchRunsRequest\x12\x19\n" +
 	"\bagent_id\x18\x01 \x01(\tR\aagentId\x12\x1f\n" +
 	"\vresource_id\x18\x02 \x01(\tR\n" +
@@ -1050,12 +1408,13 @@ const file_agentwire_v1_runs_proto_rawDesc = "" +
 	"\rToolCallEntry\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04step\x18\x02 \x01(\rR\x04step\x12\x14\n" +
-	"\x05error\x18\x03 \x01(\tR\x05error2\xde\x01\n" +
+	"\x05error\x18\x03 \x01(\tR\x05error2\xa1\x02\n" +
 	"\n" +
 	"RunService\x12I\n" +
 	"\bListRuns\x12\x1d.agentwire.v1.ListRunsRequest\x1a\x1e.agentwire.v1.ListRunsResponse\x12>\n" +
 	"\x06GetRun\x12\x1b.agentwire.v1.GetRunRequest\x1a\x17.agentwire.v1.RunRecord\x12E\n" +
-	"\tWatchRuns\x12\x1e.agentwire.v1.WatchRunsRequest\x1a\x16.agentwire.v1.RunEvent0\x01b\x06proto3"
+	"\tWatchRuns\x12\x1e.agentwire.v1.WatchRunsRequest\x1a\x16.agentwire.v1.RunEvent0\x01\x12A\n" +
+	"\bGetStats\x12\x1d.agentwire.v1.GetStatsRequest\x1a\x16.agentwire.v1.RunStatsb\x06proto3"
 
 var (
 	file_agentwire_v1_runs_proto_rawDescOnce sync.Once
@@ -1069,47 +1428,57 @@ func file_agentwire_v1_runs_proto_rawDescGZIP() []byte {
 	return file_agentwire_v1_runs_proto_rawDescData
 }
 
-var file_agentwire_v1_runs_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
+var file_agentwire_v1_runs_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
 var file_agentwire_v1_runs_proto_goTypes = []any{
-	(*WatchRunsRequest)(nil), // 0: agentwire.v1.WatchRunsRequest
-	(*RunEvent)(nil),         // 1: agentwire.v1.RunEvent
-	(*ListRunsRequest)(nil),  // 2: agentwire.v1.ListRunsRequest
-	(*ListRunsResponse)(nil), // 3: agentwire.v1.ListRunsResponse
-	(*GetRunRequest)(nil),    // 4: agentwire.v1.GetRunRequest
-	(*RunRecord)(nil),        // 5: agentwire.v1.RunRecord
-	(*TimelineEntry)(nil),    // 6: agentwire.v1.TimelineEntry
-	(*HookCallEntry)(nil),    // 7: agentwire.v1.HookCallEntry
-	(*ModelCallEntry)(nil),   // 8: agentwire.v1.ModelCallEntry
-	(*ToolCallEntry)(nil),    // 9: agentwire.v1.ToolCallEntry
-	(*Usage)(nil),            // 10: agentwire.v1.Usage
-	(*Tripwire)(nil),         // 11: agentwire.v1.Tripwire
-	(*ErrorPayload)(nil),     // 12: agentwire.v1.ErrorPayload
-	(*structpb.Value)(nil),   // 13: google.protobuf.Value
+	(*GetStatsRequest)(nil),  // 0: agentwire.v1.GetStatsRequest
+	(*RunStats)(nil),         // 1: agentwire.v1.RunStats
+	(*TripwireCount)(nil),    // 2: agentwire.v1.TripwireCount
+	(*HookLatency)(nil),      // 3: agentwire.v1.HookLatency
+	(*WatchRunsRequest)(nil), // 4: agentwire.v1.WatchRunsRequest
+	(*RunEvent)(nil),         // 5: agentwire.v1.RunEvent
+	(*ListRunsRequest)(nil),  // 6: agentwire.v1.ListRunsRequest
+	(*ListRunsResponse)(nil), // 7: agentwire.v1.ListRunsResponse
+	(*GetRunRequest)(nil),    // 8: agentwire.v1.GetRunRequest
+	(*RunRecord)(nil),        // 9: agentwire.v1.RunRecord
+	(*TimelineEntry)(nil),    // 10: agentwire.v1.TimelineEntry
+	(*HookCallEntry)(nil),    // 11: agentwire.v1.HookCallEntry
+	(*ModelCallEntry)(nil),   // 12: agentwire.v1.ModelCallEntry
+	(*ToolCallEntry)(nil),    // 13: agentwire.v1.ToolCallEntry
+	nil,                      // 14: agentwire.v1.RunStats.OutcomesEntry
+	(*Usage)(nil),            // 15: agentwire.v1.Usage
+	(*Tripwire)(nil),         // 16: agentwire.v1.Tripwire
+	(*ErrorPayload)(nil),     // 17: agentwire.v1.ErrorPayload
+	(*structpb.Value)(nil),   // 18: google.protobuf.Value
 }
 var file_agentwire_v1_runs_proto_depIdxs = []int32{
-	5,  // 0: agentwire.v1.RunEvent.started:type_name -> agentwire.v1.RunRecord
-	5,  // 1: agentwire.v1.RunEvent.ended:type_name -> agentwire.v1.RunRecord
-	5,  // 2: agentwire.v1.ListRunsResponse.runs:type_name -> agentwire.v1.RunRecord
-	10, // 3: agentwire.v1.RunRecord.usage:type_name -> agentwire.v1.Usage
-	11, // 4: agentwire.v1.RunRecord.tripwire:type_name -> agentwire.v1.Tripwire
-	12, // 5: agentwire.v1.RunRecord.error:type_name -> agentwire.v1.ErrorPayload
-	6,  // 6: agentwire.v1.RunRecord.timeline:type_name -> agentwire.v1.TimelineEntry
-	7,  // 7: agentwire.v1.TimelineEntry.hook:type_name -> agentwire.v1.HookCallEntry
-	8,  // 8: agentwire.v1.TimelineEntry.model:type_name -> agentwire.v1.ModelCallEntry
-	9,  // 9: agentwire.v1.TimelineEntry.tool:type_name -> agentwire.v1.ToolCallEntry
-	13, // 10: agentwire.v1.HookCallEntry.metadata:type_name -> google.protobuf.Value
-	10, // 11: agentwire.v1.ModelCallEntry.usage:type_name -> agentwire.v1.Usage
-	2,  // 12: agentwire.v1.RunService.ListRuns:input_type -> agentwire.v1.ListRunsRequest
-	4,  // 13: agentwire.v1.RunService.GetRun:input_type -> agentwire.v1.GetRunRequest
-	0,  // 14: agentwire.v1.RunService.WatchRuns:input_type -> agentwire.v1.WatchRunsRequest
-	3,  // 15: agentwire.v1.RunService.ListRuns:output_type -> agentwire.v1.ListRunsResponse
-	5,  // 16: agentwire.v1.RunService.GetRun:output_type -> agentwire.v1.RunRecord
-	1,  // 17: agentwire.v1.RunService.WatchRuns:output_type -> agentwire.v1.RunEvent
-	15, // [15:18] is the sub-list for method output_type
-	12, // [12:15] is the sub-list for method input_type
-	12, // [12:12] is the sub-list for extension type_name
-	12, // [12:12] is the sub-list for extension extendee
-	0,  // [0:12] is the sub-list for field type_name
+	14, // 0: agentwire.v1.RunStats.outcomes:type_name -> agentwire.v1.RunStats.OutcomesEntry
+	2,  // 1: agentwire.v1.RunStats.tripwires:type_name -> agentwire.v1.TripwireCount
+	3,  // 2: agentwire.v1.RunStats.hooks:type_name -> agentwire.v1.HookLatency
+	9,  // 3: agentwire.v1.RunEvent.started:type_name -> agentwire.v1.RunRecord
+	9,  // 4: agentwire.v1.RunEvent.ended:type_name -> agentwire.v1.RunRecord
+	9,  // 5: agentwire.v1.ListRunsResponse.runs:type_name -> agentwire.v1.RunRecord
+	15, // 6: agentwire.v1.RunRecord.usage:type_name -> agentwire.v1.Usage
+	16, // 7: agentwire.v1.RunRecord.tripwire:type_name -> agentwire.v1.Tripwire
+	17, // 8: agentwire.v1.RunRecord.error:type_name -> agentwire.v1.ErrorPayload
+	10, // 9: agentwire.v1.RunRecord.timeline:type_name -> agentwire.v1.TimelineEntry
+	11, // 10: agentwire.v1.TimelineEntry.hook:type_name -> agentwire.v1.HookCallEntry
+	12, // 11: agentwire.v1.TimelineEntry.model:type_name -> agentwire.v1.ModelCallEntry
+	13, // 12: agentwire.v1.TimelineEntry.tool:type_name -> agentwire.v1.ToolCallEntry
+	18, // 13: agentwire.v1.HookCallEntry.metadata:type_name -> google.protobuf.Value
+	15, // 14: agentwire.v1.ModelCallEntry.usage:type_name -> agentwire.v1.Usage
+	6,  // 15: agentwire.v1.RunService.ListRuns:input_type -> agentwire.v1.ListRunsRequest
+	8,  // 16: agentwire.v1.RunService.GetRun:input_type -> agentwire.v1.GetRunRequest
+	4,  // 17: agentwire.v1.RunService.WatchRuns:input_type -> agentwire.v1.WatchRunsRequest
+	0,  // 18: agentwire.v1.RunService.GetStats:input_type -> agentwire.v1.GetStatsRequest
+	7,  // 19: agentwire.v1.RunService.ListRuns:output_type -> agentwire.v1.ListRunsResponse
+	9,  // 20: agentwire.v1.RunService.GetRun:output_type -> agentwire.v1.RunRecord
+	5,  // 21: agentwire.v1.RunService.WatchRuns:output_type -> agentwire.v1.RunEvent
+	1,  // 22: agentwire.v1.RunService.GetStats:output_type -> agentwire.v1.RunStats
+	19, // [19:23] is the sub-list for method output_type
+	15, // [15:19] is the sub-list for method input_type
+	15, // [15:15] is the sub-list for extension type_name
+	15, // [15:15] is the sub-list for extension extendee
+	0,  // [0:15] is the sub-list for field type_name
 }
 
 func init() { file_agentwire_v1_runs_proto_init() }
@@ -1118,24 +1487,24 @@ func file_agentwire_v1_runs_proto_init() {
 		return
 	}
 	file_agentwire_v1_agent_proto_init()
-	file_agentwire_v1_runs_proto_msgTypes[1].OneofWrappers = []any{
+	file_agentwire_v1_runs_proto_msgTypes[5].OneofWrappers = []any{
 		(*RunEvent_Started)(nil),
 		(*RunEvent_Ended)(nil),
 		(*RunEvent_Missed)(nil),
 	}
-	file_agentwire_v1_runs_proto_msgTypes[6].OneofWrappers = []any{
+	file_agentwire_v1_runs_proto_msgTypes[10].OneofWrappers = []any{
 		(*TimelineEntry_Hook)(nil),
 		(*TimelineEntry_Model)(nil),
 		(*TimelineEntry_Tool)(nil),
 	}
-	file_agentwire_v1_runs_proto_msgTypes[7].OneofWrappers = []any{}
+	file_agentwire_v1_runs_proto_msgTypes[11].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_agentwire_v1_runs_proto_rawDesc), len(file_agentwire_v1_runs_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   10,
+			NumMessages:   15,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -25,6 +25,7 @@ const (
 	RunService_ListRuns_FullMethodName  = "/agentwire.v1.RunService/ListRuns"
 	RunService_GetRun_FullMethodName    = "/agentwire.v1.RunService/GetRun"
 	RunService_WatchRuns_FullMethodName = "/agentwire.v1.RunService/WatchRuns"
+	RunService_GetStats_FullMethodName  = "/agentwire.v1.RunService/GetStats"
 )
 
 // RunServiceClient is the client API for RunService service.
@@ -39,6 +40,9 @@ type RunServiceClient interface {
 	GetRun(ctx context.Context, in *GetRunRequest, opts ...grpc.CallOption) (*RunRecord, error)
 	// Runs as they begin and end, from now on, until the client hangs up. Scoped as ListRuns.
 	WatchRuns(ctx context.Context, in *WatchRunsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[RunEvent], error)
+	// Figures over the runs of a window: outcomes, tripwires by processor and reason, hook latency
+	// percentiles by processor and hook. Scoped as ListRuns.
+	GetStats(ctx context.Context, in *GetStatsRequest, opts ...grpc.CallOption) (*RunStats, error)
 }
 
 type runServiceClient struct {
@@ -88,6 +92,16 @@ func (c *runServiceClient) WatchRuns(ctx context.Context, in *WatchRunsRequest, 
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type RunService_WatchRunsClient = grpc.ServerStreamingClient[RunEvent]
 
+func (c *runServiceClient) GetStats(ctx context.Context, in *GetStatsRequest, opts ...grpc.CallOption) (*RunStats, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RunStats)
+	err := c.cc.Invoke(ctx, RunService_GetStats_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // RunServiceServer is the server API for RunService service.
 // All implementations must embed UnimplementedRunServiceServer
 // for forward compatibility.
@@ -100,6 +114,9 @@ type RunServiceServer interface {
 	GetRun(context.Context, *GetRunRequest) (*RunRecord, error)
 	// Runs as they begin and end, from now on, until the client hangs up. Scoped as ListRuns.
 	WatchRuns(*WatchRunsRequest, grpc.ServerStreamingServer[RunEvent]) error
+	// Figures over the runs of a window: outcomes, tripwires by processor and reason, hook latency
+	// percentiles by processor and hook. Scoped as ListRuns.
+	GetStats(context.Context, *GetStatsRequest) (*RunStats, error)
 	mustEmbedUnimplementedRunServiceServer()
 }
 
@@ -118,6 +135,9 @@ func (UnimplementedRunServiceServer) GetRun(context.Context, *GetRunRequest) (*R
 }
 func (UnimplementedRunServiceServer) WatchRuns(*WatchRunsRequest, grpc.ServerStreamingServer[RunEvent]) error {
 	return status.Error(codes.Unimplemented, "method WatchRuns not implemented")
+}
+func (UnimplementedRunServiceServer) GetStats(context.Context, *GetStatsRequest) (*RunStats, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetStats not implemented")
 }
 func (UnimplementedRunServiceServer) mustEmbedUnimplementedRunServiceServer() {}
 func (UnimplementedRunServiceServer) testEmbeddedByValue()                    {}
@@ -187,6 +207,24 @@ func _RunService_WatchRuns_Handler(srv interface{}, stream grpc.ServerStream) er
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type RunService_WatchRunsServer = grpc.ServerStreamingServer[RunEvent]
 
+func _RunService_GetStats_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetStatsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(RunServiceServer).GetStats(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: RunService_GetStats_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(RunServiceServer).GetStats(ctx, req.(*GetStatsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // RunService_ServiceDesc is the grpc.ServiceDesc for RunService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -201,6 +239,10 @@ var RunService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "GetRun",
 			Handler:    _RunService_GetRun_Handler,
+		},
+		{
+			MethodName: "GetStats",
+			Handler:    _RunService_GetStats_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

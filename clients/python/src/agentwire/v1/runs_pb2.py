@@ -26,33 +26,45 @@ from agentwire.v1 import agent_pb2 as agentwire_dot_v1_dot_agent__pb2
 from google.protobuf import struct_pb2 as google_dot_protobuf_dot_struct__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x17\x61gentwire/v1/runs.proto\x12\x0c\x61gentwire.v1\x1a\x18\x61gentwire/v1/agent.proto\x1a\x1cgoogle/protobuf/struct.proto\"s\n\x10WatchRunsRequest\x12\x10\n\x08\x61gent_id\x18\x01 \x01(\t\x12\x13\n\x0bresource_id\x18\x02 \x01(\t\x12\x11\n\tthread_id\x18\x03 \x01(\t\x12\x0f\n\x07outcome\x18\x04 \x01(\t\x12\x14\n\x0cprocessor_id\x18\x05 \x01(\t\"{\n\x08RunEvent\x12*\n\x07started\x18\x01 \x01(\x0b\x32\x17.agentwire.v1.RunRecordH\x00\x12(\n\x05\x65nded\x18\x02 \x01(\x0b\x32\x17.agentwire.v1.RunRecordH\x00\x12\x10\n\x06missed\x18\x03 \x01(\x04H\x00\x42\x07\n\x05\x65vent\"\xb7\x01\n\x0fListRunsRequest\x12\x10\n\x08\x61gent_id\x18\x01 \x01(\t\x12\x13\n\x0bresource_id\x18\x02 \x01(\t\x12\x11\n\tthread_id\x18\x03 \x01(\t\x12\x0f\n\x07outcome\x18\x04 \x01(\t\x12\x14\n\x0cprocessor_id\x18\x05 \x01(\t\x12\r\n\x05since\x18\x06 \x01(\x03\x12\r\n\x05until\x18\x07 \x01(\x03\x12\x11\n\tpage_size\x18\x08 \x01(\r\x12\x12\n\npage_token\x18\t \x01(\t\"R\n\x10ListRunsResponse\x12%\n\x04runs\x18\x01 \x03(\x0b\x32\x17.agentwire.v1.RunRecord\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"\x1f\n\rGetRunRequest\x12\x0e\n\x06run_id\x18\x01 \x01(\t\"\xdd\x02\n\tRunRecord\x12\x0e\n\x06run_id\x18\x01 \x01(\t\x12\x10\n\x08\x61gent_id\x18\x02 \x01(\t\x12\x11\n\tthread_id\x18\x03 \x01(\t\x12\x13\n\x0bresource_id\x18\x04 \x01(\t\x12\x10\n\x08key_name\x18\x05 \x01(\t\x12\x12\n\nstarted_at\x18\x06 \x01(\x03\x12\x10\n\x08\x65nded_at\x18\x07 \x01(\x03\x12\x0f\n\x07outcome\x18\x08 \x01(\t\x12\x15\n\rfinish_reason\x18\t \x01(\t\x12\"\n\x05usage\x18\n \x01(\x0b\x32\x13.agentwire.v1.Usage\x12(\n\x08tripwire\x18\x0b \x01(\x0b\x32\x16.agentwire.v1.Tripwire\x12)\n\x05\x65rror\x18\x0c \x01(\x0b\x32\x1a.agentwire.v1.ErrorPayload\x12-\n\x08timeline\x18\r \x03(\x0b\x32\x1b.agentwire.v1.TimelineEntry\"\xc5\x01\n\rTimelineEntry\x12\r\n\x05\x61t_us\x18\x01 \x01(\x04\x12\x13\n\x0b\x64uration_us\x18\x02 \x01(\x04\x12+\n\x04hook\x18\x03 \x01(\x0b\x32\x1b.agentwire.v1.HookCallEntryH\x00\x12-\n\x05model\x18\x04 \x01(\x0b\x32\x1c.agentwire.v1.ModelCallEntryH\x00\x12+\n\x04tool\x18\x05 \x01(\x0b\x32\x1b.agentwire.v1.ToolCallEntryH\x00\x42\x07\n\x05\x65ntry\"\xf3\x01\n\rHookCallEntry\x12\x14\n\x0cprocessor_id\x18\x01 \x01(\t\x12\x0c\n\x04hook\x18\x02 \x01(\t\x12\x11\n\x04step\x18\x03 \x01(\rH\x00\x88\x01\x01\x12\x13\n\x0bretry_count\x18\x04 \x01(\r\x12\x13\n\x0binstance_id\x18\x05 \x01(\t\x12\r\n\x05\x63\x61lls\x18\x06 \x01(\r\x12\x0e\n\x06max_us\x18\x07 \x01(\x04\x12\x10\n\x08\x64\x65\x63ision\x18\x08 \x01(\t\x12\x0e\n\x06reason\x18\t \x01(\t\x12\r\n\x05retry\x18\n \x01(\x08\x12(\n\x08metadata\x18\x0b \x01(\x0b\x32\x16.google.protobuf.ValueB\x07\n\x05_step\"\x8c\x01\n\x0eModelCallEntry\x12\r\n\x05model\x18\x01 \x01(\t\x12\x0c\n\x04step\x18\x02 \x01(\r\x12\x16\n\x0e\x66irst_token_us\x18\x03 \x01(\x04\x12\"\n\x05usage\x18\x04 \x01(\x0b\x32\x13.agentwire.v1.Usage\x12\x12\n\nfrom_cache\x18\x05 \x01(\x08\x12\r\n\x05\x65rror\x18\x06 \x01(\t\":\n\rToolCallEntry\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0c\n\x04step\x18\x02 \x01(\r\x12\r\n\x05\x65rror\x18\x03 \x01(\t2\xde\x01\n\nRunService\x12I\n\x08ListRuns\x12\x1d.agentwire.v1.ListRunsRequest\x1a\x1e.agentwire.v1.ListRunsResponse\x12>\n\x06GetRun\x12\x1b.agentwire.v1.GetRunRequest\x1a\x17.agentwire.v1.RunRecord\x12\x45\n\tWatchRuns\x12\x1e.agentwire.v1.WatchRunsRequest\x1a\x16.agentwire.v1.RunEvent0\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x17\x61gentwire/v1/runs.proto\x12\x0c\x61gentwire.v1\x1a\x18\x61gentwire/v1/agent.proto\x1a\x1cgoogle/protobuf/struct.proto\"V\n\x0fGetStatsRequest\x12\x10\n\x08\x61gent_id\x18\x01 \x01(\t\x12\x13\n\x0bresource_id\x18\x02 \x01(\t\x12\r\n\x05since\x18\x03 \x01(\x03\x12\r\n\x05until\x18\x04 \x01(\x03\"\xed\x01\n\x08RunStats\x12\x0c\n\x04runs\x18\x01 \x01(\x04\x12\x36\n\x08outcomes\x18\x02 \x03(\x0b\x32$.agentwire.v1.RunStats.OutcomesEntry\x12.\n\ttripwires\x18\x03 \x03(\x0b\x32\x1b.agentwire.v1.TripwireCount\x12(\n\x05hooks\x18\x04 \x03(\x0b\x32\x19.agentwire.v1.HookLatency\x12\x10\n\x08\x63omplete\x18\x05 \x01(\x08\x1a/\n\rOutcomesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x04:\x02\x38\x01\"D\n\rTripwireCount\x12\x14\n\x0cprocessor_id\x18\x01 \x01(\t\x12\x0e\n\x06reason\x18\x02 \x01(\t\x12\r\n\x05\x63ount\x18\x03 \x01(\x04\"\xb3\x01\n\x0bHookLatency\x12\x14\n\x0cprocessor_id\x18\x01 \x01(\t\x12\x0c\n\x04hook\x18\x02 \x01(\t\x12\r\n\x05\x63\x61lls\x18\x03 \x01(\x04\x12\x0e\n\x06p50_us\x18\x04 \x01(\x04\x12\x0e\n\x06p95_us\x18\x05 \x01(\x04\x12\x0e\n\x06p99_us\x18\x06 \x01(\x04\x12\x0e\n\x06max_us\x18\x07 \x01(\x04\x12\x0e\n\x06\x61\x62orts\x18\x08 \x01(\x04\x12\x10\n\x08\x66\x61ilures\x18\t \x01(\x04\x12\x0f\n\x07skipped\x18\n \x01(\x04\"s\n\x10WatchRunsRequest\x12\x10\n\x08\x61gent_id\x18\x01 \x01(\t\x12\x13\n\x0bresource_id\x18\x02 \x01(\t\x12\x11\n\tthread_id\x18\x03 \x01(\t\x12\x0f\n\x07outcome\x18\x04 \x01(\t\x12\x14\n\x0cprocessor_id\x18\x05 \x01(\t\"{\n\x08RunEvent\x12*\n\x07started\x18\x01 \x01(\x0b\x32\x17.agentwire.v1.RunRecordH\x00\x12(\n\x05\x65nded\x18\x02 \x01(\x0b\x32\x17.agentwire.v1.RunRecordH\x00\x12\x10\n\x06missed\x18\x03 \x01(\x04H\x00\x42\x07\n\x05\x65vent\"\xb7\x01\n\x0fListRunsRequest\x12\x10\n\x08\x61gent_id\x18\x01 \x01(\t\x12\x13\n\x0bresource_id\x18\x02 \x01(\t\x12\x11\n\tthread_id\x18\x03 \x01(\t\x12\x0f\n\x07outcome\x18\x04 \x01(\t\x12\x14\n\x0cprocessor_id\x18\x05 \x01(\t\x12\r\n\x05since\x18\x06 \x01(\x03\x12\r\n\x05until\x18\x07 \x01(\x03\x12\x11\n\tpage_size\x18\x08 \x01(\r\x12\x12\n\npage_token\x18\t \x01(\t\"R\n\x10ListRunsResponse\x12%\n\x04runs\x18\x01 \x03(\x0b\x32\x17.agentwire.v1.RunRecord\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"\x1f\n\rGetRunRequest\x12\x0e\n\x06run_id\x18\x01 \x01(\t\"\xdd\x02\n\tRunRecord\x12\x0e\n\x06run_id\x18\x01 \x01(\t\x12\x10\n\x08\x61gent_id\x18\x02 \x01(\t\x12\x11\n\tthread_id\x18\x03 \x01(\t\x12\x13\n\x0bresource_id\x18\x04 \x01(\t\x12\x10\n\x08key_name\x18\x05 \x01(\t\x12\x12\n\nstarted_at\x18\x06 \x01(\x03\x12\x10\n\x08\x65nded_at\x18\x07 \x01(\x03\x12\x0f\n\x07outcome\x18\x08 \x01(\t\x12\x15\n\rfinish_reason\x18\t \x01(\t\x12\"\n\x05usage\x18\n \x01(\x0b\x32\x13.agentwire.v1.Usage\x12(\n\x08tripwire\x18\x0b \x01(\x0b\x32\x16.agentwire.v1.Tripwire\x12)\n\x05\x65rror\x18\x0c \x01(\x0b\x32\x1a.agentwire.v1.ErrorPayload\x12-\n\x08timeline\x18\r \x03(\x0b\x32\x1b.agentwire.v1.TimelineEntry\"\xc5\x01\n\rTimelineEntry\x12\r\n\x05\x61t_us\x18\x01 \x01(\x04\x12\x13\n\x0b\x64uration_us\x18\x02 \x01(\x04\x12+\n\x04hook\x18\x03 \x01(\x0b\x32\x1b.agentwire.v1.HookCallEntryH\x00\x12-\n\x05model\x18\x04 \x01(\x0b\x32\x1c.agentwire.v1.ModelCallEntryH\x00\x12+\n\x04tool\x18\x05 \x01(\x0b\x32\x1b.agentwire.v1.ToolCallEntryH\x00\x42\x07\n\x05\x65ntry\"\xf3\x01\n\rHookCallEntry\x12\x14\n\x0cprocessor_id\x18\x01 \x01(\t\x12\x0c\n\x04hook\x18\x02 \x01(\t\x12\x11\n\x04step\x18\x03 \x01(\rH\x00\x88\x01\x01\x12\x13\n\x0bretry_count\x18\x04 \x01(\r\x12\x13\n\x0binstance_id\x18\x05 \x01(\t\x12\r\n\x05\x63\x61lls\x18\x06 \x01(\r\x12\x0e\n\x06max_us\x18\x07 \x01(\x04\x12\x10\n\x08\x64\x65\x63ision\x18\x08 \x01(\t\x12\x0e\n\x06reason\x18\t \x01(\t\x12\r\n\x05retry\x18\n \x01(\x08\x12(\n\x08metadata\x18\x0b \x01(\x0b\x32\x16.google.protobuf.ValueB\x07\n\x05_step\"\x8c\x01\n\x0eModelCallEntry\x12\r\n\x05model\x18\x01 \x01(\t\x12\x0c\n\x04step\x18\x02 \x01(\r\x12\x16\n\x0e\x66irst_token_us\x18\x03 \x01(\x04\x12\"\n\x05usage\x18\x04 \x01(\x0b\x32\x13.agentwire.v1.Usage\x12\x12\n\nfrom_cache\x18\x05 \x01(\x08\x12\r\n\x05\x65rror\x18\x06 \x01(\t\":\n\rToolCallEntry\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0c\n\x04step\x18\x02 \x01(\r\x12\r\n\x05\x65rror\x18\x03 \x01(\t2\xa1\x02\n\nRunService\x12I\n\x08ListRuns\x12\x1d.agentwire.v1.ListRunsRequest\x1a\x1e.agentwire.v1.ListRunsResponse\x12>\n\x06GetRun\x12\x1b.agentwire.v1.GetRunRequest\x1a\x17.agentwire.v1.RunRecord\x12\x45\n\tWatchRuns\x12\x1e.agentwire.v1.WatchRunsRequest\x1a\x16.agentwire.v1.RunEvent0\x01\x12\x41\n\x08GetStats\x12\x1d.agentwire.v1.GetStatsRequest\x1a\x16.agentwire.v1.RunStatsb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'agentwire.v1.runs_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_WATCHRUNSREQUEST']._serialized_start=97
-  _globals['_WATCHRUNSREQUEST']._serialized_end=212
-  _globals['_RUNEVENT']._serialized_start=214
-  _globals['_RUNEVENT']._serialized_end=337
-  _globals['_LISTRUNSREQUEST']._serialized_start=340
-  _globals['_LISTRUNSREQUEST']._serialized_end=523
-  _globals['_LISTRUNSRESPONSE']._serialized_start=525
-  _globals['_LISTRUNSRESPONSE']._serialized_end=607
-  _globals['_GETRUNREQUEST']._serialized_start=609
-  _globals['_GETRUNREQUEST']._serialized_end=640
-  _globals['_RUNRECORD']._serialized_start=643
-  _globals['_RUNRECORD']._serialized_end=992
-  _globals['_TIMELINEENTRY']._serialized_start=995
-  _globals['_TIMELINEENTRY']._serialized_end=1192
-  _globals['_HOOKCALLENTRY']._serialized_start=1195
-  _globals['_HOOKCALLENTRY']._serialized_end=1438
-  _globals['_MODELCALLENTRY']._serialized_start=1441
-  _globals['_MODELCALLENTRY']._serialized_end=1581
-  _globals['_TOOLCALLENTRY']._serialized_start=1583
-  _globals['_TOOLCALLENTRY']._serialized_end=1641
-  _globals['_RUNSERVICE']._serialized_start=1644
-  _globals['_RUNSERVICE']._serialized_end=1866
+  _globals['_RUNSTATS_OUTCOMESENTRY']._loaded_options = None
+  _globals['_RUNSTATS_OUTCOMESENTRY']._serialized_options = b'8\001'
+  _globals['_GETSTATSREQUEST']._serialized_start=97
+  _globals['_GETSTATSREQUEST']._serialized_end=183
+  _globals['_RUNSTATS']._serialized_start=186
+  _globals['_RUNSTATS']._serialized_end=423
+  _globals['_RUNSTATS_OUTCOMESENTRY']._serialized_start=376
+  _globals['_RUNSTATS_OUTCOMESENTRY']._serialized_end=423
+  _globals['_TRIPWIRECOUNT']._serialized_start=425
+  _globals['_TRIPWIRECOUNT']._serialized_end=493
+  _globals['_HOOKLATENCY']._serialized_start=496
+  _globals['_HOOKLATENCY']._serialized_end=675
+  _globals['_WATCHRUNSREQUEST']._serialized_start=677
+  _globals['_WATCHRUNSREQUEST']._serialized_end=792
+  _globals['_RUNEVENT']._serialized_start=794
+  _globals['_RUNEVENT']._serialized_end=917
+  _globals['_LISTRUNSREQUEST']._serialized_start=920
+  _globals['_LISTRUNSREQUEST']._serialized_end=1103
+  _globals['_LISTRUNSRESPONSE']._serialized_start=1105
+  _globals['_LISTRUNSRESPONSE']._serialized_end=1187
+  _globals['_GETRUNREQUEST']._serialized_start=1189
+  _globals['_GETRUNREQUEST']._serialized_end=1220
+  _globals['_RUNRECORD']._serialized_start=1223
+  _globals['_RUNRECORD']._serialized_end=1572
+  _globals['_TIMELINEENTRY']._serialized_start=1575
+  _globals['_TIMELINEENTRY']._serialized_end=1772
+  _globals['_HOOKCALLENTRY']._serialized_start=1775
+  _globals['_HOOKCALLENTRY']._serialized_end=2018
+  _globals['_MODELCALLENTRY']._serialized_start=2021
+  _globals['_MODELCALLENTRY']._serialized_end=2161
+  _globals['_TOOLCALLENTRY']._serialized_start=2163
+  _globals['_TOOLCALLENTRY']._serialized_end=2221
+  _globals['_RUNSERVICE']._serialized_start=2224
+  _globals['_RUNSERVICE']._serialized_end=2513
 # @@protoc_insertion_point(module_scope)

@@ -8,6 +8,73 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
+class GetStatsRequest(_message.Message):
+    __slots__ = ("agent_id", "resource_id", "since", "until")
+    AGENT_ID_FIELD_NUMBER: _ClassVar[int]
+    RESOURCE_ID_FIELD_NUMBER: _ClassVar[int]
+    SINCE_FIELD_NUMBER: _ClassVar[int]
+    UNTIL_FIELD_NUMBER: _ClassVar[int]
+    agent_id: str
+    resource_id: str
+    since: int
+    until: int
+    def __init__(self, agent_id: _Optional[str] = ..., resource_id: _Optional[str] = ..., since: _Optional[int] = ..., until: _Optional[int] = ...) -> None: ...
+
+class RunStats(_message.Message):
+    __slots__ = ("runs", "outcomes", "tripwires", "hooks", "complete")
+    class OutcomesEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: int
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[int] = ...) -> None: ...
+    RUNS_FIELD_NUMBER: _ClassVar[int]
+    OUTCOMES_FIELD_NUMBER: _ClassVar[int]
+    TRIPWIRES_FIELD_NUMBER: _ClassVar[int]
+    HOOKS_FIELD_NUMBER: _ClassVar[int]
+    COMPLETE_FIELD_NUMBER: _ClassVar[int]
+    runs: int
+    outcomes: _containers.ScalarMap[str, int]
+    tripwires: _containers.RepeatedCompositeFieldContainer[TripwireCount]
+    hooks: _containers.RepeatedCompositeFieldContainer[HookLatency]
+    complete: bool
+    def __init__(self, runs: _Optional[int] = ..., outcomes: _Optional[_Mapping[str, int]] = ..., tripwires: _Optional[_Iterable[_Union[TripwireCount, _Mapping]]] = ..., hooks: _Optional[_Iterable[_Union[HookLatency, _Mapping]]] = ..., complete: _Optional[bool] = ...) -> None: ...
+
+class TripwireCount(_message.Message):
+    __slots__ = ("processor_id", "reason", "count")
+    PROCESSOR_ID_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    COUNT_FIELD_NUMBER: _ClassVar[int]
+    processor_id: str
+    reason: str
+    count: int
+    def __init__(self, processor_id: _Optional[str] = ..., reason: _Optional[str] = ..., count: _Optional[int] = ...) -> None: ...
+
+class HookLatency(_message.Message):
+    __slots__ = ("processor_id", "hook", "calls", "p50_us", "p95_us", "p99_us", "max_us", "aborts", "failures", "skipped")
+    PROCESSOR_ID_FIELD_NUMBER: _ClassVar[int]
+    HOOK_FIELD_NUMBER: _ClassVar[int]
+    CALLS_FIELD_NUMBER: _ClassVar[int]
+    P50_US_FIELD_NUMBER: _ClassVar[int]
+    P95_US_FIELD_NUMBER: _ClassVar[int]
+    P99_US_FIELD_NUMBER: _ClassVar[int]
+    MAX_US_FIELD_NUMBER: _ClassVar[int]
+    ABORTS_FIELD_NUMBER: _ClassVar[int]
+    FAILURES_FIELD_NUMBER: _ClassVar[int]
+    SKIPPED_FIELD_NUMBER: _ClassVar[int]
+    processor_id: str
+    hook: str
+    calls: int
+    p50_us: int
+    p95_us: int
+    p99_us: int
+    max_us: int
+    aborts: int
+    failures: int
+    skipped: int
+    def __init__(self, processor_id: _Optional[str] = ..., hook: _Optional[str] = ..., calls: _Optional[int] = ..., p50_us: _Optional[int] = ..., p95_us: _Optional[int] = ..., p99_us: _Optional[int] = ..., max_us: _Optional[int] = ..., aborts: _Optional[int] = ..., failures: _Optional[int] = ..., skipped: _Optional[int] = ...) -> None: ...
+
 class WatchRunsRequest(_message.Message):
     __slots__ = ("agent_id", "resource_id", "thread_id", "outcome", "processor_id")
     AGENT_ID_FIELD_NUMBER: _ClassVar[int]

@@ -50,6 +50,11 @@ class RunServiceStub:
                 request_serializer=agentwire_dot_v1_dot_runs__pb2.WatchRunsRequest.SerializeToString,
                 response_deserializer=agentwire_dot_v1_dot_runs__pb2.RunEvent.FromString,
                 _registered_method=True)
+        self.GetStats = channel.unary_unary(
+                '/agentwire.v1.RunService/GetStats',
+                request_serializer=agentwire_dot_v1_dot_runs__pb2.GetStatsRequest.SerializeToString,
+                response_deserializer=agentwire_dot_v1_dot_runs__pb2.RunStats.FromString,
+                _registered_method=True)
 
 
 class RunServiceServicer:
@@ -77,6 +82,14 @@ class RunServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GetStats(self, request, context):
+        """Figures over the runs of a window: outcomes, tripwires by processor and reason, hook latency
+        percentiles by processor and hook. Scoped as ListRuns.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_RunServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -94,6 +107,11 @@ def add_RunServiceServicer_to_server(servicer, server):
                     servicer.WatchRuns,
                     request_deserializer=agentwire_dot_v1_dot_runs__pb2.WatchRunsRequest.FromString,
                     response_serializer=agentwire_dot_v1_dot_runs__pb2.RunEvent.SerializeToString,
+            ),
+            'GetStats': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetStats,
+                    request_deserializer=agentwire_dot_v1_dot_runs__pb2.GetStatsRequest.FromString,
+                    response_serializer=agentwire_dot_v1_dot_runs__pb2.RunStats.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -178,6 +196,33 @@ class RunService:
             '/agentwire.v1.RunService/WatchRuns',
             agentwire_dot_v1_dot_runs__pb2.WatchRunsRequest.SerializeToString,
             agentwire_dot_v1_dot_runs__pb2.RunEvent.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetStats(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/agentwire.v1.RunService/GetStats',
+            agentwire_dot_v1_dot_runs__pb2.GetStatsRequest.SerializeToString,
+            agentwire_dot_v1_dot_runs__pb2.RunStats.FromString,
             options,
             channel_credentials,
             insecure,

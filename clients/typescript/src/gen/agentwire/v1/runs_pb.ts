@@ -17,7 +17,178 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file agentwire/v1/runs.proto.
  */
 export const file_agentwire_v1_runs: GenFile = /*@__PURE__*/
-  fileDesc("ChdhZ2VudHdpcmUvdjEvcnVucy5wcm90bxIMYWdlbnR3aXJlLnYxInMKEFdhdGNoUnVuc1JlcXVlc3QSEAoIYWdlbnRfaWQYASABKAkSEwoLcmVzb3VyY2VfaWQYAiABKAkSEQoJdGhyZWFkX2lkGAMgASgJEg8KB291dGNvbWUYBCABKAkSFAoMcHJvY2Vzc29yX2lkGAUgASgJInsKCFJ1bkV2ZW50EioKB3N0YXJ0ZWQYASABKAsyFy5hZ2VudHdpcmUudjEuUnVuUmVjb3JkSAASKAoFZW5kZWQYAiABKAsyFy5hZ2VudHdpcmUudjEuUnVuUmVjb3JkSAASEAoGbWlzc2VkGAMgASgESABCBwoFZXZlbnQitwEKD0xpc3RSdW5zUmVxdWVzdBIQCghhZ2VudF9pZBgBIAEoCRITCgtyZXNvdXJjZV9pZBgCIAEoCRIRCgl0aHJlYWRfaWQYAyABKAkSDwoHb3V0Y29tZRgEIAEoCRIUCgxwcm9jZXNzb3JfaWQYBSABKAkSDQoFc2luY2UYBiABKAMSDQoFdW50aWwYByABKAMSEQoJcGFnZV9zaXplGAggASgNEhIKCnBhZ2VfdG9rZW4YCSABKAkiUgoQTGlzdFJ1bnNSZXNwb25zZRIlCgRydW5zGAEgAygLMhcuYWdlbnR3aXJlLnYxLlJ1blJlY29yZBIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiHwoNR2V0UnVuUmVxdWVzdBIOCgZydW5faWQYASABKAki3QIKCVJ1blJlY29yZBIOCgZydW5faWQYASABKAkSEAoIYWdlbnRfaWQYAiABKAkSEQoJdGhyZWFkX2lkGAMgASgJEhMKC3Jlc291cmNlX2lkGAQgASgJEhAKCGtleV9uYW1lGAUgASgJEhIKCnN0YXJ0ZWRfYXQYBiABKAMSEAoIZW5kZWRfYXQYByABKAMSDwoHb3V0Y29tZRgIIAEoCRIVCg1maW5pc2hfcmVhc29uGAkgASgJEiIKBXVzYWdlGAogASgLMhMuYWdlbnR3aXJlLnYxLlVzYWdlEigKCHRyaXB3aXJlGAsgASgLMhYuYWdlbnR3aXJlLnYxLlRyaXB3aXJlEikKBWVycm9yGAwgASgLMhouYWdlbnR3aXJlLnYxLkVycm9yUGF5bG9hZBItCgh0aW1lbGluZRgNIAMoCzIbLmFnZW50d2lyZS52MS5UaW1lbGluZUVudHJ5IsUBCg1UaW1lbGluZUVudHJ5Eg0KBWF0X3VzGAEgASgEEhMKC2R1cmF0aW9uX3VzGAIgASgEEisKBGhvb2sYAyABKAsyGy5hZ2VudHdpcmUudjEuSG9va0NhbGxFbnRyeUgAEi0KBW1vZGVsGAQgASgLMhwuYWdlbnR3aXJlLnYxLk1vZGVsQ2FsbEVudHJ5SAASKwoEdG9vbBgFIAEoCzIbLmFnZW50d2lyZS52MS5Ub29sQ2FsbEVudHJ5SABCBwoFZW50cnki8wEKDUhvb2tDYWxsRW50cnkSFAoMcHJvY2Vzc29yX2lkGAEgASgJEgwKBGhvb2sYAiABKAkSEQoEc3RlcBgDIAEoDUgAiAEBEhMKC3JldHJ5X2NvdW50GAQgASgNEhMKC2luc3RhbmNlX2lkGAUgASgJEg0KBWNhbGxzGAYgASgNEg4KBm1heF91cxgHIAEoBBIQCghkZWNpc2lvbhgIIAEoCRIOCgZyZWFzb24YCSABKAkSDQoFcmV0cnkYCiABKAgSKAoIbWV0YWRhdGEYCyABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWVCBwoFX3N0ZXAijAEKDk1vZGVsQ2FsbEVudHJ5Eg0KBW1vZGVsGAEgASgJEgwKBHN0ZXAYAiABKA0SFgoOZmlyc3RfdG9rZW5fdXMYAyABKAQSIgoFdXNhZ2UYBCABKAsyEy5hZ2VudHdpcmUudjEuVXNhZ2USEgoKZnJvbV9jYWNoZRgFIAEoCBINCgVlcnJvchgGIAEoCSI6Cg1Ub29sQ2FsbEVudHJ5EgwKBG5hbWUYASABKAkSDAoEc3RlcBgCIAEoDRINCgVlcnJvchgDIAEoCTLeAQoKUnVuU2VydmljZRJJCghMaXN0UnVucxIdLmFnZW50d2lyZS52MS5MaXN0UnVuc1JlcXVlc3QaHi5hZ2VudHdpcmUudjEuTGlzdFJ1bnNSZXNwb25zZRI+CgZHZXRSdW4SGy5hZ2VudHdpcmUudjEuR2V0UnVuUmVxdWVzdBoXLmFnZW50d2lyZS52MS5SdW5SZWNvcmQSRQoJV2F0Y2hSdW5zEh4uYWdlbnR3aXJlLnYxLldhdGNoUnVuc1JlcXVlc3QaFi5hZ2VudHdpcmUudjEuUnVuRXZlbnQwAWIGcHJvdG8z", [file_agentwire_v1_agent, file_google_protobuf_struct]);
+  fileDesc("ChdhZ2VudHdpcmUvdjEvcnVucy5wcm90bxIMYWdlbnR3aXJlLnYxIlYKD0dldFN0YXRzUmVxdWVzdBIQCghhZ2VudF9pZBgBIAEoCRITCgtyZXNvdXJjZV9pZBgCIAEoCRINCgVzaW5jZRgDIAEoAxINCgV1bnRpbBgEIAEoAyLtAQoIUnVuU3RhdHMSDAoEcnVucxgBIAEoBBI2CghvdXRjb21lcxgCIAMoCzIkLmFnZW50d2lyZS52MS5SdW5TdGF0cy5PdXRjb21lc0VudHJ5Ei4KCXRyaXB3aXJlcxgDIAMoCzIbLmFnZW50d2lyZS52MS5Ucmlwd2lyZUNvdW50EigKBWhvb2tzGAQgAygLMhkuYWdlbnR3aXJlLnYxLkhvb2tMYXRlbmN5EhAKCGNvbXBsZXRlGAUgASgIGi8KDU91dGNvbWVzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgEOgI4ASJECg1Ucmlwd2lyZUNvdW50EhQKDHByb2Nlc3Nvcl9pZBgBIAEoCRIOCgZyZWFzb24YAiABKAkSDQoFY291bnQYAyABKAQiswEKC0hvb2tMYXRlbmN5EhQKDHByb2Nlc3Nvcl9pZBgBIAEoCRIMCgRob29rGAIgASgJEg0KBWNhbGxzGAMgASgEEg4KBnA1MF91cxgEIAEoBBIOCgZwOTVfdXMYBSABKAQSDgoGcDk5X3VzGAYgASgEEg4KBm1heF91cxgHIAEoBBIOCgZhYm9ydHMYCCABKAQSEAoIZmFpbHVyZXMYCSABKAQSDwoHc2tpcHBlZBgKIAEoBCJzChBXYXRjaFJ1bnNSZXF1ZXN0EhAKCGFnZW50X2lkGAEgASgJEhMKC3Jlc291cmNlX2lkGAIgASgJEhEKCXRocmVhZF9pZBgDIAEoCRIPCgdvdXRjb21lGAQgASgJEhQKDHByb2Nlc3Nvcl9pZBgFIAEoCSJ7CghSdW5FdmVudBIqCgdzdGFydGVkGAEgASgLMhcuYWdlbnR3aXJlLnYxLlJ1blJlY29yZEgAEigKBWVuZGVkGAIgASgLMhcuYWdlbnR3aXJlLnYxLlJ1blJlY29yZEgAEhAKBm1pc3NlZBgDIAEoBEgAQgcKBWV2ZW50IrcBCg9MaXN0UnVuc1JlcXVlc3QSEAoIYWdlbnRfaWQYASABKAkSEwoLcmVzb3VyY2VfaWQYAiABKAkSEQoJdGhyZWFkX2lkGAMgASgJEg8KB291dGNvbWUYBCABKAkSFAoMcHJvY2Vzc29yX2lkGAUgASgJEg0KBXNpbmNlGAYgASgDEg0KBXVudGlsGAcgASgDEhEKCXBhZ2Vfc2l6ZRgIIAEoDRISCgpwYWdlX3Rva2VuGAkgASgJIlIKEExpc3RSdW5zUmVzcG9uc2USJQoEcnVucxgBIAMoCzIXLmFnZW50d2lyZS52MS5SdW5SZWNvcmQSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIh8KDUdldFJ1blJlcXVlc3QSDgoGcnVuX2lkGAEgASgJIt0CCglSdW5SZWNvcmQSDgoGcnVuX2lkGAEgASgJEhAKCGFnZW50X2lkGAIgASgJEhEKCXRocmVhZF9pZBgDIAEoCRITCgtyZXNvdXJjZV9pZBgEIAEoCRIQCghrZXlfbmFtZRgFIAEoCRISCgpzdGFydGVkX2F0GAYgASgDEhAKCGVuZGVkX2F0GAcgASgDEg8KB291dGNvbWUYCCABKAkSFQoNZmluaXNoX3JlYXNvbhgJIAEoCRIiCgV1c2FnZRgKIAEoCzITLmFnZW50d2lyZS52MS5Vc2FnZRIoCgh0cmlwd2lyZRgLIAEoCzIWLmFnZW50d2lyZS52MS5Ucmlwd2lyZRIpCgVlcnJvchgMIAEoCzIaLmFnZW50d2lyZS52MS5FcnJvclBheWxvYWQSLQoIdGltZWxpbmUYDSADKAsyGy5hZ2VudHdpcmUudjEuVGltZWxpbmVFbnRyeSLFAQoNVGltZWxpbmVFbnRyeRINCgVhdF91cxgBIAEoBBITCgtkdXJhdGlvbl91cxgCIAEoBBIrCgRob29rGAMgASgLMhsuYWdlbnR3aXJlLnYxLkhvb2tDYWxsRW50cnlIABItCgVtb2RlbBgEIAEoCzIcLmFnZW50d2lyZS52MS5Nb2RlbENhbGxFbnRyeUgAEisKBHRvb2wYBSABKAsyGy5hZ2VudHdpcmUudjEuVG9vbENhbGxFbnRyeUgAQgcKBWVudHJ5IvMBCg1Ib29rQ2FsbEVudHJ5EhQKDHByb2Nlc3Nvcl9pZBgBIAEoCRIMCgRob29rGAIgASgJEhEKBHN0ZXAYAyABKA1IAIgBARITCgtyZXRyeV9jb3VudBgEIAEoDRITCgtpbnN0YW5jZV9pZBgFIAEoCRINCgVjYWxscxgGIAEoDRIOCgZtYXhfdXMYByABKAQSEAoIZGVjaXNpb24YCCABKAkSDgoGcmVhc29uGAkgASgJEg0KBXJldHJ5GAogASgIEigKCG1ldGFkYXRhGAsgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlQgcKBV9zdGVwIowBCg5Nb2RlbENhbGxFbnRyeRINCgVtb2RlbBgBIAEoCRIMCgRzdGVwGAIgASgNEhYKDmZpcnN0X3Rva2VuX3VzGAMgASgEEiIKBXVzYWdlGAQgASgLMhMuYWdlbnR3aXJlLnYxLlVzYWdlEhIKCmZyb21fY2FjaGUYBSABKAgSDQoFZXJyb3IYBiABKAkiOgoNVG9vbENhbGxFbnRyeRIMCgRuYW1lGAEgASgJEgwKBHN0ZXAYAiABKA0SDQoFZXJyb3IYAyABKAkyoQIKClJ1blNlcnZpY2USSQoITGlzdFJ1bnMSHS5hZ2VudHdpcmUudjEuTGlzdFJ1bnNSZXF1ZXN0Gh4uYWdlbnR3aXJlLnYxLkxpc3RSdW5zUmVzcG9uc2USPgoGR2V0UnVuEhsuYWdlbnR3aXJlLnYxLkdldFJ1blJlcXVlc3QaFy5hZ2VudHdpcmUudjEuUnVuUmVjb3JkEkUKCVdhdGNoUnVucxIeLmFnZW50d2lyZS52MS5XYXRjaFJ1bnNSZXF1ZXN0GhYuYWdlbnR3aXJlLnYxLlJ1bkV2ZW50MAESQQoIR2V0U3RhdHMSHS5hZ2VudHdpcmUudjEuR2V0U3RhdHNSZXF1ZXN0GhYuYWdlbnR3aXJlLnYxLlJ1blN0YXRzYgZwcm90bzM", [file_agentwire_v1_agent, file_google_protobuf_struct]);
+
+/**
+ * @generated from message agentwire.v1.GetStatsRequest
+ */
+export type GetStatsRequest = Message<"agentwire.v1.GetStatsRequest"> & {
+  /**
+   * @generated from field: string agent_id = 1;
+   */
+  agentId: string;
+
+  /**
+   * @generated from field: string resource_id = 2;
+   */
+  resourceId: string;
+
+  /**
+   * The window, in milliseconds since the epoch (0: unbounded).
+   *
+   * @generated from field: int64 since = 3;
+   */
+  since: bigint;
+
+  /**
+   * @generated from field: int64 until = 4;
+   */
+  until: bigint;
+};
+
+/**
+ * Describes the message agentwire.v1.GetStatsRequest.
+ * Use `create(GetStatsRequestSchema)` to create a new message.
+ */
+export const GetStatsRequestSchema: GenMessage<GetStatsRequest> = /*@__PURE__*/
+  messageDesc(file_agentwire_v1_runs, 0);
+
+/**
+ * Figures over the newest runs of the window, at most 10,000 of them.
+ *
+ * @generated from message agentwire.v1.RunStats
+ */
+export type RunStats = Message<"agentwire.v1.RunStats"> & {
+  /**
+   * @generated from field: uint64 runs = 1;
+   */
+  runs: bigint;
+
+  /**
+   * Runs by outcome (`finished`, `tripwire`, ...).
+   *
+   * @generated from field: map<string, uint64> outcomes = 2;
+   */
+  outcomes: { [key: string]: bigint };
+
+  /**
+   * Most first.
+   *
+   * @generated from field: repeated agentwire.v1.TripwireCount tripwires = 3;
+   */
+  tripwires: TripwireCount[];
+
+  /**
+   * @generated from field: repeated agentwire.v1.HookLatency hooks = 4;
+   */
+  hooks: HookLatency[];
+
+  /**
+   * False when the window held more runs than were counted.
+   *
+   * @generated from field: bool complete = 5;
+   */
+  complete: boolean;
+};
+
+/**
+ * Describes the message agentwire.v1.RunStats.
+ * Use `create(RunStatsSchema)` to create a new message.
+ */
+export const RunStatsSchema: GenMessage<RunStats> = /*@__PURE__*/
+  messageDesc(file_agentwire_v1_runs, 1);
+
+/**
+ * @generated from message agentwire.v1.TripwireCount
+ */
+export type TripwireCount = Message<"agentwire.v1.TripwireCount"> & {
+  /**
+   * @generated from field: string processor_id = 1;
+   */
+  processorId: string;
+
+  /**
+   * @generated from field: string reason = 2;
+   */
+  reason: string;
+
+  /**
+   * @generated from field: uint64 count = 3;
+   */
+  count: bigint;
+};
+
+/**
+ * Describes the message agentwire.v1.TripwireCount.
+ * Use `create(TripwireCountSchema)` to create a new message.
+ */
+export const TripwireCountSchema: GenMessage<TripwireCount> = /*@__PURE__*/
+  messageDesc(file_agentwire_v1_runs, 2);
+
+/**
+ * The calls of one processor's hook; times in microseconds (the continuing calls of a stream
+ * entry each count as its mean).
+ *
+ * @generated from message agentwire.v1.HookLatency
+ */
+export type HookLatency = Message<"agentwire.v1.HookLatency"> & {
+  /**
+   * @generated from field: string processor_id = 1;
+   */
+  processorId: string;
+
+  /**
+   * @generated from field: string hook = 2;
+   */
+  hook: string;
+
+  /**
+   * @generated from field: uint64 calls = 3;
+   */
+  calls: bigint;
+
+  /**
+   * @generated from field: uint64 p50_us = 4;
+   */
+  p50Us: bigint;
+
+  /**
+   * @generated from field: uint64 p95_us = 5;
+   */
+  p95Us: bigint;
+
+  /**
+   * @generated from field: uint64 p99_us = 6;
+   */
+  p99Us: bigint;
+
+  /**
+   * @generated from field: uint64 max_us = 7;
+   */
+  maxUs: bigint;
+
+  /**
+   * @generated from field: uint64 aborts = 8;
+   */
+  aborts: bigint;
+
+  /**
+   * @generated from field: uint64 failures = 9;
+   */
+  failures: bigint;
+
+  /**
+   * @generated from field: uint64 skipped = 10;
+   */
+  skipped: bigint;
+};
+
+/**
+ * Describes the message agentwire.v1.HookLatency.
+ * Use `create(HookLatencySchema)` to create a new message.
+ */
+export const HookLatencySchema: GenMessage<HookLatency> = /*@__PURE__*/
+  messageDesc(file_agentwire_v1_runs, 3);
 
 /**
  * @generated from message agentwire.v1.WatchRunsRequest
@@ -56,7 +227,7 @@ export type WatchRunsRequest = Message<"agentwire.v1.WatchRunsRequest"> & {
  * Use `create(WatchRunsRequestSchema)` to create a new message.
  */
 export const WatchRunsRequestSchema: GenMessage<WatchRunsRequest> = /*@__PURE__*/
-  messageDesc(file_agentwire_v1_runs, 0);
+  messageDesc(file_agentwire_v1_runs, 4);
 
 /**
  * A run beginning or ending.
@@ -99,7 +270,7 @@ export type RunEvent = Message<"agentwire.v1.RunEvent"> & {
  * Use `create(RunEventSchema)` to create a new message.
  */
 export const RunEventSchema: GenMessage<RunEvent> = /*@__PURE__*/
-  messageDesc(file_agentwire_v1_runs, 1);
+  messageDesc(file_agentwire_v1_runs, 5);
 
 /**
  * @generated from message agentwire.v1.ListRunsRequest
@@ -172,7 +343,7 @@ export type ListRunsRequest = Message<"agentwire.v1.ListRunsRequest"> & {
  * Use `create(ListRunsRequestSchema)` to create a new message.
  */
 export const ListRunsRequestSchema: GenMessage<ListRunsRequest> = /*@__PURE__*/
-  messageDesc(file_agentwire_v1_runs, 2);
+  messageDesc(file_agentwire_v1_runs, 6);
 
 /**
  * @generated from message agentwire.v1.ListRunsResponse
@@ -198,7 +369,7 @@ export type ListRunsResponse = Message<"agentwire.v1.ListRunsResponse"> & {
  * Use `create(ListRunsResponseSchema)` to create a new message.
  */
 export const ListRunsResponseSchema: GenMessage<ListRunsResponse> = /*@__PURE__*/
-  messageDesc(file_agentwire_v1_runs, 3);
+  messageDesc(file_agentwire_v1_runs, 7);
 
 /**
  * @generated from message agentwire.v1.GetRunRequest
@@ -215,7 +386,7 @@ export type GetRunRequest = Message<"agentwire.v1.GetRunRequest"> & {
  * Use `create(GetRunRequestSchema)` to create a new message.
  */
 export const GetRunRequestSchema: GenMessage<GetRunRequest> = /*@__PURE__*/
-  messageDesc(file_agentwire_v1_runs, 4);
+  messageDesc(file_agentwire_v1_runs, 8);
 
 /**
  * What a run left behind.
@@ -302,7 +473,7 @@ export type RunRecord = Message<"agentwire.v1.RunRecord"> & {
  * Use `create(RunRecordSchema)` to create a new message.
  */
 export const RunRecordSchema: GenMessage<RunRecord> = /*@__PURE__*/
-  messageDesc(file_agentwire_v1_runs, 5);
+  messageDesc(file_agentwire_v1_runs, 9);
 
 /**
  * One entry of a run's timeline.
@@ -353,7 +524,7 @@ export type TimelineEntry = Message<"agentwire.v1.TimelineEntry"> & {
  * Use `create(TimelineEntrySchema)` to create a new message.
  */
 export const TimelineEntrySchema: GenMessage<TimelineEntry> = /*@__PURE__*/
-  messageDesc(file_agentwire_v1_runs, 6);
+  messageDesc(file_agentwire_v1_runs, 10);
 
 /**
  * A hook call (for `processOutputStream`, every call of the processor in the step that
@@ -439,7 +610,7 @@ export type HookCallEntry = Message<"agentwire.v1.HookCallEntry"> & {
  * Use `create(HookCallEntrySchema)` to create a new message.
  */
 export const HookCallEntrySchema: GenMessage<HookCallEntry> = /*@__PURE__*/
-  messageDesc(file_agentwire_v1_runs, 7);
+  messageDesc(file_agentwire_v1_runs, 11);
 
 /**
  * A model call.
@@ -489,7 +660,7 @@ export type ModelCallEntry = Message<"agentwire.v1.ModelCallEntry"> & {
  * Use `create(ModelCallEntrySchema)` to create a new message.
  */
 export const ModelCallEntrySchema: GenMessage<ModelCallEntry> = /*@__PURE__*/
-  messageDesc(file_agentwire_v1_runs, 8);
+  messageDesc(file_agentwire_v1_runs, 12);
 
 /**
  * A tool call.
@@ -520,7 +691,7 @@ export type ToolCallEntry = Message<"agentwire.v1.ToolCallEntry"> & {
  * Use `create(ToolCallEntrySchema)` to create a new message.
  */
 export const ToolCallEntrySchema: GenMessage<ToolCallEntry> = /*@__PURE__*/
-  messageDesc(file_agentwire_v1_runs, 9);
+  messageDesc(file_agentwire_v1_runs, 13);
 
 /**
  * Lets operators look at what runs did.
@@ -557,6 +728,17 @@ export const RunService: GenService<{
     methodKind: "server_streaming";
     input: typeof WatchRunsRequestSchema;
     output: typeof RunEventSchema;
+  },
+  /**
+   * Figures over the runs of a window: outcomes, tripwires by processor and reason, hook latency
+   * percentiles by processor and hook. Scoped as ListRuns.
+   *
+   * @generated from rpc agentwire.v1.RunService.GetStats
+   */
+  getStats: {
+    methodKind: "unary";
+    input: typeof GetStatsRequestSchema;
+    output: typeof RunStatsSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_agentwire_v1_runs, 0);
