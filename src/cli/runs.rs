@@ -102,6 +102,11 @@ fn ending(run: &pb::RunRecord) -> String {
     String::new()
 }
 
+/// How long a run took, from its start to its end.
+fn took(run: &pb::RunRecord) -> String {
+    micros(u64::try_from(run.ended_at - run.started_at).unwrap_or(0) * 1000)
+}
+
 fn render_list(runs: &[pb::RunRecord]) -> String {
     let mut out = String::new();
     let _ = writeln!(
@@ -110,7 +115,7 @@ fn render_list(runs: &[pb::RunRecord]) -> String {
         "STARTED (UTC)", "RUN", "AGENT", "OUTCOME", "TOOK"
     );
     for run in runs {
-        let took = micros(u64::try_from(run.ended_at - run.started_at).unwrap_or(0) * 1000);
+        let took = took(run);
         let _ = writeln!(
             out,
             "{:<23}  {:<36}  {:<16}  {:<10}  {took:>9}  {}",
@@ -134,7 +139,7 @@ fn render_run(run: &pb::RunRecord) -> String {
     if !run.key_name.is_empty() {
         let _ = writeln!(out, "key       {}", run.key_name);
     }
-    let took = micros(u64::try_from(run.ended_at - run.started_at).unwrap_or(0) * 1000);
+    let took = took(run);
     let _ = writeln!(out, "started   {} UTC · took {took}", utc(run.started_at));
     let _ = writeln!(out, "outcome   {} (finish reason {})", run.outcome, run.finish_reason);
     if let Some(tripwire) = &run.tripwire {
@@ -152,9 +157,7 @@ fn render_run(run: &pb::RunRecord) -> String {
         "AT", "STEP", "WHO", "WHAT", "DECISION", "TOOK"
     );
     for entry in &run.timeline {
-        let at = format!("+{:.2} ms", entry.at_us as f64 / 1e3);
-        let took = micros(entry.duration_us);
-        let line = match &entry.entry {
+        let (step, who, what, decision, detail) = match &entry.entry {
             Some(Entry::Hook(call)) => {
                 let step = call.step.map_or("–".to_owned(), |step| step.to_string());
                 let mut detail = call.reason.clone();
@@ -172,13 +175,7 @@ fn render_run(run: &pb::RunRecord) -> String {
                 {
                     let _ = write!(detail, " {metadata}");
                 }
-                format!(
-                    "{at:>10}  {step:<6}  {:<24}  {:<20}  {:<9}  {took:>9}  {}",
-                    call.processor_id,
-                    call.hook,
-                    call.decision,
-                    detail.trim()
-                )
+                (step, call.processor_id.as_str(), call.hook.as_str(), call.decision.as_str(), detail)
             }
             Some(Entry::Model(call)) => {
                 let usage =
@@ -194,20 +191,20 @@ fn render_run(run: &pb::RunRecord) -> String {
                 if !call.error.is_empty() {
                     detail = format!("{detail} · {}", call.error);
                 }
-                format!(
-                    "{at:>10}  {:<6}  {:<24}  {:<20}  {decision:<9}  {took:>9}  {detail}",
-                    call.step, call.model, "model call"
-                )
+                (call.step.to_string(), call.model.as_str(), "model call", decision, detail)
             }
             Some(Entry::Tool(call)) => {
                 let decision = if call.error.is_empty() { "returned" } else { "failed" };
-                format!(
-                    "{at:>10}  {:<6}  {:<24}  {:<20}  {decision:<9}  {took:>9}  {}",
-                    call.step, call.name, "tool call", call.error
-                )
+                (call.step.to_string(), call.name.as_str(), "tool call", decision, call.error.clone())
             }
             None => continue,
         };
+        let at = format!("+{:.2} ms", entry.at_us as f64 / 1e3);
+        let took = micros(entry.duration_us);
+        let line = format!(
+            "{at:>10}  {step:<6}  {who:<24}  {what:<20}  {decision:<9}  {took:>9}  {}",
+            detail.trim()
+        );
         let _ = writeln!(out, "{}", line.trim_end());
     }
     out

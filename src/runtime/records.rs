@@ -1,8 +1,7 @@
 //! Run records on their way to the store, off every run's path: [`RecordWriter::submit`] never
 //! waits (when the queue is full the record is dropped and counted), and one task writes them in
 //! batches (what arrives within 50 ms of the first), then applies `[records]` retention now and
-//! then. A store that
-//! fails a write loses those records, never a run.
+//! then. A store that fails a write loses those records, never a run.
 
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
@@ -142,8 +141,9 @@ async fn write_records(store: Arc<dyn Store>, config: RecordsConfig, mut queue: 
 
 /// Applies retention: records older than `keep_days`, then beyond `max_runs`.
 async fn prune(store: &dyn Store, config: &RecordsConfig) {
-    let before = (config.keep_days > 0)
-        .then(|| now_millis() - i64::try_from(config.keep_days).unwrap_or(i64::MAX / DAY_MS) * DAY_MS);
+    // Saturating: a `keep_days` of thousands of millennia keeps everything rather than overflow.
+    let kept_ms = i64::try_from(config.keep_days).unwrap_or(i64::MAX).saturating_mul(DAY_MS);
+    let before = (config.keep_days > 0).then(|| now_millis().saturating_sub(kept_ms));
     let keep = (config.max_runs > 0).then_some(config.max_runs);
     if before.is_none() && keep.is_none() {
         return;

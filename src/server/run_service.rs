@@ -208,20 +208,16 @@ impl pb::run_service_server::RunService for RunServiceImpl {
         check_scope(&access, &filter)?;
         let mut records: Vec<RunRecord> = Vec::new();
         let mut cursor = String::new();
+        // The newest MAX_STATS_RUNS, and whether the window held more.
         loop {
             let page = self.store.list_run_records(&filter, &cursor, MAX_PAGE_SIZE as usize).await?;
             records.extend(page.runs);
-            if page.next_cursor.is_empty() {
-                let stats = RunStats::of(records.iter().take(MAX_STATS_RUNS));
-                return Ok(Response::new(stats_to_pb(stats, records.len() <= MAX_STATS_RUNS)));
-            }
-            if records.len() > MAX_STATS_RUNS {
-                return Ok(Response::new(stats_to_pb(
-                    RunStats::of(records.iter().take(MAX_STATS_RUNS)),
-                    false,
-                )));
+            if page.next_cursor.is_empty() || records.len() > MAX_STATS_RUNS {
+                break;
             }
             cursor = page.next_cursor;
         }
+        let stats = RunStats::of(records.iter().take(MAX_STATS_RUNS));
+        Ok(Response::new(stats_to_pb(stats, records.len() <= MAX_STATS_RUNS)))
     }
 }

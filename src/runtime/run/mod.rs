@@ -394,18 +394,21 @@ impl Run {
             cancelled: false,
         };
         let metrics = crate::telemetry::metrics::global();
-        let outcome_name = match &outcome {
-            Ok(_) => "finished",
+        let ended_so = match &outcome {
+            Ok(_) => RunOutcome::Finished,
             Err(RunStop::Tripwire(tripwire)) => {
                 metrics.count("agentwire_tripwires_total", &[("processor", &tripwire.processor_id)], 1);
-                "tripwire"
+                RunOutcome::Tripwire
             }
             Err(RunStop::Failed(failure)) => {
                 spans::failed(&self.span, &failure.message);
-                "error"
+                let timed_out = failure.source == ErrorSource::Runtime && failure.origin == TIMED_OUT_ORIGIN;
+                if timed_out { RunOutcome::TimedOut } else { RunOutcome::Error }
             }
-            Err(RunStop::Cancelled) => "cancelled",
+            Err(RunStop::Cancelled) => RunOutcome::Cancelled,
         };
+        // Spans, logs and metrics count a run over its time as an error, as they always have.
+        let outcome_name = if ended_so == RunOutcome::TimedOut { "error" } else { ended_so.as_str() };
         spans::ended(&self.span, outcome_name);
         tracing::debug!(outcome = outcome_name, steps = result.steps.len(), "run ended");
         metrics.count(
@@ -432,19 +435,8 @@ impl Run {
             }
             Err(RunStop::Cancelled) => result.cancelled = true,
         }
-        let outcome = match (&result.tripwire, &result.error, result.cancelled) {
-            (Some(_), _, _) => RunOutcome::Tripwire,
-            (_, Some(failure), _)
-                if failure.source == ErrorSource::Runtime && failure.origin == TIMED_OUT_ORIGIN =>
-            {
-                RunOutcome::TimedOut
-            }
-            (_, Some(_), _) => RunOutcome::Error,
-            (_, _, true) => RunOutcome::Cancelled,
-            _ => RunOutcome::Finished,
-        };
         let ended = Ended {
-            outcome,
+            outcome: ended_so,
             finish_reason: result.finish_reason,
             usage: result.usage,
             tripwire: result.tripwire.clone(),

@@ -167,13 +167,15 @@ impl Recorder {
     pub(super) fn finish(&self, info: &RunInfo, key_name: &str, ended: Ended) -> RunRecord {
         let mut timeline = std::mem::take(&mut self.recording().timeline);
         timeline.sort_by_key(TimelineEntry::at_us);
+        let RunStart { run_id, agent_id, thread_id, resource_id, key_name, started_at } =
+            self.start(info, key_name);
         RunRecord {
-            run_id: info.run_id.clone(),
-            agent_id: info.agent_id.clone(),
-            thread_id: info.thread_id.clone(),
-            resource_id: info.resource_id.clone(),
-            key_name: key_name.to_owned(),
-            started_at: self.started_at,
+            run_id,
+            agent_id,
+            thread_id,
+            resource_id,
+            key_name,
+            started_at,
             ended_at: now_millis(),
             outcome: ended.outcome,
             finish_reason: ended.finish_reason,
