@@ -41,7 +41,7 @@ pub use self::run_record::{
     HookCallRecord, HookDecision, ModelCallRecord, RunEvent, RunOutcome, RunRecord, RunStart, TimelineEntry,
     ToolCallRecord,
 };
-pub use self::run_stats::{HookLatency, RunStats, TripwireCount};
+pub use self::run_stats::{BucketLatency, HookLatency, RunStats, StatsBucket, TripwireCount, buckets};
 pub use self::stable_hash::fnv1a;
 pub use self::step::{StepInput, StepResult};
 pub use self::window::StreamWindow;

@@ -55,6 +55,32 @@ pub struct RunStats {
     pub hooks: Vec<HookLatency>,
 }
 
+/// The runs that started in one interval of a window: what plots of a window draw.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StatsBucket {
+    /// Its start, in milliseconds since the epoch (a multiple of the bucket's length).
+    pub start: i64,
+    /// Runs that started in it.
+    pub runs: u64,
+    /// Of them, by how they ended.
+    pub outcomes: BTreeMap<&'static str, u64>,
+    /// Of them, tripwires by processor.
+    pub tripwires: BTreeMap<String, u64>,
+    /// Hook call times by processor, all its hooks together.
+    pub latency: BTreeMap<String, BucketLatency>,
+}
+
+/// A processor's hook calls in one bucket.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct BucketLatency {
+    /// Calls.
+    pub calls: u64,
+    /// Median call time, in microseconds.
+    pub p50_us: u64,
+    /// 95th percentile.
+    pub p95_us: u64,
+}
+
 /// A call's time in microseconds, and how many calls it stands for.
 type Sample = (u64, u64);
 
@@ -131,6 +157,44 @@ impl RunStats {
             .collect();
         stats
     }
+}
+
+/// `records` in buckets of `bucket_ms` aligned on the epoch, oldest first; buckets without runs
+/// are left out.
+pub fn buckets<'a>(records: impl IntoIterator<Item = &'a RunRecord>, bucket_ms: i64) -> Vec<StatsBucket> {
+    let bucket_ms = bucket_ms.max(1);
+    let mut buckets: BTreeMap<i64, (StatsBucket, BTreeMap<String, Vec<Sample>>)> = BTreeMap::new();
+    for record in records {
+        let start = record.started_at.div_euclid(bucket_ms) * bucket_ms;
+        let (bucket, samples) = buckets
+            .entry(start)
+            .or_insert_with(|| (StatsBucket { start, ..StatsBucket::default() }, BTreeMap::new()));
+        bucket.runs += 1;
+        *bucket.outcomes.entry(record.outcome.as_str()).or_default() += 1;
+        if let (RunOutcome::Tripwire, Some(tripwire)) = (record.outcome, &record.tripwire) {
+            *bucket.tripwires.entry(tripwire.processor_id.clone()).or_default() += 1;
+        }
+        for entry in &record.timeline {
+            let TimelineEntry::Hook(call) = entry else { continue };
+            let calls = u64::from(call.calls.max(1));
+            samples.entry(call.processor_id.clone()).or_default().push((call.duration_us / calls, calls));
+        }
+    }
+    buckets
+        .into_values()
+        .map(|(mut bucket, samples)| {
+            for (processor, mut samples) in samples {
+                samples.sort_unstable();
+                let latency = BucketLatency {
+                    calls: samples.iter().map(|(_, weight)| weight).sum(),
+                    p50_us: percentile(&samples, 0.50),
+                    p95_us: percentile(&samples, 0.95),
+                };
+                bucket.latency.insert(processor, latency);
+            }
+            bucket
+        })
+        .collect()
 }
 
 #[cfg(test)]

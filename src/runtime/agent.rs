@@ -24,6 +24,17 @@ pub struct NamedProcessor {
     pub name: String,
     /// The processor.
     pub processor: ProcessorRef,
+    /// How it was configured, for those who look at the pipeline.
+    pub profile: ProcessorProfile,
+}
+
+/// How a processor was configured: its kind and the options its definition gave.
+#[derive(Debug, Clone, Default)]
+pub struct ProcessorProfile {
+    /// A built-in kind, `remote`, or a memory kind.
+    pub kind: String,
+    /// The definition's options (none for a kind named directly).
+    pub options: toml::Table,
 }
 
 /// A configured, validated agent.

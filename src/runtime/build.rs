@@ -11,7 +11,7 @@ use toml::Spanned;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use super::{Agent, NamedProcessor, ProcessorRef, RunError, Runtime, lifecycle, records};
+use super::{Agent, NamedProcessor, ProcessorProfile, ProcessorRef, RunError, Runtime, lifecycle, records};
 use crate::config::{AgentConfig, ProcessorEntry};
 use crate::config::{Config, ConfigError};
 use crate::domain::JsonSchema;
@@ -139,6 +139,7 @@ impl Runtime {
                 );
                 return Err(config.invalid_at(offset, message));
             }
+            let profile = ProcessorProfile { kind: kind.clone(), options: options.clone() };
             let processor = if kind == remote::KIND {
                 RemoteProcessor::from_options(name, options, &runtime.remote)
                     .map(|processor| Arc::new(processor) as Arc<dyn Processor>)
@@ -146,7 +147,7 @@ impl Runtime {
                 runtime.processor_kinds.build(&kind, name, options)
             }
             .map_err(|reason| config.invalid_at(offset, format!("processors.{name}: {reason}")))?;
-            runtime.definitions.insert(name.clone(), processor);
+            runtime.definitions.insert(name.clone(), (processor, profile));
         }
         for (index, entry) in config.processor_tokens.iter().enumerate() {
             let offset = entry.span().start;
@@ -193,21 +194,23 @@ impl Runtime {
 
     /// The processor a name stands for: a definition of the config, a memory kind, or a
     /// built-in kind with its default options (the kind's name is then its id).
-    fn processor_by_name(&self, name: &str) -> Result<ProcessorRef, String> {
-        if let Some(processor) = self.definitions.get(name) {
-            return Ok(ProcessorRef::Fixed(Arc::clone(processor)));
+    fn processor_by_name(&self, name: &str) -> Result<(ProcessorRef, ProcessorProfile), String> {
+        if let Some((processor, profile)) = self.definitions.get(name) {
+            return Ok((ProcessorRef::Fixed(Arc::clone(processor)), profile.clone()));
         }
+        let profile = ProcessorProfile { kind: name.to_owned(), options: toml::Table::new() };
         if let Some(kind) = MemoryKind::from_name(name) {
-            return Ok(ProcessorRef::Memory(kind));
+            return Ok((ProcessorRef::Memory(kind), profile));
         }
         if !self.processor_kinds.has_kind(name) {
             return Err(format!(
                 "unknown processor `{name}` (not a `[processors.*]` definition nor a built-in kind)"
             ));
         }
-        self.processor_kinds.build(name, name, toml::Table::new()).map(ProcessorRef::Fixed).map_err(
-            |reason| format!("processor kind `{name}` needs a `[processors.*]` definition: {reason}"),
-        )
+        let processor = self.processor_kinds.build(name, name, toml::Table::new()).map_err(|reason| {
+            format!("processor kind `{name}` needs a `[processors.*]` definition: {reason}")
+        })?;
+        Ok((ProcessorRef::Fixed(processor), profile))
     }
 
     /// The processors for a list of names. The error is the offending field and the reason.
@@ -218,9 +221,9 @@ impl Runtime {
     ) -> Result<Vec<NamedProcessor>, (String, String)> {
         let mut processors = Vec::with_capacity(names.len());
         for (index, name) in names.iter().enumerate() {
-            let processor =
+            let (processor, profile) =
                 self.processor_by_name(name).map_err(|reason| (format!("{field}[{index}]"), reason))?;
-            processors.push(NamedProcessor { name: name.clone(), processor });
+            processors.push(NamedProcessor { name: name.clone(), processor, profile });
         }
         Ok(processors)
     }
@@ -261,9 +264,10 @@ impl Runtime {
         if options.contains_key("remote_id") {
             return Err(invalid("give the processor id once, as `remote`".to_owned()));
         }
+        let profile = ProcessorProfile { kind: remote::KIND.to_owned(), options: options.clone() };
         let processor = RemoteProcessor::from_options(&remote_id, options, self.remote_pool())
             .map_err(|error| invalid(error.to_string()))?;
-        Ok(NamedProcessor { name: remote_id, processor: ProcessorRef::Fixed(Arc::new(processor)) })
+        Ok(NamedProcessor { name: remote_id, processor: ProcessorRef::Fixed(Arc::new(processor)), profile })
     }
 
     /// A request's processor list when it overrides one, else the agent's.

@@ -16,6 +16,7 @@ mod agent;
 mod assembly;
 mod build;
 mod lifecycle;
+mod pipeline;
 mod records;
 mod request;
 mod result;
@@ -26,9 +27,10 @@ mod sink;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-pub use self::agent::{Agent, NamedProcessor, ProcessorRef};
+pub use self::agent::{Agent, NamedProcessor, ProcessorProfile, ProcessorRef};
 pub use self::build::Components;
 pub use self::lifecycle::ShutdownReport;
+pub use self::pipeline::{PipelineEntry, Stage};
 pub use self::request::{RunError, RunRequest};
 pub use self::result::RunResult;
 pub use self::run::{PreparedRun, RETRY_FEEDBACK_TAG};
@@ -48,7 +50,7 @@ use crate::tool::ToolRegistry;
 pub struct Runtime {
     agents: BTreeMap<String, Arc<Agent>>,
     /// Processor definitions of the config, by name.
-    definitions: BTreeMap<String, Arc<dyn Processor>>,
+    definitions: BTreeMap<String, (Arc<dyn Processor>, ProcessorProfile)>,
     processor_kinds: ProcessorRegistry,
     tools: ToolRegistry,
     models: ModelRegistry,

@@ -149,6 +149,11 @@ fn described(agent: &Agent, access: &Access) -> pb::Agent {
     if !access.reads_instructions(&agent.id) {
         described.instructions.clear();
     }
+    if !access.reads_configuration(&agent.id) {
+        for processor in &mut described.pipeline {
+            processor.options = None;
+        }
+    }
     described
 }
 

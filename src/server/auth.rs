@@ -252,6 +252,12 @@ impl Access {
         }
     }
 
+    /// True when the caller may read how agent `id`'s processors are configured: an operator
+    /// (admin key, open server) or a key that may read its instructions.
+    pub(super) fn reads_configuration(&self, id: &str) -> bool {
+        self.admin().is_ok() || self.reads_instructions(id)
+    }
+
     fn check(
         &self,
         what: &'static str,

@@ -337,6 +337,22 @@ impl From<&Agent> for pb::Agent {
             tools: agent.tools.iter().map(|tool| tool.definition().name).collect(),
             max_steps: agent.max_steps,
             max_processor_retries: agent.max_processor_retries,
+            pipeline: agent.pipeline().into_iter().map(pipeline_to_pb).collect(),
         }
+    }
+}
+
+fn pipeline_to_pb(entry: crate::runtime::PipelineEntry) -> pb::PipelineProcessor {
+    let options = match serde_json::to_value(&entry.options) {
+        Ok(serde_json::Value::Object(options)) => options,
+        _ => serde_json::Map::new(),
+    };
+    pb::PipelineProcessor {
+        stage: entry.stage.name().to_owned(),
+        id: entry.id,
+        kind: entry.kind,
+        options: Some(super::value::to_struct(&options)),
+        automatic: entry.automatic,
+        hooks: entry.hooks.iter().map(|hook| hook.name().to_owned()).collect(),
     }
 }

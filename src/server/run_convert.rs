@@ -2,7 +2,7 @@
 
 use super::pb;
 use super::value::to_proto;
-use crate::domain::{HookDecision, RunRecord, RunStart, RunStats, TimelineEntry};
+use crate::domain::{HookDecision, RunRecord, RunStart, RunStats, StatsBucket, TimelineEntry};
 
 /// A record, with its timeline or without (a list shows none).
 pub(super) fn record_to_pb(record: RunRecord, with_timeline: bool) -> pb::RunRecord {
@@ -94,7 +94,7 @@ fn entry_to_pb(entry: TimelineEntry) -> pb::TimelineEntry {
 }
 
 /// Figures over runs; `complete` when every run of the window was counted.
-pub(super) fn stats_to_pb(stats: RunStats, complete: bool) -> pb::RunStats {
+pub(super) fn stats_to_pb(stats: RunStats, complete: bool, buckets: Vec<StatsBucket>) -> pb::RunStats {
     pb::RunStats {
         runs: stats.runs,
         outcomes: stats.outcomes.into_iter().map(|(outcome, count)| (outcome.to_owned(), count)).collect(),
@@ -124,5 +124,27 @@ pub(super) fn stats_to_pb(stats: RunStats, complete: bool) -> pb::RunStats {
             })
             .collect(),
         complete,
+        buckets: buckets.into_iter().map(bucket_to_pb).collect(),
+    }
+}
+
+fn bucket_to_pb(bucket: StatsBucket) -> pb::StatsBucket {
+    pb::StatsBucket {
+        start: bucket.start,
+        runs: bucket.runs,
+        outcomes: bucket.outcomes.into_iter().map(|(outcome, count)| (outcome.to_owned(), count)).collect(),
+        tripwires: bucket.tripwires.into_iter().collect(),
+        latency: bucket
+            .latency
+            .into_iter()
+            .map(|(processor, latency)| {
+                let latency = pb::BucketLatency {
+                    calls: latency.calls,
+                    p50_us: latency.p50_us,
+                    p95_us: latency.p95_us,
+                };
+                (processor, latency)
+            })
+            .collect(),
     }
 }

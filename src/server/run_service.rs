@@ -13,7 +13,7 @@ use super::auth::{Access, Auth};
 use super::convert::id_fits;
 use super::pb;
 use super::run_convert::{record_to_pb, start_to_pb, stats_to_pb};
-use crate::domain::{RunEvent, RunOutcome, RunRecord, RunStats};
+use crate::domain::{RunEvent, RunOutcome, RunRecord, RunStats, buckets};
 use crate::runtime::{RunError, Runtime};
 use crate::storage::{RunFilter, Store};
 
@@ -23,6 +23,8 @@ const DEFAULT_PAGE_SIZE: u32 = 50;
 const MAX_PAGE_SIZE: u32 = 500;
 /// The most runs `GetStats` counts (the newest of its window).
 const MAX_STATS_RUNS: usize = 10_000;
+/// The shortest bucket `GetStats` cuts a window into.
+const MIN_BUCKET_MS: i64 = 1000;
 
 /// The run service over a store.
 #[derive(Debug)]
@@ -203,6 +205,12 @@ impl pb::run_service_server::RunService for RunServiceImpl {
     ) -> Result<Response<pb::RunStats>, Status> {
         let access = self.auth.access(&request)?;
         let request = request.into_inner();
+        let bucket_ms = request.bucket_ms;
+        if bucket_ms != 0 && bucket_ms < MIN_BUCKET_MS {
+            return Err(Status::invalid_argument(format!(
+                "bucket_ms: {bucket_ms} is under {MIN_BUCKET_MS} (one second); 0 asks for no buckets"
+            )));
+        }
         let fields = [request.agent_id.as_str(), &request.resource_id, "", "", ""];
         let filter = filter_of(fields, request.since, request.until)?;
         check_scope(&access, &filter)?;
@@ -217,7 +225,9 @@ impl pb::run_service_server::RunService for RunServiceImpl {
             }
             cursor = page.next_cursor;
         }
-        let stats = RunStats::of(records.iter().take(MAX_STATS_RUNS));
-        Ok(Response::new(stats_to_pb(stats, records.len() <= MAX_STATS_RUNS)))
+        let counted = &records[..records.len().min(MAX_STATS_RUNS)];
+        let stats = RunStats::of(counted);
+        let buckets = if bucket_ms == 0 { Vec::new() } else { buckets(counted, bucket_ms) };
+        Ok(Response::new(stats_to_pb(stats, records.len() <= MAX_STATS_RUNS, buckets)))
     }
 }

@@ -2085,8 +2085,11 @@ type Agent struct {
 	Tools               []string `protobuf:"bytes,8,rep,name=tools,proto3" json:"tools,omitempty"`
 	MaxSteps            uint32   `protobuf:"varint,9,opt,name=max_steps,json=maxSteps,proto3" json:"max_steps,omitempty"`
 	MaxProcessorRetries *uint32  `protobuf:"varint,10,opt,name=max_processor_retries,json=maxProcessorRetries,proto3,oneof" json:"max_processor_retries,omitempty"`
-	unknownFields       protoimpl.UnknownFields
-	sizeCache           protoimpl.SizeCache
+	// Every processor a run goes through, stage by stage in call order, with the memory
+	// processors the runtime adds for runs that name a thread.
+	Pipeline      []*PipelineProcessor `protobuf:"bytes,11,rep,name=pipeline,proto3" json:"pipeline,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Agent) Reset() {
@@ -2187,6 +2190,105 @@ func (x *Agent) GetMaxProcessorRetries() uint32 {
 		return *x.MaxProcessorRetries
 	}
 	return 0
+}
+
+func (x *Agent) GetPipeline() []*PipelineProcessor {
+	if x != nil {
+		return x.Pipeline
+	}
+	return nil
+}
+
+// One processor of an agent's pipeline.
+type PipelineProcessor struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// `input`, `output` or `error`.
+	Stage string `protobuf:"bytes,1,opt,name=stage,proto3" json:"stage,omitempty"`
+	// Its id in runs (records, tripwires).
+	Id string `protobuf:"bytes,2,opt,name=id,proto3" json:"id,omitempty"`
+	// A built-in kind (`pii-detector`, ...), `remote`, or a memory kind (`message-history`, ...).
+	Kind string `protobuf:"bytes,3,opt,name=kind,proto3" json:"kind,omitempty"`
+	// Its definition's options (policies, timeouts, strategies); empty unless the caller's key may
+	// read the agent's instructions.
+	Options *structpb.Struct `protobuf:"bytes,4,opt,name=options,proto3" json:"options,omitempty"`
+	// Added by the runtime for the agent's memory, not listed by the agent.
+	Automatic bool `protobuf:"varint,5,opt,name=automatic,proto3" json:"automatic,omitempty"`
+	// The hooks it implements, by name (`processInput`, ...; empty for memory processors).
+	Hooks         []string `protobuf:"bytes,6,rep,name=hooks,proto3" json:"hooks,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PipelineProcessor) Reset() {
+	*x = PipelineProcessor{}
+	mi := &file_agentwire_v1_agent_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PipelineProcessor) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PipelineProcessor) ProtoMessage() {}
+
+func (x *PipelineProcessor) ProtoReflect() protoreflect.Message {
+	mi := &file_agentwire_v1_agent_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PipelineProcessor.ProtoReflect.Descriptor instead.
+func (*PipelineProcessor) Descriptor() ([]byte, []int) {
+	return file_agentwire_v1_agent_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *PipelineProcessor) GetStage() string {
+	if x != nil {
+		return x.Stage
+	}
+	return ""
+}
+
+func (x *PipelineProcessor) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *PipelineProcessor) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *PipelineProcessor) GetOptions() *structpb.Struct {
+	if x != nil {
+		return x.Options
+	}
+	return nil
+}
+
+func (x *PipelineProcessor) GetAutomatic() bool {
+	if x != nil {
+		return x.Automatic
+	}
+	return false
+}
+
+func (x *PipelineProcessor) GetHooks() []string {
+	if x != nil {
+		return x.Hooks
+	}
+	return nil
 }
 
 var File_agentwire_v1_agent_proto protoreflect.FileDescriptor
@@ -2355,7 +2457,7 @@ const file_agentwire_v1_agent_proto_rawDesc = "" +
 	"\x12ListAgentsResponse\x12+\n" +
 	"\x06agents\x18\x01 \x03(\v2\x13.agentwire.v1.AgentR\x06agents\",\n" +
 	"\x0fGetAgentRequest\x12\x19\n" +
-	"\bagent_id\x18\x01 \x01(\tR\aagentId\"\xee\x02\n" +
+	"\bagent_id\x18\x01 \x01(\tR\aagentId\"\xab\x03\n" +
 	"\x05Agent\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\"\n" +
@@ -2367,8 +2469,16 @@ const file_agentwire_v1_agent_proto_rawDesc = "" +
 	"\x05tools\x18\b \x03(\tR\x05tools\x12\x1b\n" +
 	"\tmax_steps\x18\t \x01(\rR\bmaxSteps\x127\n" +
 	"\x15max_processor_retries\x18\n" +
-	" \x01(\rH\x00R\x13maxProcessorRetries\x88\x01\x01B\x18\n" +
-	"\x16_max_processor_retries2\xa0\x02\n" +
+	" \x01(\rH\x00R\x13maxProcessorRetries\x88\x01\x01\x12;\n" +
+	"\bpipeline\x18\v \x03(\v2\x1f.agentwire.v1.PipelineProcessorR\bpipelineB\x18\n" +
+	"\x16_max_processor_retries\"\xb4\x01\n" +
+	"\x11PipelineProcessor\x12\x14\n" +
+	"\x05stage\x18\x01 \x01(\tR\x05stage\x12\x0e\n" +
+	"\x02id\x18\x02 \x01(\tR\x02id\x12\x12\n" +
+	"\x04kind\x18\x03 \x01(\tR\x04kind\x121\n" +
+	"\aoptions\x18\x04 \x01(\v2\x17.google.protobuf.StructR\aoptions\x12\x1c\n" +
+	"\tautomatic\x18\x05 \x01(\bR\tautomatic\x12\x14\n" +
+	"\x05hooks\x18\x06 \x03(\tR\x05hooks2\xa0\x02\n" +
 	"\fAgentService\x129\n" +
 	"\x06Stream\x12\x18.agentwire.v1.RunRequest\x1a\x13.agentwire.v1.Chunk0\x01\x12D\n" +
 	"\bGenerate\x12\x18.agentwire.v1.RunRequest\x1a\x1e.agentwire.v1.GenerateResponse\x12O\n" +
@@ -2388,7 +2498,7 @@ func file_agentwire_v1_agent_proto_rawDescGZIP() []byte {
 	return file_agentwire_v1_agent_proto_rawDescData
 }
 
-var file_agentwire_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 28)
+var file_agentwire_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
 var file_agentwire_v1_agent_proto_goTypes = []any{
 	(*RunRequest)(nil),         // 0: agentwire.v1.RunRequest
 	(*ProcessorList)(nil),      // 1: agentwire.v1.ProcessorList
@@ -2417,28 +2527,29 @@ var file_agentwire_v1_agent_proto_goTypes = []any{
 	(*ListAgentsResponse)(nil), // 24: agentwire.v1.ListAgentsResponse
 	(*GetAgentRequest)(nil),    // 25: agentwire.v1.GetAgentRequest
 	(*Agent)(nil),              // 26: agentwire.v1.Agent
-	nil,                        // 27: agentwire.v1.RunRequest.RequestContextEntry
-	(*structpb.Struct)(nil),    // 28: google.protobuf.Struct
-	(*structpb.Value)(nil),     // 29: google.protobuf.Value
+	(*PipelineProcessor)(nil),  // 27: agentwire.v1.PipelineProcessor
+	nil,                        // 28: agentwire.v1.RunRequest.RequestContextEntry
+	(*structpb.Struct)(nil),    // 29: google.protobuf.Struct
+	(*structpb.Value)(nil),     // 30: google.protobuf.Value
 }
 var file_agentwire_v1_agent_proto_depIdxs = []int32{
 	2,  // 0: agentwire.v1.RunRequest.messages:type_name -> agentwire.v1.Message
-	27, // 1: agentwire.v1.RunRequest.request_context:type_name -> agentwire.v1.RunRequest.RequestContextEntry
+	28, // 1: agentwire.v1.RunRequest.request_context:type_name -> agentwire.v1.RunRequest.RequestContextEntry
 	1,  // 2: agentwire.v1.RunRequest.input_processors:type_name -> agentwire.v1.ProcessorList
 	1,  // 3: agentwire.v1.RunRequest.output_processors:type_name -> agentwire.v1.ProcessorList
 	1,  // 4: agentwire.v1.RunRequest.error_processors:type_name -> agentwire.v1.ProcessorList
-	28, // 5: agentwire.v1.RunRequest.output_schema:type_name -> google.protobuf.Struct
+	29, // 5: agentwire.v1.RunRequest.output_schema:type_name -> google.protobuf.Struct
 	3,  // 6: agentwire.v1.Message.parts:type_name -> agentwire.v1.Part
-	28, // 7: agentwire.v1.Message.metadata:type_name -> google.protobuf.Struct
+	29, // 7: agentwire.v1.Message.metadata:type_name -> google.protobuf.Struct
 	4,  // 8: agentwire.v1.Part.text:type_name -> agentwire.v1.TextPart
 	5,  // 9: agentwire.v1.Part.reasoning:type_name -> agentwire.v1.ReasoningPart
 	6,  // 10: agentwire.v1.Part.tool_call:type_name -> agentwire.v1.ToolCallPart
 	7,  // 11: agentwire.v1.Part.tool_result:type_name -> agentwire.v1.ToolResultPart
 	8,  // 12: agentwire.v1.Part.file:type_name -> agentwire.v1.FilePart
 	9,  // 13: agentwire.v1.Part.data:type_name -> agentwire.v1.DataPart
-	29, // 14: agentwire.v1.ToolCallPart.args:type_name -> google.protobuf.Value
-	29, // 15: agentwire.v1.ToolResultPart.result:type_name -> google.protobuf.Value
-	29, // 16: agentwire.v1.DataPart.data:type_name -> google.protobuf.Value
+	30, // 14: agentwire.v1.ToolCallPart.args:type_name -> google.protobuf.Value
+	30, // 15: agentwire.v1.ToolResultPart.result:type_name -> google.protobuf.Value
+	30, // 16: agentwire.v1.DataPart.data:type_name -> google.protobuf.Value
 	11, // 17: agentwire.v1.Chunk.start:type_name -> agentwire.v1.StartPayload
 	12, // 18: agentwire.v1.Chunk.step_start:type_name -> agentwire.v1.StepStartPayload
 	13, // 19: agentwire.v1.Chunk.text_delta:type_name -> agentwire.v1.DeltaPayload
@@ -2452,10 +2563,10 @@ var file_agentwire_v1_agent_proto_depIdxs = []int32{
 	18, // 27: agentwire.v1.Chunk.finish:type_name -> agentwire.v1.FinishPayload
 	19, // 28: agentwire.v1.StepFinishPayload.usage:type_name -> agentwire.v1.Usage
 	16, // 29: agentwire.v1.StepFinishPayload.rejected:type_name -> agentwire.v1.Tripwire
-	29, // 30: agentwire.v1.DataPayload.data:type_name -> google.protobuf.Value
-	29, // 31: agentwire.v1.Tripwire.metadata:type_name -> google.protobuf.Value
+	30, // 30: agentwire.v1.DataPayload.data:type_name -> google.protobuf.Value
+	30, // 31: agentwire.v1.Tripwire.metadata:type_name -> google.protobuf.Value
 	19, // 32: agentwire.v1.FinishPayload.usage:type_name -> agentwire.v1.Usage
-	29, // 33: agentwire.v1.FinishPayload.object:type_name -> google.protobuf.Value
+	30, // 33: agentwire.v1.FinishPayload.object:type_name -> google.protobuf.Value
 	19, // 34: agentwire.v1.GenerateResponse.usage:type_name -> agentwire.v1.Usage
 	22, // 35: agentwire.v1.GenerateResponse.steps:type_name -> agentwire.v1.StepResult
 	16, // 36: agentwire.v1.GenerateResponse.tripwire:type_name -> agentwire.v1.Tripwire
@@ -2463,25 +2574,27 @@ var file_agentwire_v1_agent_proto_depIdxs = []int32{
 	2,  // 38: agentwire.v1.GenerateResponse.messages:type_name -> agentwire.v1.Message
 	10, // 39: agentwire.v1.GenerateResponse.data:type_name -> agentwire.v1.Chunk
 	21, // 40: agentwire.v1.GenerateResponse.skipped_processors:type_name -> agentwire.v1.SkippedProcessor
-	29, // 41: agentwire.v1.GenerateResponse.object:type_name -> google.protobuf.Value
+	30, // 41: agentwire.v1.GenerateResponse.object:type_name -> google.protobuf.Value
 	19, // 42: agentwire.v1.StepResult.usage:type_name -> agentwire.v1.Usage
 	6,  // 43: agentwire.v1.StepResult.tool_calls:type_name -> agentwire.v1.ToolCallPart
 	7,  // 44: agentwire.v1.StepResult.tool_results:type_name -> agentwire.v1.ToolResultPart
 	16, // 45: agentwire.v1.StepResult.tripwire:type_name -> agentwire.v1.Tripwire
 	26, // 46: agentwire.v1.ListAgentsResponse.agents:type_name -> agentwire.v1.Agent
-	0,  // 47: agentwire.v1.AgentService.Stream:input_type -> agentwire.v1.RunRequest
-	0,  // 48: agentwire.v1.AgentService.Generate:input_type -> agentwire.v1.RunRequest
-	23, // 49: agentwire.v1.AgentService.ListAgents:input_type -> agentwire.v1.ListAgentsRequest
-	25, // 50: agentwire.v1.AgentService.GetAgent:input_type -> agentwire.v1.GetAgentRequest
-	10, // 51: agentwire.v1.AgentService.Stream:output_type -> agentwire.v1.Chunk
-	20, // 52: agentwire.v1.AgentService.Generate:output_type -> agentwire.v1.GenerateResponse
-	24, // 53: agentwire.v1.AgentService.ListAgents:output_type -> agentwire.v1.ListAgentsResponse
-	26, // 54: agentwire.v1.AgentService.GetAgent:output_type -> agentwire.v1.Agent
-	51, // [51:55] is the sub-list for method output_type
-	47, // [47:51] is the sub-list for method input_type
-	47, // [47:47] is the sub-list for extension type_name
-	47, // [47:47] is the sub-list for extension extendee
-	0,  // [0:47] is the sub-list for field type_name
+	27, // 47: agentwire.v1.Agent.pipeline:type_name -> agentwire.v1.PipelineProcessor
+	29, // 48: agentwire.v1.PipelineProcessor.options:type_name -> google.protobuf.Struct
+	0,  // 49: agentwire.v1.AgentService.Stream:input_type -> agentwire.v1.RunRequest
+	0,  // 50: agentwire.v1.AgentService.Generate:input_type -> agentwire.v1.RunRequest
+	23, // 51: agentwire.v1.AgentService.ListAgents:input_type -> agentwire.v1.ListAgentsRequest
+	25, // 52: agentwire.v1.AgentService.GetAgent:input_type -> agentwire.v1.GetAgentRequest
+	10, // 53: agentwire.v1.AgentService.Stream:output_type -> agentwire.v1.Chunk
+	20, // 54: agentwire.v1.AgentService.Generate:output_type -> agentwire.v1.GenerateResponse
+	24, // 55: agentwire.v1.AgentService.ListAgents:output_type -> agentwire.v1.ListAgentsResponse
+	26, // 56: agentwire.v1.AgentService.GetAgent:output_type -> agentwire.v1.Agent
+	53, // [53:57] is the sub-list for method output_type
+	49, // [49:53] is the sub-list for method input_type
+	49, // [49:49] is the sub-list for extension type_name
+	49, // [49:49] is the sub-list for extension extendee
+	0,  // [0:49] is the sub-list for field type_name
 }
 
 func init() { file_agentwire_v1_agent_proto_init() }
@@ -2518,7 +2631,7 @@ func file_agentwire_v1_agent_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_agentwire_v1_agent_proto_rawDesc), len(file_agentwire_v1_agent_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   28,
+			NumMessages:   29,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -30,8 +30,11 @@ type GetStatsRequest struct {
 	AgentId    string                 `protobuf:"bytes,1,opt,name=agent_id,json=agentId,proto3" json:"agent_id,omitempty"`
 	ResourceId string                 `protobuf:"bytes,2,opt,name=resource_id,json=resourceId,proto3" json:"resource_id,omitempty"`
 	// The window, in milliseconds since the epoch (0: unbounded).
-	Since         int64 `protobuf:"varint,3,opt,name=since,proto3" json:"since,omitempty"`
-	Until         int64 `protobuf:"varint,4,opt,name=until,proto3" json:"until,omitempty"`
+	Since int64 `protobuf:"varint,3,opt,name=since,proto3" json:"since,omitempty"`
+	Until int64 `protobuf:"varint,4,opt,name=until,proto3" json:"until,omitempty"`
+	// With a length in milliseconds (at least 1000), the window's runs also come in buckets of
+	// that length, for plots (0: no buckets).
+	BucketMs      int64 `protobuf:"varint,5,opt,name=bucket_ms,json=bucketMs,proto3" json:"bucket_ms,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -94,6 +97,13 @@ func (x *GetStatsRequest) GetUntil() int64 {
 	return 0
 }
 
+func (x *GetStatsRequest) GetBucketMs() int64 {
+	if x != nil {
+		return x.BucketMs
+	}
+	return 0
+}
+
 // Figures over the newest runs of the window, at most 10,000 of them.
 type RunStats struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -104,7 +114,10 @@ type RunStats struct {
 	Tripwires []*TripwireCount `protobuf:"bytes,3,rep,name=tripwires,proto3" json:"tripwires,omitempty"`
 	Hooks     []*HookLatency   `protobuf:"bytes,4,rep,name=hooks,proto3" json:"hooks,omitempty"`
 	// False when the window held more runs than were counted.
-	Complete      bool `protobuf:"varint,5,opt,name=complete,proto3" json:"complete,omitempty"`
+	Complete bool `protobuf:"varint,5,opt,name=complete,proto3" json:"complete,omitempty"`
+	// With `bucket_ms`: the counted runs by the bucket they started in, oldest first; buckets
+	// without runs are left out.
+	Buckets       []*StatsBucket `protobuf:"bytes,6,rep,name=buckets,proto3" json:"buckets,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -174,6 +187,155 @@ func (x *RunStats) GetComplete() bool {
 	return false
 }
 
+func (x *RunStats) GetBuckets() []*StatsBucket {
+	if x != nil {
+		return x.Buckets
+	}
+	return nil
+}
+
+// The runs that started in one bucket of a window.
+type StatsBucket struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Milliseconds since the epoch, a multiple of `bucket_ms`.
+	Start int64  `protobuf:"varint,1,opt,name=start,proto3" json:"start,omitempty"`
+	Runs  uint64 `protobuf:"varint,2,opt,name=runs,proto3" json:"runs,omitempty"`
+	// Runs by outcome.
+	Outcomes map[string]uint64 `protobuf:"bytes,3,rep,name=outcomes,proto3" json:"outcomes,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
+	// Tripwires by processor.
+	Tripwires map[string]uint64 `protobuf:"bytes,4,rep,name=tripwires,proto3" json:"tripwires,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
+	// Hook call times by processor, all its hooks together.
+	Latency       map[string]*BucketLatency `protobuf:"bytes,5,rep,name=latency,proto3" json:"latency,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StatsBucket) Reset() {
+	*x = StatsBucket{}
+	mi := &file_agentwire_v1_runs_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StatsBucket) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StatsBucket) ProtoMessage() {}
+
+func (x *StatsBucket) ProtoReflect() protoreflect.Message {
+	mi := &file_agentwire_v1_runs_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StatsBucket.ProtoReflect.Descriptor instead.
+func (*StatsBucket) Descriptor() ([]byte, []int) {
+	return file_agentwire_v1_runs_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *StatsBucket) GetStart() int64 {
+	if x != nil {
+		return x.Start
+	}
+	return 0
+}
+
+func (x *StatsBucket) GetRuns() uint64 {
+	if x != nil {
+		return x.Runs
+	}
+	return 0
+}
+
+func (x *StatsBucket) GetOutcomes() map[string]uint64 {
+	if x != nil {
+		return x.Outcomes
+	}
+	return nil
+}
+
+func (x *StatsBucket) GetTripwires() map[string]uint64 {
+	if x != nil {
+		return x.Tripwires
+	}
+	return nil
+}
+
+func (x *StatsBucket) GetLatency() map[string]*BucketLatency {
+	if x != nil {
+		return x.Latency
+	}
+	return nil
+}
+
+// A processor's hook calls in one bucket; times in microseconds.
+type BucketLatency struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Calls         uint64                 `protobuf:"varint,1,opt,name=calls,proto3" json:"calls,omitempty"`
+	P50Us         uint64                 `protobuf:"varint,2,opt,name=p50_us,json=p50Us,proto3" json:"p50_us,omitempty"`
+	P95Us         uint64                 `protobuf:"varint,3,opt,name=p95_us,json=p95Us,proto3" json:"p95_us,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BucketLatency) Reset() {
+	*x = BucketLatency{}
+	mi := &file_agentwire_v1_runs_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BucketLatency) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BucketLatency) ProtoMessage() {}
+
+func (x *BucketLatency) ProtoReflect() protoreflect.Message {
+	mi := &file_agentwire_v1_runs_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BucketLatency.ProtoReflect.Descriptor instead.
+func (*BucketLatency) Descriptor() ([]byte, []int) {
+	return file_agentwire_v1_runs_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *BucketLatency) GetCalls() uint64 {
+	if x != nil {
+		return x.Calls
+	}
+	return 0
+}
+
+func (x *BucketLatency) GetP50Us() uint64 {
+	if x != nil {
+		return x.P50Us
+	}
+	return 0
+}
+
+func (x *BucketLatency) GetP95Us() uint64 {
+	if x != nil {
+		return x.P95Us
+	}
+	return 0
+}
+
 type TripwireCount struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	ProcessorId   string                 `protobuf:"bytes,1,opt,name=processor_id,json=processorId,proto3" json:"processor_id,omitempty"`
@@ -185,7 +347,7 @@ type TripwireCount struct {
 
 func (x *TripwireCount) Reset() {
 	*x = TripwireCount{}
-	mi := &file_agentwire_v1_runs_proto_msgTypes[2]
+	mi := &file_agentwire_v1_runs_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -197,7 +359,7 @@ func (x *TripwireCount) String() string {
 func (*TripwireCount) ProtoMessage() {}
 
 func (x *TripwireCount) ProtoReflect() protoreflect.Message {
-	mi := &file_agentwire_v1_runs_proto_msgTypes[2]
+	mi := &file_agentwire_v1_runs_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -210,7 +372,7 @@ func (x *TripwireCount) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TripwireCount.ProtoReflect.Descriptor instead.
 func (*TripwireCount) Descriptor() ([]byte, []int) {
-	return file_agentwire_v1_runs_proto_rawDescGZIP(), []int{2}
+	return file_agentwire_v1_runs_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *TripwireCount) GetProcessorId() string {
@@ -254,7 +416,7 @@ type HookLatency struct {
 
 func (x *HookLatency) Reset() {
 	*x = HookLatency{}
-	mi := &file_agentwire_v1_runs_proto_msgTypes[3]
+	mi := &file_agentwire_v1_runs_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -266,7 +428,7 @@ func (x *HookLatency) String() string {
 func (*HookLatency) ProtoMessage() {}
 
 func (x *HookLatency) ProtoReflect() protoreflect.Message {
-	mi := &file_agentwire_v1_runs_proto_msgTypes[3]
+	mi := &file_agentwire_v1_runs_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -279,7 +441,7 @@ func (x *HookLatency) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HookLatency.ProtoReflect.Descriptor instead.
 func (*HookLatency) Descriptor() ([]byte, []int) {
-	return file_agentwire_v1_runs_proto_rawDescGZIP(), []int{3}
+	return file_agentwire_v1_runs_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *HookLatency) GetProcessorId() string {
@@ -366,7 +528,7 @@ type WatchRunsRequest struct {
 
 func (x *WatchRunsRequest) Reset() {
 	*x = WatchRunsRequest{}
-	mi := &file_agentwire_v1_runs_proto_msgTypes[4]
+	mi := &file_agentwire_v1_runs_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -378,7 +540,7 @@ func (x *WatchRunsRequest) String() string {
 func (*WatchRunsRequest) ProtoMessage() {}
 
 func (x *WatchRunsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentwire_v1_runs_proto_msgTypes[4]
+	mi := &file_agentwire_v1_runs_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -391,7 +553,7 @@ func (x *WatchRunsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchRunsRequest.ProtoReflect.Descriptor instead.
 func (*WatchRunsRequest) Descriptor() ([]byte, []int) {
-	return file_agentwire_v1_runs_proto_rawDescGZIP(), []int{4}
+	return file_agentwire_v1_runs_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *WatchRunsRequest) GetAgentId() string {
@@ -444,7 +606,7 @@ type RunEvent struct {
 
 func (x *RunEvent) Reset() {
 	*x = RunEvent{}
-	mi := &file_agentwire_v1_runs_proto_msgTypes[5]
+	mi := &file_agentwire_v1_runs_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -456,7 +618,7 @@ func (x *RunEvent) String() string {
 func (*RunEvent) ProtoMessage() {}
 
 func (x *RunEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_agentwire_v1_runs_proto_msgTypes[5]
+	mi := &file_agentwire_v1_runs_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -469,7 +631,7 @@ func (x *RunEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunEvent.ProtoReflect.Descriptor instead.
 func (*RunEvent) Descriptor() ([]byte, []int) {
-	return file_agentwire_v1_runs_proto_rawDescGZIP(), []int{5}
+	return file_agentwire_v1_runs_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *RunEvent) GetEvent() isRunEvent_Event {
@@ -556,7 +718,7 @@ type ListRunsRequest struct {
 
 func (x *ListRunsRequest) Reset() {
 	*x = ListRunsRequest{}
-	mi := &file_agentwire_v1_runs_proto_msgTypes[6]
+	mi := &file_agentwire_v1_runs_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -568,7 +730,7 @@ func (x *ListRunsRequest) String() string {
 func (*ListRunsRequest) ProtoMessage() {}
 
 func (x *ListRunsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentwire_v1_runs_proto_msgTypes[6]
+	mi := &file_agentwire_v1_runs_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -581,7 +743,7 @@ func (x *ListRunsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRunsRequest.ProtoReflect.Descriptor instead.
 func (*ListRunsRequest) Descriptor() ([]byte, []int) {
-	return file_agentwire_v1_runs_proto_rawDescGZIP(), []int{6}
+	return file_agentwire_v1_runs_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ListRunsRequest) GetAgentId() string {
@@ -659,7 +821,7 @@ type ListRunsResponse struct {
 
 func (x *ListRunsResponse) Reset() {
 	*x = ListRunsResponse{}
-	mi := &file_agentwire_v1_runs_proto_msgTypes[7]
+	mi := &file_agentwire_v1_runs_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -671,7 +833,7 @@ func (x *ListRunsResponse) String() string {
 func (*ListRunsResponse) ProtoMessage() {}
 
 func (x *ListRunsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentwire_v1_runs_proto_msgTypes[7]
+	mi := &file_agentwire_v1_runs_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -684,7 +846,7 @@ func (x *ListRunsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRunsResponse.ProtoReflect.Descriptor instead.
 func (*ListRunsResponse) Descriptor() ([]byte, []int) {
-	return file_agentwire_v1_runs_proto_rawDescGZIP(), []int{7}
+	return file_agentwire_v1_runs_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ListRunsResponse) GetRuns() []*RunRecord {
@@ -710,7 +872,7 @@ type GetRunRequest struct {
 
 func (x *GetRunRequest) Reset() {
 	*x = GetRunRequest{}
-	mi := &file_agentwire_v1_runs_proto_msgTypes[8]
+	mi := &file_agentwire_v1_runs_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -722,7 +884,7 @@ func (x *GetRunRequest) String() string {
 func (*GetRunRequest) ProtoMessage() {}
 
 func (x *GetRunRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentwire_v1_runs_proto_msgTypes[8]
+	mi := &file_agentwire_v1_runs_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -735,7 +897,7 @@ func (x *GetRunRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRunRequest.ProtoReflect.Descriptor instead.
 func (*GetRunRequest) Descriptor() ([]byte, []int) {
-	return file_agentwire_v1_runs_proto_rawDescGZIP(), []int{8}
+	return file_agentwire_v1_runs_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *GetRunRequest) GetRunId() string {
@@ -771,7 +933,7 @@ type RunRecord struct {
 
 func (x *RunRecord) Reset() {
 	*x = RunRecord{}
-	mi := &file_agentwire_v1_runs_proto_msgTypes[9]
+	mi := &file_agentwire_v1_runs_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -783,7 +945,7 @@ func (x *RunRecord) String() string {
 func (*RunRecord) ProtoMessage() {}
 
 func (x *RunRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_agentwire_v1_runs_proto_msgTypes[9]
+	mi := &file_agentwire_v1_runs_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -796,7 +958,7 @@ func (x *RunRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunRecord.ProtoReflect.Descriptor instead.
 func (*RunRecord) Descriptor() ([]byte, []int) {
-	return file_agentwire_v1_runs_proto_rawDescGZIP(), []int{9}
+	return file_agentwire_v1_runs_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *RunRecord) GetRunId() string {
@@ -909,7 +1071,7 @@ type TimelineEntry struct {
 
 func (x *TimelineEntry) Reset() {
 	*x = TimelineEntry{}
-	mi := &file_agentwire_v1_runs_proto_msgTypes[10]
+	mi := &file_agentwire_v1_runs_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -921,7 +1083,7 @@ func (x *TimelineEntry) String() string {
 func (*TimelineEntry) ProtoMessage() {}
 
 func (x *TimelineEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_agentwire_v1_runs_proto_msgTypes[10]
+	mi := &file_agentwire_v1_runs_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -934,7 +1096,7 @@ func (x *TimelineEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TimelineEntry.ProtoReflect.Descriptor instead.
 func (*TimelineEntry) Descriptor() ([]byte, []int) {
-	return file_agentwire_v1_runs_proto_rawDescGZIP(), []int{10}
+	return file_agentwire_v1_runs_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *TimelineEntry) GetAtUs() uint64 {
@@ -1036,7 +1198,7 @@ type HookCallEntry struct {
 
 func (x *HookCallEntry) Reset() {
 	*x = HookCallEntry{}
-	mi := &file_agentwire_v1_runs_proto_msgTypes[11]
+	mi := &file_agentwire_v1_runs_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1048,7 +1210,7 @@ func (x *HookCallEntry) String() string {
 func (*HookCallEntry) ProtoMessage() {}
 
 func (x *HookCallEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_agentwire_v1_runs_proto_msgTypes[11]
+	mi := &file_agentwire_v1_runs_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1061,7 +1223,7 @@ func (x *HookCallEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HookCallEntry.ProtoReflect.Descriptor instead.
 func (*HookCallEntry) Descriptor() ([]byte, []int) {
-	return file_agentwire_v1_runs_proto_rawDescGZIP(), []int{11}
+	return file_agentwire_v1_runs_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *HookCallEntry) GetProcessorId() string {
@@ -1159,7 +1321,7 @@ type ModelCallEntry struct {
 
 func (x *ModelCallEntry) Reset() {
 	*x = ModelCallEntry{}
-	mi := &file_agentwire_v1_runs_proto_msgTypes[12]
+	mi := &file_agentwire_v1_runs_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1171,7 +1333,7 @@ func (x *ModelCallEntry) String() string {
 func (*ModelCallEntry) ProtoMessage() {}
 
 func (x *ModelCallEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_agentwire_v1_runs_proto_msgTypes[12]
+	mi := &file_agentwire_v1_runs_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1184,7 +1346,7 @@ func (x *ModelCallEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModelCallEntry.ProtoReflect.Descriptor instead.
 func (*ModelCallEntry) Descriptor() ([]byte, []int) {
-	return file_agentwire_v1_runs_proto_rawDescGZIP(), []int{12}
+	return file_agentwire_v1_runs_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ModelCallEntry) GetModel() string {
@@ -1242,7 +1404,7 @@ type ToolCallEntry struct {
 
 func (x *ToolCallEntry) Reset() {
 	*x = ToolCallEntry{}
-	mi := &file_agentwire_v1_runs_proto_msgTypes[13]
+	mi := &file_agentwire_v1_runs_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1254,7 +1416,7 @@ func (x *ToolCallEntry) String() string {
 func (*ToolCallEntry) ProtoMessage() {}
 
 func (x *ToolCallEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_agentwire_v1_runs_proto_msgTypes[13]
+	mi := &file_agentwire_v1_runs_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1267,7 +1429,7 @@ func (x *ToolCallEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolCallEntry.ProtoReflect.Descriptor instead.
 func (*ToolCallEntry) Descriptor() ([]byte, []int) {
-	return file_agentwire_v1_runs_proto_rawDescGZIP(), []int{13}
+	return file_agentwire_v1_runs_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ToolCallEntry) GetName() string {
@@ -1295,22 +1457,43 @@ var File_agentwire_v1_runs_proto protoreflect.FileDescriptor
 
 const file_agentwire_v1_runs_proto_rawDesc = "" +
 	"\n" +
-	"\x17agentwire/v1/runs.proto\x12\fagentwire.v1\x1a\x18agentwire/v1/agent.proto\x1a\x1cgoogle/protobuf/struct.proto\"y\n" +
+	"\x17agentwire/v1/runs.proto\x12\fagentwire.v1\x1a\x18agentwire/v1/agent.proto\x1a\x1cgoogle/protobuf/struct.proto\"\x96\x01\n" +
 	"\x0fGetStatsRequest\x12\x19\n" +
 	"\bagent_id\x18\x01 \x01(\tR\aagentId\x12\x1f\n" +
 	"\vresource_id\x18\x02 \x01(\tR\n" +
 	"resourceId\x12\x14\n" +
 	"\x05since\x18\x03 \x01(\x03R\x05since\x12\x14\n" +
-	"\x05until\x18\x04 \x01(\x03R\x05until\"\xa5\x02\n" +
+	"\x05until\x18\x04 \x01(\x03R\x05until\x12\x1b\n" +
+	"\tbucket_ms\x18\x05 \x01(\x03R\bbucketMs\"\xda\x02\n" +
 	"\bRunStats\x12\x12\n" +
 	"\x04runs\x18\x01 \x01(\x04R\x04runs\x12@\n" +
 	"\boutcomes\x18\x02 \x03(\v2$.agentwire.v1.RunStats.OutcomesEntryR\boutcomes\x129\n" +
 	"\ttripwires\x18\x03 \x03(\v2\x1b.agentwire.v1.TripwireCountR\ttripwires\x12/\n" +
 	"\x05hooks\x18\x04 \x03(\v2\x19.agentwire.v1.HookLatencyR\x05hooks\x12\x1a\n" +
-	"\bcomplete\x18\x05 \x01(\bR\bcomplete\x1a;\n" +
+	"\bcomplete\x18\x05 \x01(\bR\bcomplete\x123\n" +
+	"\abuckets\x18\x06 \x03(\v2\x19.agentwire.v1.StatsBucketR\abuckets\x1a;\n" +
 	"\rOutcomesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\x04R\x05value:\x028\x01\"`\n" +
+	"\x05value\x18\x02 \x01(\x04R\x05value:\x028\x01\"\xda\x03\n" +
+	"\vStatsBucket\x12\x14\n" +
+	"\x05start\x18\x01 \x01(\x03R\x05start\x12\x12\n" +
+	"\x04runs\x18\x02 \x01(\x04R\x04runs\x12C\n" +
+	"\boutcomes\x18\x03 \x03(\v2'.agentwire.v1.StatsBucket.OutcomesEntryR\boutcomes\x12F\n" +
+	"\ttripwires\x18\x04 \x03(\v2(.agentwire.v1.StatsBucket.TripwiresEntryR\ttripwires\x12@\n" +
+	"\alatency\x18\x05 \x03(\v2&.agentwire.v1.StatsBucket.LatencyEntryR\alatency\x1a;\n" +
+	"\rOutcomesEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\x04R\x05value:\x028\x01\x1a<\n" +
+	"\x0eTripwiresEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\x04R\x05value:\x028\x01\x1aW\n" +
+	"\fLatencyEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x121\n" +
+	"\x05value\x18\x02 \x01(\v2\x1b.agentwire.v1.BucketLatencyR\x05value:\x028\x01\"S\n" +
+	"\rBucketLatency\x12\x14\n" +
+	"\x05calls\x18\x01 \x01(\x04R\x05calls\x12\x15\n" +
+	"\x06p50_us\x18\x02 \x01(\x04R\x05p50Us\x12\x15\n" +
+	"\x06p95_us\x18\x03 \x01(\x04R\x05p95Us\"`\n" +
 	"\rTripwireCount\x12!\n" +
 	"\fprocessor_id\x18\x01 \x01(\tR\vprocessorId\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\x14\n" +
@@ -1428,57 +1611,67 @@ func file_agentwire_v1_runs_proto_rawDescGZIP() []byte {
 	return file_agentwire_v1_runs_proto_rawDescData
 }
 
-var file_agentwire_v1_runs_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
+var file_agentwire_v1_runs_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
 var file_agentwire_v1_runs_proto_goTypes = []any{
 	(*GetStatsRequest)(nil),  // 0: agentwire.v1.GetStatsRequest
 	(*RunStats)(nil),         // 1: agentwire.v1.RunStats
-	(*TripwireCount)(nil),    // 2: agentwire.v1.TripwireCount
-	(*HookLatency)(nil),      // 3: agentwire.v1.HookLatency
-	(*WatchRunsRequest)(nil), // 4: agentwire.v1.WatchRunsRequest
-	(*RunEvent)(nil),         // 5: agentwire.v1.RunEvent
-	(*ListRunsRequest)(nil),  // 6: agentwire.v1.ListRunsRequest
-	(*ListRunsResponse)(nil), // 7: agentwire.v1.ListRunsResponse
-	(*GetRunRequest)(nil),    // 8: agentwire.v1.GetRunRequest
-	(*RunRecord)(nil),        // 9: agentwire.v1.RunRecord
-	(*TimelineEntry)(nil),    // 10: agentwire.v1.TimelineEntry
-	(*HookCallEntry)(nil),    // 11: agentwire.v1.HookCallEntry
-	(*ModelCallEntry)(nil),   // 12: agentwire.v1.ModelCallEntry
-	(*ToolCallEntry)(nil),    // 13: agentwire.v1.ToolCallEntry
-	nil,                      // 14: agentwire.v1.RunStats.OutcomesEntry
-	(*Usage)(nil),            // 15: agentwire.v1.Usage
-	(*Tripwire)(nil),         // 16: agentwire.v1.Tripwire
-	(*ErrorPayload)(nil),     // 17: agentwire.v1.ErrorPayload
-	(*structpb.Value)(nil),   // 18: google.protobuf.Value
+	(*StatsBucket)(nil),      // 2: agentwire.v1.StatsBucket
+	(*BucketLatency)(nil),    // 3: agentwire.v1.BucketLatency
+	(*TripwireCount)(nil),    // 4: agentwire.v1.TripwireCount
+	(*HookLatency)(nil),      // 5: agentwire.v1.HookLatency
+	(*WatchRunsRequest)(nil), // 6: agentwire.v1.WatchRunsRequest
+	(*RunEvent)(nil),         // 7: agentwire.v1.RunEvent
+	(*ListRunsRequest)(nil),  // 8: agentwire.v1.ListRunsRequest
+	(*ListRunsResponse)(nil), // 9: agentwire.v1.ListRunsResponse
+	(*GetRunRequest)(nil),    // 10: agentwire.v1.GetRunRequest
+	(*RunRecord)(nil),        // 11: agentwire.v1.RunRecord
+	(*TimelineEntry)(nil),    // 12: agentwire.v1.TimelineEntry
+	(*HookCallEntry)(nil),    // 13: agentwire.v1.HookCallEntry
+	(*ModelCallEntry)(nil),   // 14: agentwire.v1.ModelCallEntry
+	(*ToolCallEntry)(nil),    // 15: agentwire.v1.ToolCallEntry
+	nil,                      // 16: agentwire.v1.RunStats.OutcomesEntry
+	nil,                      // 17: agentwire.v1.StatsBucket.OutcomesEntry
+	nil,                      // 18: agentwire.v1.StatsBucket.TripwiresEntry
+	nil,                      // 19: agentwire.v1.StatsBucket.LatencyEntry
+	(*Usage)(nil),            // 20: agentwire.v1.Usage
+	(*Tripwire)(nil),         // 21: agentwire.v1.Tripwire
+	(*ErrorPayload)(nil),     // 22: agentwire.v1.ErrorPayload
+	(*structpb.Value)(nil),   // 23: google.protobuf.Value
 }
 var file_agentwire_v1_runs_proto_depIdxs = []int32{
-	14, // 0: agentwire.v1.RunStats.outcomes:type_name -> agentwire.v1.RunStats.OutcomesEntry
-	2,  // 1: agentwire.v1.RunStats.tripwires:type_name -> agentwire.v1.TripwireCount
-	3,  // 2: agentwire.v1.RunStats.hooks:type_name -> agentwire.v1.HookLatency
-	9,  // 3: agentwire.v1.RunEvent.started:type_name -> agentwire.v1.RunRecord
-	9,  // 4: agentwire.v1.RunEvent.ended:type_name -> agentwire.v1.RunRecord
-	9,  // 5: agentwire.v1.ListRunsResponse.runs:type_name -> agentwire.v1.RunRecord
-	15, // 6: agentwire.v1.RunRecord.usage:type_name -> agentwire.v1.Usage
-	16, // 7: agentwire.v1.RunRecord.tripwire:type_name -> agentwire.v1.Tripwire
-	17, // 8: agentwire.v1.RunRecord.error:type_name -> agentwire.v1.ErrorPayload
-	10, // 9: agentwire.v1.RunRecord.timeline:type_name -> agentwire.v1.TimelineEntry
-	11, // 10: agentwire.v1.TimelineEntry.hook:type_name -> agentwire.v1.HookCallEntry
-	12, // 11: agentwire.v1.TimelineEntry.model:type_name -> agentwire.v1.ModelCallEntry
-	13, // 12: agentwire.v1.TimelineEntry.tool:type_name -> agentwire.v1.ToolCallEntry
-	18, // 13: agentwire.v1.HookCallEntry.metadata:type_name -> google.protobuf.Value
-	15, // 14: agentwire.v1.ModelCallEntry.usage:type_name -> agentwire.v1.Usage
-	6,  // 15: agentwire.v1.RunService.ListRuns:input_type -> agentwire.v1.ListRunsRequest
-	8,  // 16: agentwire.v1.RunService.GetRun:input_type -> agentwire.v1.GetRunRequest
-	4,  // 17: agentwire.v1.RunService.WatchRuns:input_type -> agentwire.v1.WatchRunsRequest
-	0,  // 18: agentwire.v1.RunService.GetStats:input_type -> agentwire.v1.GetStatsRequest
-	7,  // 19: agentwire.v1.RunService.ListRuns:output_type -> agentwire.v1.ListRunsResponse
-	9,  // 20: agentwire.v1.RunService.GetRun:output_type -> agentwire.v1.RunRecord
-	5,  // 21: agentwire.v1.RunService.WatchRuns:output_type -> agentwire.v1.RunEvent
-	1,  // 22: agentwire.v1.RunService.GetStats:output_type -> agentwire.v1.RunStats
-	19, // [19:23] is the sub-list for method output_type
-	15, // [15:19] is the sub-list for method input_type
-	15, // [15:15] is the sub-list for extension type_name
-	15, // [15:15] is the sub-list for extension extendee
-	0,  // [0:15] is the sub-list for field type_name
+	16, // 0: agentwire.v1.RunStats.outcomes:type_name -> agentwire.v1.RunStats.OutcomesEntry
+	4,  // 1: agentwire.v1.RunStats.tripwires:type_name -> agentwire.v1.TripwireCount
+	5,  // 2: agentwire.v1.RunStats.hooks:type_name -> agentwire.v1.HookLatency
+	2,  // 3: agentwire.v1.RunStats.buckets:type_name -> agentwire.v1.StatsBucket
+	17, // 4: agentwire.v1.StatsBucket.outcomes:type_name -> agentwire.v1.StatsBucket.OutcomesEntry
+	18, // 5: agentwire.v1.StatsBucket.tripwires:type_name -> agentwire.v1.StatsBucket.TripwiresEntry
+	19, // 6: agentwire.v1.StatsBucket.latency:type_name -> agentwire.v1.StatsBucket.LatencyEntry
+	11, // 7: agentwire.v1.RunEvent.started:type_name -> agentwire.v1.RunRecord
+	11, // 8: agentwire.v1.RunEvent.ended:type_name -> agentwire.v1.RunRecord
+	11, // 9: agentwire.v1.ListRunsResponse.runs:type_name -> agentwire.v1.RunRecord
+	20, // 10: agentwire.v1.RunRecord.usage:type_name -> agentwire.v1.Usage
+	21, // 11: agentwire.v1.RunRecord.tripwire:type_name -> agentwire.v1.Tripwire
+	22, // 12: agentwire.v1.RunRecord.error:type_name -> agentwire.v1.ErrorPayload
+	12, // 13: agentwire.v1.RunRecord.timeline:type_name -> agentwire.v1.TimelineEntry
+	13, // 14: agentwire.v1.TimelineEntry.hook:type_name -> agentwire.v1.HookCallEntry
+	14, // 15: agentwire.v1.TimelineEntry.model:type_name -> agentwire.v1.ModelCallEntry
+	15, // 16: agentwire.v1.TimelineEntry.tool:type_name -> agentwire.v1.ToolCallEntry
+	23, // 17: agentwire.v1.HookCallEntry.metadata:type_name -> google.protobuf.Value
+	20, // 18: agentwire.v1.ModelCallEntry.usage:type_name -> agentwire.v1.Usage
+	3,  // 19: agentwire.v1.StatsBucket.LatencyEntry.value:type_name -> agentwire.v1.BucketLatency
+	8,  // 20: agentwire.v1.RunService.ListRuns:input_type -> agentwire.v1.ListRunsRequest
+	10, // 21: agentwire.v1.RunService.GetRun:input_type -> agentwire.v1.GetRunRequest
+	6,  // 22: agentwire.v1.RunService.WatchRuns:input_type -> agentwire.v1.WatchRunsRequest
+	0,  // 23: agentwire.v1.RunService.GetStats:input_type -> agentwire.v1.GetStatsRequest
+	9,  // 24: agentwire.v1.RunService.ListRuns:output_type -> agentwire.v1.ListRunsResponse
+	11, // 25: agentwire.v1.RunService.GetRun:output_type -> agentwire.v1.RunRecord
+	7,  // 26: agentwire.v1.RunService.WatchRuns:output_type -> agentwire.v1.RunEvent
+	1,  // 27: agentwire.v1.RunService.GetStats:output_type -> agentwire.v1.RunStats
+	24, // [24:28] is the sub-list for method output_type
+	20, // [20:24] is the sub-list for method input_type
+	20, // [20:20] is the sub-list for extension type_name
+	20, // [20:20] is the sub-list for extension extendee
+	0,  // [0:20] is the sub-list for field type_name
 }
 
 func init() { file_agentwire_v1_runs_proto_init() }
@@ -1487,24 +1680,24 @@ func file_agentwire_v1_runs_proto_init() {
 		return
 	}
 	file_agentwire_v1_agent_proto_init()
-	file_agentwire_v1_runs_proto_msgTypes[5].OneofWrappers = []any{
+	file_agentwire_v1_runs_proto_msgTypes[7].OneofWrappers = []any{
 		(*RunEvent_Started)(nil),
 		(*RunEvent_Ended)(nil),
 		(*RunEvent_Missed)(nil),
 	}
-	file_agentwire_v1_runs_proto_msgTypes[10].OneofWrappers = []any{
+	file_agentwire_v1_runs_proto_msgTypes[12].OneofWrappers = []any{
 		(*TimelineEntry_Hook)(nil),
 		(*TimelineEntry_Model)(nil),
 		(*TimelineEntry_Tool)(nil),
 	}
-	file_agentwire_v1_runs_proto_msgTypes[11].OneofWrappers = []any{}
+	file_agentwire_v1_runs_proto_msgTypes[13].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_agentwire_v1_runs_proto_rawDesc), len(file_agentwire_v1_runs_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   15,
+			NumMessages:   20,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -337,7 +337,7 @@ class GetAgentRequest(_message.Message):
     def __init__(self, agent_id: _Optional[str] = ...) -> None: ...
 
 class Agent(_message.Message):
-    __slots__ = ("id", "name", "instructions", "model", "input_processors", "output_processors", "error_processors", "tools", "max_steps", "max_processor_retries")
+    __slots__ = ("id", "name", "instructions", "model", "input_processors", "output_processors", "error_processors", "tools", "max_steps", "max_processor_retries", "pipeline")
     ID_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     INSTRUCTIONS_FIELD_NUMBER: _ClassVar[int]
@@ -348,6 +348,7 @@ class Agent(_message.Message):
     TOOLS_FIELD_NUMBER: _ClassVar[int]
     MAX_STEPS_FIELD_NUMBER: _ClassVar[int]
     MAX_PROCESSOR_RETRIES_FIELD_NUMBER: _ClassVar[int]
+    PIPELINE_FIELD_NUMBER: _ClassVar[int]
     id: str
     name: str
     instructions: str
@@ -358,4 +359,21 @@ class Agent(_message.Message):
     tools: _containers.RepeatedScalarFieldContainer[str]
     max_steps: int
     max_processor_retries: int
-    def __init__(self, id: _Optional[str] = ..., name: _Optional[str] = ..., instructions: _Optional[str] = ..., model: _Optional[str] = ..., input_processors: _Optional[_Iterable[str]] = ..., output_processors: _Optional[_Iterable[str]] = ..., error_processors: _Optional[_Iterable[str]] = ..., tools: _Optional[_Iterable[str]] = ..., max_steps: _Optional[int] = ..., max_processor_retries: _Optional[int] = ...) -> None: ...
+    pipeline: _containers.RepeatedCompositeFieldContainer[PipelineProcessor]
+    def __init__(self, id: _Optional[str] = ..., name: _Optional[str] = ..., instructions: _Optional[str] = ..., model: _Optional[str] = ..., input_processors: _Optional[_Iterable[str]] = ..., output_processors: _Optional[_Iterable[str]] = ..., error_processors: _Optional[_Iterable[str]] = ..., tools: _Optional[_Iterable[str]] = ..., max_steps: _Optional[int] = ..., max_processor_retries: _Optional[int] = ..., pipeline: _Optional[_Iterable[_Union[PipelineProcessor, _Mapping]]] = ...) -> None: ...
+
+class PipelineProcessor(_message.Message):
+    __slots__ = ("stage", "id", "kind", "options", "automatic", "hooks")
+    STAGE_FIELD_NUMBER: _ClassVar[int]
+    ID_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    OPTIONS_FIELD_NUMBER: _ClassVar[int]
+    AUTOMATIC_FIELD_NUMBER: _ClassVar[int]
+    HOOKS_FIELD_NUMBER: _ClassVar[int]
+    stage: str
+    id: str
+    kind: str
+    options: _struct_pb2.Struct
+    automatic: bool
+    hooks: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, stage: _Optional[str] = ..., id: _Optional[str] = ..., kind: _Optional[str] = ..., options: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., automatic: _Optional[bool] = ..., hooks: _Optional[_Iterable[str]] = ...) -> None: ...

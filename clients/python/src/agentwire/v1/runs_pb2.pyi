@@ -9,19 +9,21 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class GetStatsRequest(_message.Message):
-    __slots__ = ("agent_id", "resource_id", "since", "until")
+    __slots__ = ("agent_id", "resource_id", "since", "until", "bucket_ms")
     AGENT_ID_FIELD_NUMBER: _ClassVar[int]
     RESOURCE_ID_FIELD_NUMBER: _ClassVar[int]
     SINCE_FIELD_NUMBER: _ClassVar[int]
     UNTIL_FIELD_NUMBER: _ClassVar[int]
+    BUCKET_MS_FIELD_NUMBER: _ClassVar[int]
     agent_id: str
     resource_id: str
     since: int
     until: int
-    def __init__(self, agent_id: _Optional[str] = ..., resource_id: _Optional[str] = ..., since: _Optional[int] = ..., until: _Optional[int] = ...) -> None: ...
+    bucket_ms: int
+    def __init__(self, agent_id: _Optional[str] = ..., resource_id: _Optional[str] = ..., since: _Optional[int] = ..., until: _Optional[int] = ..., bucket_ms: _Optional[int] = ...) -> None: ...
 
 class RunStats(_message.Message):
-    __slots__ = ("runs", "outcomes", "tripwires", "hooks", "complete")
+    __slots__ = ("runs", "outcomes", "tripwires", "hooks", "complete", "buckets")
     class OutcomesEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -34,12 +36,59 @@ class RunStats(_message.Message):
     TRIPWIRES_FIELD_NUMBER: _ClassVar[int]
     HOOKS_FIELD_NUMBER: _ClassVar[int]
     COMPLETE_FIELD_NUMBER: _ClassVar[int]
+    BUCKETS_FIELD_NUMBER: _ClassVar[int]
     runs: int
     outcomes: _containers.ScalarMap[str, int]
     tripwires: _containers.RepeatedCompositeFieldContainer[TripwireCount]
     hooks: _containers.RepeatedCompositeFieldContainer[HookLatency]
     complete: bool
-    def __init__(self, runs: _Optional[int] = ..., outcomes: _Optional[_Mapping[str, int]] = ..., tripwires: _Optional[_Iterable[_Union[TripwireCount, _Mapping]]] = ..., hooks: _Optional[_Iterable[_Union[HookLatency, _Mapping]]] = ..., complete: _Optional[bool] = ...) -> None: ...
+    buckets: _containers.RepeatedCompositeFieldContainer[StatsBucket]
+    def __init__(self, runs: _Optional[int] = ..., outcomes: _Optional[_Mapping[str, int]] = ..., tripwires: _Optional[_Iterable[_Union[TripwireCount, _Mapping]]] = ..., hooks: _Optional[_Iterable[_Union[HookLatency, _Mapping]]] = ..., complete: _Optional[bool] = ..., buckets: _Optional[_Iterable[_Union[StatsBucket, _Mapping]]] = ...) -> None: ...
+
+class StatsBucket(_message.Message):
+    __slots__ = ("start", "runs", "outcomes", "tripwires", "latency")
+    class OutcomesEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: int
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[int] = ...) -> None: ...
+    class TripwiresEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: int
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[int] = ...) -> None: ...
+    class LatencyEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: BucketLatency
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[_Union[BucketLatency, _Mapping]] = ...) -> None: ...
+    START_FIELD_NUMBER: _ClassVar[int]
+    RUNS_FIELD_NUMBER: _ClassVar[int]
+    OUTCOMES_FIELD_NUMBER: _ClassVar[int]
+    TRIPWIRES_FIELD_NUMBER: _ClassVar[int]
+    LATENCY_FIELD_NUMBER: _ClassVar[int]
+    start: int
+    runs: int
+    outcomes: _containers.ScalarMap[str, int]
+    tripwires: _containers.ScalarMap[str, int]
+    latency: _containers.MessageMap[str, BucketLatency]
+    def __init__(self, start: _Optional[int] = ..., runs: _Optional[int] = ..., outcomes: _Optional[_Mapping[str, int]] = ..., tripwires: _Optional[_Mapping[str, int]] = ..., latency: _Optional[_Mapping[str, BucketLatency]] = ...) -> None: ...
+
+class BucketLatency(_message.Message):
+    __slots__ = ("calls", "p50_us", "p95_us")
+    CALLS_FIELD_NUMBER: _ClassVar[int]
+    P50_US_FIELD_NUMBER: _ClassVar[int]
+    P95_US_FIELD_NUMBER: _ClassVar[int]
+    calls: int
+    p50_us: int
+    p95_us: int
+    def __init__(self, calls: _Optional[int] = ..., p50_us: _Optional[int] = ..., p95_us: _Optional[int] = ...) -> None: ...
 
 class TripwireCount(_message.Message):
     __slots__ = ("processor_id", "reason", "count")

@@ -17,7 +17,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file agentwire/v1/runs.proto.
  */
 export const file_agentwire_v1_runs: GenFile = /*@__PURE__*/
-  fileDesc("ChdhZ2VudHdpcmUvdjEvcnVucy5wcm90bxIMYWdlbnR3aXJlLnYxIlYKD0dldFN0YXRzUmVxdWVzdBIQCghhZ2VudF9pZBgBIAEoCRITCgtyZXNvdXJjZV9pZBgCIAEoCRINCgVzaW5jZRgDIAEoAxINCgV1bnRpbBgEIAEoAyLtAQoIUnVuU3RhdHMSDAoEcnVucxgBIAEoBBI2CghvdXRjb21lcxgCIAMoCzIkLmFnZW50d2lyZS52MS5SdW5TdGF0cy5PdXRjb21lc0VudHJ5Ei4KCXRyaXB3aXJlcxgDIAMoCzIbLmFnZW50d2lyZS52MS5Ucmlwd2lyZUNvdW50EigKBWhvb2tzGAQgAygLMhkuYWdlbnR3aXJlLnYxLkhvb2tMYXRlbmN5EhAKCGNvbXBsZXRlGAUgASgIGi8KDU91dGNvbWVzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgEOgI4ASJECg1Ucmlwd2lyZUNvdW50EhQKDHByb2Nlc3Nvcl9pZBgBIAEoCRIOCgZyZWFzb24YAiABKAkSDQoFY291bnQYAyABKAQiswEKC0hvb2tMYXRlbmN5EhQKDHByb2Nlc3Nvcl9pZBgBIAEoCRIMCgRob29rGAIgASgJEg0KBWNhbGxzGAMgASgEEg4KBnA1MF91cxgEIAEoBBIOCgZwOTVfdXMYBSABKAQSDgoGcDk5X3VzGAYgASgEEg4KBm1heF91cxgHIAEoBBIOCgZhYm9ydHMYCCABKAQSEAoIZmFpbHVyZXMYCSABKAQSDwoHc2tpcHBlZBgKIAEoBCJzChBXYXRjaFJ1bnNSZXF1ZXN0EhAKCGFnZW50X2lkGAEgASgJEhMKC3Jlc291cmNlX2lkGAIgASgJEhEKCXRocmVhZF9pZBgDIAEoCRIPCgdvdXRjb21lGAQgASgJEhQKDHByb2Nlc3Nvcl9pZBgFIAEoCSJ7CghSdW5FdmVudBIqCgdzdGFydGVkGAEgASgLMhcuYWdlbnR3aXJlLnYxLlJ1blJlY29yZEgAEigKBWVuZGVkGAIgASgLMhcuYWdlbnR3aXJlLnYxLlJ1blJlY29yZEgAEhAKBm1pc3NlZBgDIAEoBEgAQgcKBWV2ZW50IrcBCg9MaXN0UnVuc1JlcXVlc3QSEAoIYWdlbnRfaWQYASABKAkSEwoLcmVzb3VyY2VfaWQYAiABKAkSEQoJdGhyZWFkX2lkGAMgASgJEg8KB291dGNvbWUYBCABKAkSFAoMcHJvY2Vzc29yX2lkGAUgASgJEg0KBXNpbmNlGAYgASgDEg0KBXVudGlsGAcgASgDEhEKCXBhZ2Vfc2l6ZRgIIAEoDRISCgpwYWdlX3Rva2VuGAkgASgJIlIKEExpc3RSdW5zUmVzcG9uc2USJQoEcnVucxgBIAMoCzIXLmFnZW50d2lyZS52MS5SdW5SZWNvcmQSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIh8KDUdldFJ1blJlcXVlc3QSDgoGcnVuX2lkGAEgASgJIt0CCglSdW5SZWNvcmQSDgoGcnVuX2lkGAEgASgJEhAKCGFnZW50X2lkGAIgASgJEhEKCXRocmVhZF9pZBgDIAEoCRITCgtyZXNvdXJjZV9pZBgEIAEoCRIQCghrZXlfbmFtZRgFIAEoCRISCgpzdGFydGVkX2F0GAYgASgDEhAKCGVuZGVkX2F0GAcgASgDEg8KB291dGNvbWUYCCABKAkSFQoNZmluaXNoX3JlYXNvbhgJIAEoCRIiCgV1c2FnZRgKIAEoCzITLmFnZW50d2lyZS52MS5Vc2FnZRIoCgh0cmlwd2lyZRgLIAEoCzIWLmFnZW50d2lyZS52MS5Ucmlwd2lyZRIpCgVlcnJvchgMIAEoCzIaLmFnZW50d2lyZS52MS5FcnJvclBheWxvYWQSLQoIdGltZWxpbmUYDSADKAsyGy5hZ2VudHdpcmUudjEuVGltZWxpbmVFbnRyeSLFAQoNVGltZWxpbmVFbnRyeRINCgVhdF91cxgBIAEoBBITCgtkdXJhdGlvbl91cxgCIAEoBBIrCgRob29rGAMgASgLMhsuYWdlbnR3aXJlLnYxLkhvb2tDYWxsRW50cnlIABItCgVtb2RlbBgEIAEoCzIcLmFnZW50d2lyZS52MS5Nb2RlbENhbGxFbnRyeUgAEisKBHRvb2wYBSABKAsyGy5hZ2VudHdpcmUudjEuVG9vbENhbGxFbnRyeUgAQgcKBWVudHJ5IvMBCg1Ib29rQ2FsbEVudHJ5EhQKDHByb2Nlc3Nvcl9pZBgBIAEoCRIMCgRob29rGAIgASgJEhEKBHN0ZXAYAyABKA1IAIgBARITCgtyZXRyeV9jb3VudBgEIAEoDRITCgtpbnN0YW5jZV9pZBgFIAEoCRINCgVjYWxscxgGIAEoDRIOCgZtYXhfdXMYByABKAQSEAoIZGVjaXNpb24YCCABKAkSDgoGcmVhc29uGAkgASgJEg0KBXJldHJ5GAogASgIEigKCG1ldGFkYXRhGAsgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlQgcKBV9zdGVwIowBCg5Nb2RlbENhbGxFbnRyeRINCgVtb2RlbBgBIAEoCRIMCgRzdGVwGAIgASgNEhYKDmZpcnN0X3Rva2VuX3VzGAMgASgEEiIKBXVzYWdlGAQgASgLMhMuYWdlbnR3aXJlLnYxLlVzYWdlEhIKCmZyb21fY2FjaGUYBSABKAgSDQoFZXJyb3IYBiABKAkiOgoNVG9vbENhbGxFbnRyeRIMCgRuYW1lGAEgASgJEgwKBHN0ZXAYAiABKA0SDQoFZXJyb3IYAyABKAkyoQIKClJ1blNlcnZpY2USSQoITGlzdFJ1bnMSHS5hZ2VudHdpcmUudjEuTGlzdFJ1bnNSZXF1ZXN0Gh4uYWdlbnR3aXJlLnYxLkxpc3RSdW5zUmVzcG9uc2USPgoGR2V0UnVuEhsuYWdlbnR3aXJlLnYxLkdldFJ1blJlcXVlc3QaFy5hZ2VudHdpcmUudjEuUnVuUmVjb3JkEkUKCVdhdGNoUnVucxIeLmFnZW50d2lyZS52MS5XYXRjaFJ1bnNSZXF1ZXN0GhYuYWdlbnR3aXJlLnYxLlJ1bkV2ZW50MAESQQoIR2V0U3RhdHMSHS5hZ2VudHdpcmUudjEuR2V0U3RhdHNSZXF1ZXN0GhYuYWdlbnR3aXJlLnYxLlJ1blN0YXRzYgZwcm90bzM", [file_agentwire_v1_agent, file_google_protobuf_struct]);
+  fileDesc("ChdhZ2VudHdpcmUvdjEvcnVucy5wcm90bxIMYWdlbnR3aXJlLnYxImkKD0dldFN0YXRzUmVxdWVzdBIQCghhZ2VudF9pZBgBIAEoCRITCgtyZXNvdXJjZV9pZBgCIAEoCRINCgVzaW5jZRgDIAEoAxINCgV1bnRpbBgEIAEoAxIRCglidWNrZXRfbXMYBSABKAMimQIKCFJ1blN0YXRzEgwKBHJ1bnMYASABKAQSNgoIb3V0Y29tZXMYAiADKAsyJC5hZ2VudHdpcmUudjEuUnVuU3RhdHMuT3V0Y29tZXNFbnRyeRIuCgl0cmlwd2lyZXMYAyADKAsyGy5hZ2VudHdpcmUudjEuVHJpcHdpcmVDb3VudBIoCgVob29rcxgEIAMoCzIZLmFnZW50d2lyZS52MS5Ib29rTGF0ZW5jeRIQCghjb21wbGV0ZRgFIAEoCBIqCgdidWNrZXRzGAYgAygLMhkuYWdlbnR3aXJlLnYxLlN0YXRzQnVja2V0Gi8KDU91dGNvbWVzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgEOgI4ASKLAwoLU3RhdHNCdWNrZXQSDQoFc3RhcnQYASABKAMSDAoEcnVucxgCIAEoBBI5CghvdXRjb21lcxgDIAMoCzInLmFnZW50d2lyZS52MS5TdGF0c0J1Y2tldC5PdXRjb21lc0VudHJ5EjsKCXRyaXB3aXJlcxgEIAMoCzIoLmFnZW50d2lyZS52MS5TdGF0c0J1Y2tldC5Ucmlwd2lyZXNFbnRyeRI3CgdsYXRlbmN5GAUgAygLMiYuYWdlbnR3aXJlLnYxLlN0YXRzQnVja2V0LkxhdGVuY3lFbnRyeRovCg1PdXRjb21lc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoBDoCOAEaMAoOVHJpcHdpcmVzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgEOgI4ARpLCgxMYXRlbmN5RW50cnkSCwoDa2V5GAEgASgJEioKBXZhbHVlGAIgASgLMhsuYWdlbnR3aXJlLnYxLkJ1Y2tldExhdGVuY3k6AjgBIj4KDUJ1Y2tldExhdGVuY3kSDQoFY2FsbHMYASABKAQSDgoGcDUwX3VzGAIgASgEEg4KBnA5NV91cxgDIAEoBCJECg1Ucmlwd2lyZUNvdW50EhQKDHByb2Nlc3Nvcl9pZBgBIAEoCRIOCgZyZWFzb24YAiABKAkSDQoFY291bnQYAyABKAQiswEKC0hvb2tMYXRlbmN5EhQKDHByb2Nlc3Nvcl9pZBgBIAEoCRIMCgRob29rGAIgASgJEg0KBWNhbGxzGAMgASgEEg4KBnA1MF91cxgEIAEoBBIOCgZwOTVfdXMYBSABKAQSDgoGcDk5X3VzGAYgASgEEg4KBm1heF91cxgHIAEoBBIOCgZhYm9ydHMYCCABKAQSEAoIZmFpbHVyZXMYCSABKAQSDwoHc2tpcHBlZBgKIAEoBCJzChBXYXRjaFJ1bnNSZXF1ZXN0EhAKCGFnZW50X2lkGAEgASgJEhMKC3Jlc291cmNlX2lkGAIgASgJEhEKCXRocmVhZF9pZBgDIAEoCRIPCgdvdXRjb21lGAQgASgJEhQKDHByb2Nlc3Nvcl9pZBgFIAEoCSJ7CghSdW5FdmVudBIqCgdzdGFydGVkGAEgASgLMhcuYWdlbnR3aXJlLnYxLlJ1blJlY29yZEgAEigKBWVuZGVkGAIgASgLMhcuYWdlbnR3aXJlLnYxLlJ1blJlY29yZEgAEhAKBm1pc3NlZBgDIAEoBEgAQgcKBWV2ZW50IrcBCg9MaXN0UnVuc1JlcXVlc3QSEAoIYWdlbnRfaWQYASABKAkSEwoLcmVzb3VyY2VfaWQYAiABKAkSEQoJdGhyZWFkX2lkGAMgASgJEg8KB291dGNvbWUYBCABKAkSFAoMcHJvY2Vzc29yX2lkGAUgASgJEg0KBXNpbmNlGAYgASgDEg0KBXVudGlsGAcgASgDEhEKCXBhZ2Vfc2l6ZRgIIAEoDRISCgpwYWdlX3Rva2VuGAkgASgJIlIKEExpc3RSdW5zUmVzcG9uc2USJQoEcnVucxgBIAMoCzIXLmFnZW50d2lyZS52MS5SdW5SZWNvcmQSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIh8KDUdldFJ1blJlcXVlc3QSDgoGcnVuX2lkGAEgASgJIt0CCglSdW5SZWNvcmQSDgoGcnVuX2lkGAEgASgJEhAKCGFnZW50X2lkGAIgASgJEhEKCXRocmVhZF9pZBgDIAEoCRITCgtyZXNvdXJjZV9pZBgEIAEoCRIQCghrZXlfbmFtZRgFIAEoCRISCgpzdGFydGVkX2F0GAYgASgDEhAKCGVuZGVkX2F0GAcgASgDEg8KB291dGNvbWUYCCABKAkSFQoNZmluaXNoX3JlYXNvbhgJIAEoCRIiCgV1c2FnZRgKIAEoCzITLmFnZW50d2lyZS52MS5Vc2FnZRIoCgh0cmlwd2lyZRgLIAEoCzIWLmFnZW50d2lyZS52MS5Ucmlwd2lyZRIpCgVlcnJvchgMIAEoCzIaLmFnZW50d2lyZS52MS5FcnJvclBheWxvYWQSLQoIdGltZWxpbmUYDSADKAsyGy5hZ2VudHdpcmUudjEuVGltZWxpbmVFbnRyeSLFAQoNVGltZWxpbmVFbnRyeRINCgVhdF91cxgBIAEoBBITCgtkdXJhdGlvbl91cxgCIAEoBBIrCgRob29rGAMgASgLMhsuYWdlbnR3aXJlLnYxLkhvb2tDYWxsRW50cnlIABItCgVtb2RlbBgEIAEoCzIcLmFnZW50d2lyZS52MS5Nb2RlbENhbGxFbnRyeUgAEisKBHRvb2wYBSABKAsyGy5hZ2VudHdpcmUudjEuVG9vbENhbGxFbnRyeUgAQgcKBWVudHJ5IvMBCg1Ib29rQ2FsbEVudHJ5EhQKDHByb2Nlc3Nvcl9pZBgBIAEoCRIMCgRob29rGAIgASgJEhEKBHN0ZXAYAyABKA1IAIgBARITCgtyZXRyeV9jb3VudBgEIAEoDRITCgtpbnN0YW5jZV9pZBgFIAEoCRINCgVjYWxscxgGIAEoDRIOCgZtYXhfdXMYByABKAQSEAoIZGVjaXNpb24YCCABKAkSDgoGcmVhc29uGAkgASgJEg0KBXJldHJ5GAogASgIEigKCG1ldGFkYXRhGAsgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlQgcKBV9zdGVwIowBCg5Nb2RlbENhbGxFbnRyeRINCgVtb2RlbBgBIAEoCRIMCgRzdGVwGAIgASgNEhYKDmZpcnN0X3Rva2VuX3VzGAMgASgEEiIKBXVzYWdlGAQgASgLMhMuYWdlbnR3aXJlLnYxLlVzYWdlEhIKCmZyb21fY2FjaGUYBSABKAgSDQoFZXJyb3IYBiABKAkiOgoNVG9vbENhbGxFbnRyeRIMCgRuYW1lGAEgASgJEgwKBHN0ZXAYAiABKA0SDQoFZXJyb3IYAyABKAkyoQIKClJ1blNlcnZpY2USSQoITGlzdFJ1bnMSHS5hZ2VudHdpcmUudjEuTGlzdFJ1bnNSZXF1ZXN0Gh4uYWdlbnR3aXJlLnYxLkxpc3RSdW5zUmVzcG9uc2USPgoGR2V0UnVuEhsuYWdlbnR3aXJlLnYxLkdldFJ1blJlcXVlc3QaFy5hZ2VudHdpcmUudjEuUnVuUmVjb3JkEkUKCVdhdGNoUnVucxIeLmFnZW50d2lyZS52MS5XYXRjaFJ1bnNSZXF1ZXN0GhYuYWdlbnR3aXJlLnYxLlJ1bkV2ZW50MAESQQoIR2V0U3RhdHMSHS5hZ2VudHdpcmUudjEuR2V0U3RhdHNSZXF1ZXN0GhYuYWdlbnR3aXJlLnYxLlJ1blN0YXRzYgZwcm90bzM", [file_agentwire_v1_agent, file_google_protobuf_struct]);
 
 /**
  * @generated from message agentwire.v1.GetStatsRequest
@@ -44,6 +44,14 @@ export type GetStatsRequest = Message<"agentwire.v1.GetStatsRequest"> & {
    * @generated from field: int64 until = 4;
    */
   until: bigint;
+
+  /**
+   * With a length in milliseconds (at least 1000), the window's runs also come in buckets of
+   * that length, for plots (0: no buckets).
+   *
+   * @generated from field: int64 bucket_ms = 5;
+   */
+  bucketMs: bigint;
 };
 
 /**
@@ -89,6 +97,14 @@ export type RunStats = Message<"agentwire.v1.RunStats"> & {
    * @generated from field: bool complete = 5;
    */
   complete: boolean;
+
+  /**
+   * With `bucket_ms`: the counted runs by the bucket they started in, oldest first; buckets
+   * without runs are left out.
+   *
+   * @generated from field: repeated agentwire.v1.StatsBucket buckets = 6;
+   */
+  buckets: StatsBucket[];
 };
 
 /**
@@ -97,6 +113,82 @@ export type RunStats = Message<"agentwire.v1.RunStats"> & {
  */
 export const RunStatsSchema: GenMessage<RunStats> = /*@__PURE__*/
   messageDesc(file_agentwire_v1_runs, 1);
+
+/**
+ * The runs that started in one bucket of a window.
+ *
+ * @generated from message agentwire.v1.StatsBucket
+ */
+export type StatsBucket = Message<"agentwire.v1.StatsBucket"> & {
+  /**
+   * Milliseconds since the epoch, a multiple of `bucket_ms`.
+   *
+   * @generated from field: int64 start = 1;
+   */
+  start: bigint;
+
+  /**
+   * @generated from field: uint64 runs = 2;
+   */
+  runs: bigint;
+
+  /**
+   * Runs by outcome.
+   *
+   * @generated from field: map<string, uint64> outcomes = 3;
+   */
+  outcomes: { [key: string]: bigint };
+
+  /**
+   * Tripwires by processor.
+   *
+   * @generated from field: map<string, uint64> tripwires = 4;
+   */
+  tripwires: { [key: string]: bigint };
+
+  /**
+   * Hook call times by processor, all its hooks together.
+   *
+   * @generated from field: map<string, agentwire.v1.BucketLatency> latency = 5;
+   */
+  latency: { [key: string]: BucketLatency };
+};
+
+/**
+ * Describes the message agentwire.v1.StatsBucket.
+ * Use `create(StatsBucketSchema)` to create a new message.
+ */
+export const StatsBucketSchema: GenMessage<StatsBucket> = /*@__PURE__*/
+  messageDesc(file_agentwire_v1_runs, 2);
+
+/**
+ * A processor's hook calls in one bucket; times in microseconds.
+ *
+ * @generated from message agentwire.v1.BucketLatency
+ */
+export type BucketLatency = Message<"agentwire.v1.BucketLatency"> & {
+  /**
+   * @generated from field: uint64 calls = 1;
+   */
+  calls: bigint;
+
+  /**
+   * @generated from field: uint64 p50_us = 2;
+   */
+  p50Us: bigint;
+
+  /**
+   * @generated from field: uint64 p95_us = 3;
+   */
+  p95Us: bigint;
+};
+
+/**
+ * Describes the message agentwire.v1.BucketLatency.
+ * Use `create(BucketLatencySchema)` to create a new message.
+ */
+export const BucketLatencySchema: GenMessage<BucketLatency> = /*@__PURE__*/
+  messageDesc(file_agentwire_v1_runs, 3);
 
 /**
  * @generated from message agentwire.v1.TripwireCount
@@ -123,7 +215,7 @@ export type TripwireCount = Message<"agentwire.v1.TripwireCount"> & {
  * Use `create(TripwireCountSchema)` to create a new message.
  */
 export const TripwireCountSchema: GenMessage<TripwireCount> = /*@__PURE__*/
-  messageDesc(file_agentwire_v1_runs, 2);
+  messageDesc(file_agentwire_v1_runs, 4);
 
 /**
  * The calls of one processor's hook; times in microseconds (the continuing calls of a stream
@@ -188,7 +280,7 @@ export type HookLatency = Message<"agentwire.v1.HookLatency"> & {
  * Use `create(HookLatencySchema)` to create a new message.
  */
 export const HookLatencySchema: GenMessage<HookLatency> = /*@__PURE__*/
-  messageDesc(file_agentwire_v1_runs, 3);
+  messageDesc(file_agentwire_v1_runs, 5);
 
 /**
  * @generated from message agentwire.v1.WatchRunsRequest
@@ -227,7 +319,7 @@ export type WatchRunsRequest = Message<"agentwire.v1.WatchRunsRequest"> & {
  * Use `create(WatchRunsRequestSchema)` to create a new message.
  */
 export const WatchRunsRequestSchema: GenMessage<WatchRunsRequest> = /*@__PURE__*/
-  messageDesc(file_agentwire_v1_runs, 4);
+  messageDesc(file_agentwire_v1_runs, 6);
 
 /**
  * A run beginning or ending.
@@ -270,7 +362,7 @@ export type RunEvent = Message<"agentwire.v1.RunEvent"> & {
  * Use `create(RunEventSchema)` to create a new message.
  */
 export const RunEventSchema: GenMessage<RunEvent> = /*@__PURE__*/
-  messageDesc(file_agentwire_v1_runs, 5);
+  messageDesc(file_agentwire_v1_runs, 7);
 
 /**
  * @generated from message agentwire.v1.ListRunsRequest
@@ -343,7 +435,7 @@ export type ListRunsRequest = Message<"agentwire.v1.ListRunsRequest"> & {
  * Use `create(ListRunsRequestSchema)` to create a new message.
  */
 export const ListRunsRequestSchema: GenMessage<ListRunsRequest> = /*@__PURE__*/
-  messageDesc(file_agentwire_v1_runs, 6);
+  messageDesc(file_agentwire_v1_runs, 8);
 
 /**
  * @generated from message agentwire.v1.ListRunsResponse
@@ -369,7 +461,7 @@ export type ListRunsResponse = Message<"agentwire.v1.ListRunsResponse"> & {
  * Use `create(ListRunsResponseSchema)` to create a new message.
  */
 export const ListRunsResponseSchema: GenMessage<ListRunsResponse> = /*@__PURE__*/
-  messageDesc(file_agentwire_v1_runs, 7);
+  messageDesc(file_agentwire_v1_runs, 9);
 
 /**
  * @generated from message agentwire.v1.GetRunRequest
@@ -386,7 +478,7 @@ export type GetRunRequest = Message<"agentwire.v1.GetRunRequest"> & {
  * Use `create(GetRunRequestSchema)` to create a new message.
  */
 export const GetRunRequestSchema: GenMessage<GetRunRequest> = /*@__PURE__*/
-  messageDesc(file_agentwire_v1_runs, 8);
+  messageDesc(file_agentwire_v1_runs, 10);
 
 /**
  * What a run left behind.
@@ -473,7 +565,7 @@ export type RunRecord = Message<"agentwire.v1.RunRecord"> & {
  * Use `create(RunRecordSchema)` to create a new message.
  */
 export const RunRecordSchema: GenMessage<RunRecord> = /*@__PURE__*/
-  messageDesc(file_agentwire_v1_runs, 9);
+  messageDesc(file_agentwire_v1_runs, 11);
 
 /**
  * One entry of a run's timeline.
@@ -524,7 +616,7 @@ export type TimelineEntry = Message<"agentwire.v1.TimelineEntry"> & {
  * Use `create(TimelineEntrySchema)` to create a new message.
  */
 export const TimelineEntrySchema: GenMessage<TimelineEntry> = /*@__PURE__*/
-  messageDesc(file_agentwire_v1_runs, 10);
+  messageDesc(file_agentwire_v1_runs, 12);
 
 /**
  * A hook call (for `processOutputStream`, every call of the processor in the step that
@@ -610,7 +702,7 @@ export type HookCallEntry = Message<"agentwire.v1.HookCallEntry"> & {
  * Use `create(HookCallEntrySchema)` to create a new message.
  */
 export const HookCallEntrySchema: GenMessage<HookCallEntry> = /*@__PURE__*/
-  messageDesc(file_agentwire_v1_runs, 11);
+  messageDesc(file_agentwire_v1_runs, 13);
 
 /**
  * A model call.
@@ -660,7 +752,7 @@ export type ModelCallEntry = Message<"agentwire.v1.ModelCallEntry"> & {
  * Use `create(ModelCallEntrySchema)` to create a new message.
  */
 export const ModelCallEntrySchema: GenMessage<ModelCallEntry> = /*@__PURE__*/
-  messageDesc(file_agentwire_v1_runs, 12);
+  messageDesc(file_agentwire_v1_runs, 14);
 
 /**
  * A tool call.
@@ -691,7 +783,7 @@ export type ToolCallEntry = Message<"agentwire.v1.ToolCallEntry"> & {
  * Use `create(ToolCallEntrySchema)` to create a new message.
  */
 export const ToolCallEntrySchema: GenMessage<ToolCallEntry> = /*@__PURE__*/
-  messageDesc(file_agentwire_v1_runs, 13);
+  messageDesc(file_agentwire_v1_runs, 15);
 
 /**
  * Lets operators look at what runs did.

@@ -1,0 +1,110 @@
+//! An agent's pipeline as an operator reads it: each stage's processors in the order a run with
+//! memory calls them, the memory processors the runtime adds marked as such — the same order
+//! [`super::assembly::chain`] builds.
+
+use super::{Agent, ProcessorRef};
+use crate::domain::Hook;
+use crate::memory::{MemoryKind, MemoryProcessors};
+
+/// A stage of the pipeline.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stage {
+    /// `processInput` … `processInputStep`, `processLLMRequest`: before the model.
+    Input,
+    /// `processOutputStream` … `processOutputResult`: after it.
+    Output,
+    /// `processAPIError`: when the model rejects a call.
+    Error,
+}
+
+impl Stage {
+    /// `input`, `output` or `error`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Stage::Input => "input",
+            Stage::Output => "output",
+            Stage::Error => "error",
+        }
+    }
+}
+
+/// One processor of the pipeline.
+#[derive(Debug, Clone)]
+pub struct PipelineEntry {
+    /// Its stage.
+    pub stage: Stage,
+    /// Its id in runs (records, tripwires).
+    pub id: String,
+    /// A built-in kind, `remote`, or a memory kind.
+    pub kind: String,
+    /// Its definition's options.
+    pub options: toml::Table,
+    /// Added by the runtime for the agent's memory (runs that name a thread), not listed.
+    pub automatic: bool,
+    /// The hooks it implements (empty for memory processors, built per run).
+    pub hooks: Vec<Hook>,
+}
+
+impl Agent {
+    /// The pipeline, stage by stage, in call order.
+    pub fn pipeline(&self) -> Vec<PipelineEntry> {
+        let memory_on: Vec<MemoryKind> = match &self.memory {
+            None => Vec::new(),
+            Some(config) => MemoryKind::ALL
+                .into_iter()
+                .filter(|kind| match kind {
+                    MemoryKind::MessageHistory => true,
+                    MemoryKind::WorkingMemory => config.active_working_memory().is_some(),
+                    MemoryKind::SemanticRecall => config.semantic_recall.is_some(),
+                })
+                .collect(),
+        };
+        let mut pipeline = Vec::new();
+        for (stage, listed, added) in [
+            (Stage::Input, &self.input_processors, MemoryProcessors::INPUT),
+            (Stage::Output, &self.output_processors, MemoryProcessors::OUTPUT),
+            (Stage::Error, &self.error_processors, &[][..]),
+        ] {
+            let listed_memory: Vec<MemoryKind> = listed
+                .iter()
+                .filter_map(|named| match &named.processor {
+                    ProcessorRef::Memory(kind) => Some(*kind),
+                    ProcessorRef::Fixed(processor) => MemoryKind::from_name(processor.id()),
+                })
+                .collect();
+            let automatic = added
+                .iter()
+                .filter(|kind| memory_on.contains(kind) && !listed_memory.contains(kind))
+                .map(|kind| PipelineEntry {
+                    stage,
+                    id: kind.name().to_owned(),
+                    kind: kind.name().to_owned(),
+                    options: toml::Table::new(),
+                    automatic: true,
+                    hooks: Vec::new(),
+                });
+            let listed = listed.iter().map(|named| PipelineEntry {
+                stage,
+                id: match &named.processor {
+                    ProcessorRef::Fixed(processor) => processor.id().to_owned(),
+                    ProcessorRef::Memory(kind) => kind.name().to_owned(),
+                },
+                kind: named.profile.kind.clone(),
+                options: named.profile.options.clone(),
+                automatic: false,
+                hooks: match &named.processor {
+                    ProcessorRef::Fixed(processor) => processor.hooks().iter().collect(),
+                    ProcessorRef::Memory(_) => Vec::new(),
+                },
+            });
+            if stage == Stage::Output {
+                pipeline.extend(listed);
+                pipeline.extend(automatic);
+            } else {
+                pipeline.extend(automatic);
+                pipeline.extend(listed);
+            }
+        }
+        pipeline
+    }
+}
