@@ -17,7 +17,7 @@ use crate::config::StorageBackend;
 use crate::config::{Config, LogFormat};
 use crate::runtime::{Components, Runtime};
 use crate::server::pb::agent_service_client::AgentServiceClient;
-use crate::server::{ServeOptions, pb, serve};
+use crate::server::{ServeOptions, Services, pb};
 use crate::storage::{PgOptions, PgStore, SledStore, Store};
 use crate::telemetry::Telemetry;
 
@@ -340,16 +340,70 @@ async fn serve_config(config: Config, listen: SocketAddr, data_dir: PathBuf) -> 
         tracing::info!("metrics on http://{bound}/metrics");
         tokio::spawn(crate::server::serve_metrics(listener, Arc::clone(&runtime)));
     }
+    let open = options.auth.is_open();
+    let services = Services::new(runtime, options);
+    if let Some(console) = config.console.listen {
+        start_console(&config, console, open, &services).await?;
+    }
     let shutdown = shutdown_signal()?;
     // Test runners in every language read this line to learn the port.
     println!("agentwire listening on {address}");
     std::io::stdout().flush().map_err(|error| error.to_string())?;
-    serve(listener, runtime, options, shutdown).await.map_err(|error| error.to_string())?;
+    services.serve(listener, shutdown).await.map_err(|error| error.to_string())?;
     if let Some(sled) = flushed_on_exit {
         sled.flush().map_err(|error| format!("cannot flush the store: {error}"))?;
     }
     tracing::info!("agentwire stopped");
     Ok(ExitCode::SUCCESS)
+}
+
+/// Serves the console on `listen`, over HTTPS when `[tls]` is set. Beyond loopback it needs API
+/// keys (as the gRPC port does) and TLS (or `[console] allow_plaintext`).
+async fn start_console(
+    config: &Config,
+    listen: SocketAddr,
+    open: bool,
+    services: &Services,
+) -> Result<(), String> {
+    let remote = !listen.ip().is_loopback();
+    if remote && open && !config.auth.allow_unauthenticated {
+        return Err(format!(
+            "refusing to serve the console on {listen} without API keys: anyone who can reach it could read \
+             every run and resource. Add `[[auth.keys]]` (an admin key sees everything), listen on loopback, \
+             or set `[auth] allow_unauthenticated = true`"
+        ));
+    }
+    if remote && config.tls.is_none() && !config.console.allow_plaintext {
+        return Err(format!(
+            "refusing to serve the console on {listen} without TLS: API keys would cross the network in the \
+             clear. Add `[tls]` (the console uses its certificate), listen on loopback, or set \
+             `[console] allow_plaintext = true` behind a proxy that terminates TLS"
+        ));
+    }
+    let tls = match &config.tls {
+        Some(tls) => Some(
+            crate::console::acceptor(
+                &config.resolve(&tls.get_ref().cert),
+                &config.resolve(&tls.get_ref().key),
+            )
+            .map_err(|error| error.to_string())?,
+        ),
+        None => None,
+    };
+    let scheme = if tls.is_some() { "https" } else { "http" };
+    let listener = TcpListener::bind(listen)
+        .await
+        .map_err(|error| format!("cannot serve the console on {listen}: {error}"))?;
+    let bound = listener.local_addr().map_err(|error| error.to_string())?;
+    let console = crate::console::serve(listener, services.routes(), tls);
+    tokio::spawn(async move {
+        if let Err(error) = console.await {
+            tracing::error!(%error, "the console stopped");
+        }
+    });
+    // Tests read this line to learn the console's port.
+    println!("agentwire console on {scheme}://{bound}/");
+    Ok(())
 }
 
 /// This machine's host name (the metrics' default `replica`).

@@ -26,6 +26,7 @@
 pub mod bench;
 pub mod cli;
 pub mod config;
+pub mod console;
 pub mod domain;
 pub mod eval;
 pub mod memory;

@@ -46,8 +46,8 @@ pub use self::providers::{Api, ProviderConfig};
 pub use self::records::RecordsConfig;
 pub use self::remote::{ProcessorTokenConfig, RemoteConfig};
 pub use self::server::{
-    ApiKeyConfig, AuthConfig, LimitsConfig, MetricsConfig, PostgresConfig, StorageBackend, StorageConfig,
-    TlsConfig,
+    ApiKeyConfig, AuthConfig, ConsoleConfig, LimitsConfig, MetricsConfig, PostgresConfig, StorageBackend,
+    StorageConfig, TlsConfig,
 };
 pub use self::telemetry::{LogFormat, SpanDetail, TelemetryConfig};
 pub use self::tools::RemoteToolConfig;
@@ -102,6 +102,9 @@ pub struct Config {
     /// The Prometheus endpoint.
     #[serde(default)]
     pub metrics: MetricsConfig,
+    /// The operator console.
+    #[serde(default)]
+    pub console: ConsoleConfig,
     /// Logs and traces.
     #[serde(default)]
     pub telemetry: TelemetryConfig,

@@ -1,5 +1,5 @@
-//! The server's own tables: `[auth]` (client API keys), `[tls]`, `[limits]`, `[metrics]` and
-//! `[storage]`.
+//! The server's own tables: `[auth]` (client API keys), `[tls]`, `[limits]`, `[metrics]`,
+//! `[console]` and `[storage]`.
 
 use serde::Deserialize;
 use toml::Spanned;
@@ -34,6 +34,20 @@ pub struct MetricsConfig {
     /// the machine's host name (a pod's name in Kubernetes).
     #[serde(default)]
     pub replica: Option<String>,
+}
+
+/// The `[console]` table: the operator console's pages.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConsoleConfig {
+    /// Where the console is served (an address of its own, e.g. `127.0.0.1:8080`); none: not
+    /// served. With `[tls]`, over HTTPS with the same certificate. Beyond loopback it takes
+    /// `[tls]` (API keys would cross the network in the clear) unless `allow_plaintext` says so.
+    #[serde(default)]
+    pub listen: Option<std::net::SocketAddr>,
+    /// Serve the console beyond loopback without TLS (behind a proxy that terminates it).
+    #[serde(default)]
+    pub allow_plaintext: bool,
 }
 
 /// The `[tls]` table: PEM files, relative to the config file.

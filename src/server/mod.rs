@@ -175,114 +175,155 @@ pub async fn serve(
     options: ServeOptions,
     shutdown: impl Future<Output = ()> + Send,
 ) -> Result<(), ServeError> {
-    let auth = Arc::new(options.auth);
-    let max_request = options.limits.max_request_bytes;
-    let store_writability = runtime.store().and_then(|store| store.writability());
-    let memory_service = runtime.store().map(|store| {
-        pb::memory_service_server::MemoryServiceServer::new(MemoryServiceImpl::new(
-            Arc::clone(store),
-            runtime.embedders().clone(),
-            Arc::clone(&auth),
-            runtime.field_limits(),
-        ))
-        .max_decoding_message_size(max_request)
-    });
-    let run_service = runtime.store().map(|store| {
-        pb::run_service_server::RunServiceServer::new(RunServiceImpl::new(
-            Arc::clone(store),
-            Arc::clone(&auth),
+    Services::new(runtime, options).serve(listener, shutdown).await
+}
+
+/// The agentwire services over one runtime: what the gRPC port serves, and what the console's
+/// gateway calls in-process (the same handlers, so the same keys, scoping and limits).
+pub struct Services {
+    runtime: Arc<Runtime>,
+    routes: tonic::service::Routes,
+    tls: Option<tonic::transport::ServerTlsConfig>,
+    grace: std::time::Duration,
+}
+
+impl Services {
+    /// The services `options` configure over `runtime`.
+    pub fn new(runtime: Arc<Runtime>, options: ServeOptions) -> Services {
+        let auth = Arc::new(options.auth);
+        let max_request = options.limits.max_request_bytes;
+        let memory_service = runtime.store().map(|store| {
+            pb::memory_service_server::MemoryServiceServer::new(MemoryServiceImpl::new(
+                Arc::clone(store),
+                runtime.embedders().clone(),
+                Arc::clone(&auth),
+                runtime.field_limits(),
+            ))
+            .max_decoding_message_size(max_request)
+        });
+        let run_service = runtime.store().map(|store| {
+            pb::run_service_server::RunServiceServer::new(RunServiceImpl::new(
+                Arc::clone(store),
+                Arc::clone(&auth),
+                Arc::clone(&runtime),
+            ))
+            .max_decoding_message_size(max_request)
+        });
+        let processor_service = pb::processor_service_server::ProcessorServiceServer::new(
+            ProcessorServiceImpl::new(Arc::clone(runtime.remote_pool()), Arc::clone(&auth)),
+        )
+        .max_decoding_message_size(processor_service::MAX_FRAME_BYTES as usize)
+        .max_encoding_message_size(processor_service::MAX_FRAME_BYTES as usize);
+        let agent_service = pb::agent_service_server::AgentServiceServer::new(AgentServiceImpl::new(
             Arc::clone(&runtime),
+            auth,
+            RunSlots::new(&options.limits),
+            std::time::Duration::from_millis(options.limits.slow_client_ms),
         ))
-        .max_decoding_message_size(max_request)
-    });
-    let processor_service = pb::processor_service_server::ProcessorServiceServer::new(
-        ProcessorServiceImpl::new(Arc::clone(runtime.remote_pool()), Arc::clone(&auth)),
-    )
-    .max_decoding_message_size(processor_service::MAX_FRAME_BYTES as usize)
-    .max_encoding_message_size(processor_service::MAX_FRAME_BYTES as usize);
-    let pool = Arc::clone(runtime.remote_pool());
-    let draining = Arc::clone(&runtime);
-    let grace = std::time::Duration::from_millis(options.limits.shutdown_grace_ms);
-    let agent_service = pb::agent_service_server::AgentServiceServer::new(AgentServiceImpl::new(
-        runtime,
-        auth,
-        RunSlots::new(&options.limits),
-        std::time::Duration::from_millis(options.limits.slow_client_ms),
-    ))
-    .max_decoding_message_size(max_request);
-    // On shutdown: new runs are refused, runs in flight finish (with their remote processors
-    // still connected) within the grace period, then the processor sessions drain — they would
-    // otherwise keep tonic's graceful stop waiting forever — and tonic stops.
-    let (drained, drained_rx) = tokio::sync::oneshot::channel::<()>();
-    let shutdown = async move {
-        shutdown.await;
-        let report = draining.shut_down(grace).await;
-        tracing::info!(in_flight = report.in_flight, stopped = report.stopped, "runs concluded");
-        draining.flush_records().await;
-        pool.drain().await;
-        let _ = drained.send(());
-    };
-    // Once drained, connections get CLOSE_GRACE to finish; then they are closed whatever their
-    // clients do (idle connections that never spoke HTTP/2, streams nobody reads), so that a
-    // shutdown always ends.
-    let closed_anyway = async move {
-        if drained_rx.await.is_err() {
-            return std::future::pending().await;
+        .max_decoding_message_size(max_request);
+        let mut routes = tonic::service::Routes::builder();
+        routes.add_service(agent_service).add_service(processor_service);
+        if let Some(memory_service) = memory_service {
+            routes.add_service(memory_service);
         }
-        tokio::time::sleep(CLOSE_GRACE).await;
-        tracing::warn!("connections still open {} ms after the drain: closed", CLOSE_GRACE.as_millis());
-    };
+        if let Some(run_service) = run_service {
+            routes.add_service(run_service);
+        }
+        Services {
+            runtime,
+            routes: routes.routes(),
+            tls: options.tls,
+            grace: std::time::Duration::from_millis(options.limits.shutdown_grace_ms),
+        }
+    }
 
-    let (health_reporter, health_service) = tonic_health::server::health_reporter();
-    health_reporter.set_serving::<pb::agent_service_server::AgentServiceServer<AgentServiceImpl>>().await;
-    health_reporter
-        .set_serving::<pb::processor_service_server::ProcessorServiceServer<ProcessorServiceImpl>>()
-        .await;
-    if memory_service.is_some() {
+    /// The agentwire services routed by path (`/agentwire.v1.AgentService/Stream`, ...).
+    pub fn routes(&self) -> tonic::service::Routes {
+        self.routes.clone()
+    }
+
+    /// Serves on `listener`, with health and reflection beside the services, until `shutdown`
+    /// resolves; then stops gracefully.
+    pub async fn serve(
+        self,
+        listener: TcpListener,
+        shutdown: impl Future<Output = ()> + Send,
+    ) -> Result<(), ServeError> {
+        let Services { runtime, routes, tls, grace } = self;
+        let store_writability = runtime.store().and_then(|store| store.writability());
+        let pool = Arc::clone(runtime.remote_pool());
+        let has_store = runtime.store().is_some();
+        // On shutdown: new runs are refused, runs in flight finish (with their remote processors
+        // still connected) within the grace period, then the processor sessions drain — they would
+        // otherwise keep tonic's graceful stop waiting forever — and tonic stops.
+        let (drained, drained_rx) = tokio::sync::oneshot::channel::<()>();
+        let shutdown = async move {
+            shutdown.await;
+            let report = runtime.shut_down(grace).await;
+            tracing::info!(in_flight = report.in_flight, stopped = report.stopped, "runs concluded");
+            runtime.flush_records().await;
+            pool.drain().await;
+            let _ = drained.send(());
+        };
+        // Once drained, connections get CLOSE_GRACE to finish; then they are closed whatever their
+        // clients do (idle connections that never spoke HTTP/2, streams nobody reads), so that a
+        // shutdown always ends.
+        let closed_anyway = async move {
+            if drained_rx.await.is_err() {
+                return std::future::pending().await;
+            }
+            tokio::time::sleep(CLOSE_GRACE).await;
+            tracing::warn!("connections still open {} ms after the drain: closed", CLOSE_GRACE.as_millis());
+        };
+
+        let (health_reporter, health_service) = tonic_health::server::health_reporter();
+        health_reporter.set_serving::<pb::agent_service_server::AgentServiceServer<AgentServiceImpl>>().await;
         health_reporter
-            .set_serving::<pb::memory_service_server::MemoryServiceServer<MemoryServiceImpl>>()
+            .set_serving::<pb::processor_service_server::ProcessorServiceServer<ProcessorServiceImpl>>()
             .await;
-        health_reporter.set_serving::<pb::run_service_server::RunServiceServer<RunServiceImpl>>().await;
-    }
-    if let Some(writability) = store_writability {
-        tokio::spawn(report_writability(writability, health_reporter.clone()));
-    }
+        if has_store {
+            health_reporter
+                .set_serving::<pb::memory_service_server::MemoryServiceServer<MemoryServiceImpl>>()
+                .await;
+            health_reporter.set_serving::<pb::run_service_server::RunServiceServer<RunServiceImpl>>().await;
+        }
+        if let Some(writability) = store_writability {
+            tokio::spawn(report_writability(writability, health_reporter.clone()));
+        }
 
-    let reflection_v1 = tonic_reflection::server::Builder::configure()
-        .register_encoded_file_descriptor_set(pb::FILE_DESCRIPTOR_SET)
-        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
-        .build_v1()
-        .map_err(|error| ServeError::Reflection(error.to_string()))?;
-    let reflection_v1alpha = tonic_reflection::server::Builder::configure()
-        .register_encoded_file_descriptor_set(pb::FILE_DESCRIPTOR_SET)
-        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
-        .build_v1alpha()
-        .map_err(|error| ServeError::Reflection(error.to_string()))?;
+        let reflection_v1 = tonic_reflection::server::Builder::configure()
+            .register_encoded_file_descriptor_set(pb::FILE_DESCRIPTOR_SET)
+            .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+            .build_v1()
+            .map_err(|error| ServeError::Reflection(error.to_string()))?;
+        let reflection_v1alpha = tonic_reflection::server::Builder::configure()
+            .register_encoded_file_descriptor_set(pb::FILE_DESCRIPTOR_SET)
+            .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+            .build_v1alpha()
+            .map_err(|error| ServeError::Reflection(error.to_string()))?;
 
-    // Nagle's algorithm would hold small chunks back for tens of milliseconds.
-    let incoming = TcpListenerStream::new(listener).map(|connection| {
-        connection.inspect(|stream| {
-            let _ = stream.set_nodelay(true);
-        })
-    });
+        // Nagle's algorithm would hold small chunks back for tens of milliseconds.
+        let incoming = TcpListenerStream::new(listener).map(|connection| {
+            connection.inspect(|stream| {
+                let _ = stream.set_nodelay(true);
+            })
+        });
 
-    let mut server = tonic::transport::Server::builder();
-    if let Some(tls) = options.tls {
-        server = server.tls_config(tls).map_err(|error| ServeError::Transport(error.to_string()))?;
-    }
-    let serving = server
-        .layer(client_errors::ClientErrorsLayer)
-        .add_service(health_service)
-        .add_service(reflection_v1)
-        .add_service(reflection_v1alpha)
-        .add_service(agent_service)
-        .add_service(processor_service)
-        .add_optional_service(memory_service)
-        .add_optional_service(run_service)
-        .serve_with_incoming_shutdown(incoming, shutdown);
-    tokio::select! {
-        served = serving => served.map_err(|error| ServeError::Transport(error.to_string())),
-        () = closed_anyway => Ok(()),
+        let mut server = tonic::transport::Server::builder();
+        if let Some(tls) = tls {
+            server = server.tls_config(tls).map_err(|error| ServeError::Transport(error.to_string()))?;
+        }
+        let serving = server
+            .layer(client_errors::ClientErrorsLayer)
+            .add_routes(routes)
+            .add_service(health_service)
+            .add_service(reflection_v1)
+            .add_service(reflection_v1alpha)
+            .serve_with_incoming_shutdown(incoming, shutdown);
+        tokio::select! {
+            served = serving => served.map_err(|error| ServeError::Transport(error.to_string())),
+            () = closed_anyway => Ok(()),
+        }
     }
 }
 

@@ -13,6 +13,7 @@ mod builtin_filters;
 mod cancellation;
 mod compaction;
 mod config;
+mod console;
 mod crash;
 mod field_limits;
 mod full_disk;

@@ -21,7 +21,7 @@ use agentwire::processor::{Processor, ProcessorRegistry};
 use agentwire::runtime::{Components, Runtime};
 use agentwire::server::pb::agent_service_client::AgentServiceClient;
 use agentwire::server::pb::memory_service_client::MemoryServiceClient;
-use agentwire::server::{ServeOptions, pb, serve};
+use agentwire::server::{ServeOptions, Services, pb};
 use agentwire::storage::SledStore;
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
@@ -52,6 +52,8 @@ pub struct TestServer {
     pub addr: SocketAddr,
     /// Where `GET /metrics` answers.
     pub metrics_addr: SocketAddr,
+    /// Where the console answers (plain HTTP).
+    pub console_addr: SocketAddr,
     pub log: Log,
     /// Where the store lives.
     pub data_dir: PathBuf,
@@ -108,17 +110,23 @@ impl TestServerBuilder {
         // Bind first: the socket accepts connections before the server polls, so no sleep is needed.
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let addr = listener.local_addr().expect("local addr");
+        let services = Services::new(runtime, options);
+        let console_listener = TcpListener::bind("127.0.0.1:0").await.expect("bind console");
+        let console_addr = console_listener.local_addr().expect("console addr");
+        let console = tokio::spawn(agentwire::console::serve(console_listener, services.routes(), None));
         let (shutdown_tx, shutdown_rx) = oneshot::channel::<()>();
         let task = tokio::spawn(async move {
             let shutdown = async {
                 let _ = shutdown_rx.await;
             };
-            serve(listener, runtime, options, shutdown).await.expect("server runs");
+            services.serve(listener, shutdown).await.expect("server runs");
             metrics.abort();
+            console.abort();
         });
         TestServer {
             addr,
             metrics_addr,
+            console_addr,
             log: self.log,
             data_dir,
             shutdown: Some(shutdown_tx),
@@ -294,6 +302,21 @@ pub fn json(value: &Option<prost_types::Value>) -> serde_json::Value {
 /// What `mock/inspect` saw, parsed from the answer text.
 pub fn inspected(text: &str) -> serde_json::Value {
     serde_json::from_str(text).unwrap_or_else(|error| panic!("inspect answer is JSON ({error}): {text}"))
+}
+
+/// Polls `attempt` until it yields a value, failing after a generous deadline.
+pub async fn eventually_some<T, F>(what: &str, mut attempt: impl FnMut() -> F) -> T
+where
+    F: std::future::Future<Output = Option<T>>,
+{
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        if let Some(value) = attempt().await {
+            return value;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
 }
 
 /// Waits until `condition` holds, failing after a generous deadline (never a fixed sleep).

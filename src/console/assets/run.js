@@ -1,0 +1,111 @@
+// One run: how it ended, what blocked it, and its timeline as a waterfall — every hook call by
+// processor and step, every model and tool call — with the remote instance that answered.
+
+import { call } from "./api.js";
+import { badge, dateTime, duration, errorBox, h, micros, table } from "./view.js";
+
+/** What a timeline entry is, for its row label. */
+function describe(entry) {
+  if (entry.hook) {
+    const hook = entry.hook;
+    const step = hook.step === undefined || hook.step === null ? "" : ` · step ${hook.step}`;
+    return { kind: "hook", label: `${hook.processor_id} · ${hook.hook}${step}`, decision: hook.decision };
+  }
+  if (entry.model) return { kind: "model", label: `model ${entry.model.model} · step ${entry.model.step}`, decision: entry.model.error ? "failed" : "continue" };
+  return { kind: "tool", label: `tool ${entry.tool.name} · step ${entry.tool.step}`, decision: entry.tool.error ? "failed" : "continue" };
+}
+
+function detail(entry) {
+  if (entry.hook) {
+    const hook = entry.hook;
+    const parts = [];
+    if (hook.reason) parts.push(hook.reason);
+    if (hook.retry) parts.push("asked for a retry");
+    if (hook.calls > 1) parts.push(`${hook.calls} calls, longest ${micros(hook.max_us)}`);
+    if (hook.retry_count) parts.push(`retry ${hook.retry_count}`);
+    if (hook.metadata !== null && hook.metadata !== undefined && hook.decision === "abort") parts.push(`metadata ${JSON.stringify(hook.metadata)}`);
+    return parts.join(" · ");
+  }
+  if (entry.model) {
+    const model = entry.model;
+    const usage = model.usage ? `${model.usage.input_tokens ?? 0} in / ${model.usage.output_tokens ?? 0} out tokens` : "";
+    return [model.error, model.first_token_us ? `first token ${micros(model.first_token_us)}` : "", usage, model.from_cache ? "from cache" : ""].filter(Boolean).join(" · ");
+  }
+  return entry.tool.error || "";
+}
+
+/** The timeline as bars on one time axis, a row per entry. */
+function waterfall(record) {
+  const entries = record.timeline;
+  const total = Math.max(1, ...entries.map((entry) => Number(entry.at_us) + Number(entry.duration_us)));
+  const [labelWidth, width, row] = [300, 980, 20];
+  const scale = (us) => (Number(us) / total) * (width - labelWidth - 80);
+  const svg = h("svg", { class: "waterfall", viewBox: `0 0 ${width} ${entries.length * row + 24}`, width: "100%", role: "img", "aria-label": "Timeline of the run's calls" });
+  entries.forEach((entry, index) => {
+    const { kind, label, decision } = describe(entry);
+    const y = index * row + 4;
+    const x = labelWidth + scale(entry.at_us);
+    const classes = ["bar", kind === "hook" ? "" : kind, ["abort", "failed", "skipped"].includes(decision) ? decision : ""].join(" ");
+    svg.append(
+      h("text", { x: 0, y: y + 12 }, label.length > 46 ? label.slice(0, 45) + "…" : label),
+      h("rect", { class: classes, x, y, width: Math.max(2, scale(entry.duration_us)), height: row - 6 },
+        h("title", {}, `${label}: ${micros(entry.duration_us)} at +${micros(entry.at_us)} (${decision})`)),
+      h("text", { x: x + Math.max(2, scale(entry.duration_us)) + 4, y: y + 12 }, micros(entry.duration_us)),
+    );
+  });
+  svg.append(h("text", { x: labelWidth, y: entries.length * row + 18 }, `0 — ${micros(total)}`));
+  return svg;
+}
+
+const COLUMNS = [
+  { title: "At", num: true, cell: (entry) => `+${micros(entry.at_us)}` },
+  { title: "Call", cell: (entry) => describe(entry).label },
+  { title: "Decision", cell: (entry) => badge(describe(entry).decision) },
+  { title: "Took", num: true, cell: (entry) => micros(entry.duration_us) },
+  { title: "Instance", cell: (entry) => (entry.hook && entry.hook.instance_id) || (entry.hook ? "in process" : "") },
+  { title: "Detail", cell: detail },
+];
+
+function blocked(record) {
+  const trip = record.tripwire;
+  if (record.outcome !== "tripwire" || !trip) return null;
+  const call = record.timeline.find((entry) => entry.hook && entry.hook.decision === "abort" && entry.hook.processor_id === trip.processor_id);
+  const where = call ? `${call.hook.hook}${call.hook.step === undefined || call.hook.step === null ? "" : `, step ${call.hook.step}`}` : "";
+  return h("section", { class: "panel blocked", "aria-label": "What blocked the run" },
+    h("h3", {}, "Blocked"),
+    h("dl", { class: "kv" },
+      h("dt", {}, "Processor"), h("dd", { class: "blocked-processor" }, trip.processor_id),
+      h("dt", {}, "Hook"), h("dd", { class: "blocked-hook" }, where || "—"),
+      h("dt", {}, "Reason"), h("dd", { class: "blocked-reason" }, trip.reason),
+      trip.metadata !== null && trip.metadata !== undefined ? [h("dt", {}, "Metadata"), h("dd", {}, h("code", {}, JSON.stringify(trip.metadata)))] : null,
+      call && call.hook.instance_id ? [h("dt", {}, "Instance"), h("dd", {}, call.hook.instance_id)] : null,
+    ));
+}
+
+export function render(view, runId) {
+  view.append(h("p", {}, h("a", { href: "#/runs" }, "← Live runs")), h("h2", {}, "Run ", h("code", {}, runId)));
+  const body = h("div", { "aria-busy": "true" });
+  view.append(body);
+  call("RunService/GetRun", { run_id: runId }).then((record) => {
+    body.removeAttribute("aria-busy");
+    const usage = record.usage || {};
+    body.append(
+      h("section", { class: "panel" }, h("dl", { class: "kv" },
+        h("dt", {}, "Outcome"), h("dd", {}, badge(record.outcome), record.finish_reason ? ` (${record.finish_reason})` : ""),
+        h("dt", {}, "Agent"), h("dd", {}, h("a", { href: `#/agents?agent=${encodeURIComponent(record.agent_id)}` }, record.agent_id)),
+        h("dt", {}, "Resource / thread"), h("dd", {}, [record.resource_id, record.thread_id].filter(Boolean).join(" / ") || "—"),
+        h("dt", {}, "API key"), h("dd", {}, record.key_name || "—"),
+        h("dt", {}, "Started"), h("dd", {}, dateTime(record.started_at)),
+        h("dt", {}, "Took"), h("dd", {}, duration(record)),
+        h("dt", {}, "Tokens"), h("dd", {}, `${usage.input_tokens ?? 0} in / ${usage.output_tokens ?? 0} out`),
+        record.error && record.error.message ? [h("dt", {}, "Error"), h("dd", {}, `${record.error.origin || record.error.source}: ${record.error.message}`)] : null,
+      )),
+      blocked(record),
+      h("section", { class: "panel" }, h("h3", {}, "Timeline"), record.timeline.length ? waterfall(record) : h("p", { class: "muted" }, "No calls recorded.")),
+      h("section", { class: "panel" }, h("h3", {}, "Every call"), table(COLUMNS, record.timeline)),
+    );
+  }).catch((error) => {
+    body.removeAttribute("aria-busy");
+    body.append(errorBox(error));
+  });
+}

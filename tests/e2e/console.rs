@@ -1,0 +1,255 @@
+//! The console through the real server: its pages and assets are served with a strict content
+//! policy, and its API is the gRPC API in JSON — same methods, same keys and scopes, errors with
+//! the gRPC code's name and the field at fault. Also the figures the console draws from:
+//! `GetStats` buckets and each agent's pipeline.
+
+use crate::common;
+
+use agentwire::server::pb;
+use agentwire::server::pb::agent_service_client::AgentServiceClient;
+use agentwire::server::pb::run_service_client::RunServiceClient;
+use common::{TestServer, eventually_some, request};
+use serde_json::{Value, json};
+use tonic::{Code, Request};
+
+const CONFIG: &str = r#"
+[processors.no-secrets]
+kind = "content-filter"
+blocked_words = ["secret"]
+
+[processors.word-guard]
+kind = "remote"
+timeout_ms = 250
+on_failure = "open"
+
+[[agents]]
+id = "echo"
+model = "mock/echo"
+
+[[agents]]
+id = "guarded"
+model = "mock/echo"
+input_processors = ["no-secrets", "word-guard"]
+output_processors = ["no-secrets"]
+memory = { last_messages = 4, semantic_recall = { top_k = 2 } }
+"#;
+
+const KEYS: &str = r#"
+[[auth.keys]]
+name = "ops"
+key = "ops-key"
+resources = ["*"]
+admin = true
+
+[[auth.keys]]
+name = "alice"
+key = "alice-key"
+resources = ["alice"]
+"#;
+
+/// Calls the console's API; returns the HTTP status and the body.
+async fn api(server: &TestServer, method: &str, key: Option<&str>, body: &str) -> (u16, String) {
+    let mut call = reqwest::Client::new()
+        .post(format!("http://{}/api/agentwire.v1.{method}", server.console_addr))
+        .header("content-type", "application/json")
+        .body(body.to_owned());
+    if let Some(key) = key {
+        call = call.bearer_auth(key);
+    }
+    let response = call.send().await.expect("the console answers");
+    (response.status().as_u16(), response.text().await.expect("a body"))
+}
+
+fn json_of(body: &str) -> Value {
+    serde_json::from_str(body).unwrap_or_else(|error| panic!("not JSON ({error}): {body}"))
+}
+
+/// The page and its scripts come from the binary, with a policy that allows nothing from
+/// elsewhere; an unknown asset or page is 404.
+#[tokio::test]
+async fn pages_and_assets_are_served_from_the_binary() {
+    let server = TestServer::start(CONFIG).await;
+    let get = |path: &'static str| {
+        let url = format!("http://{}{path}", server.console_addr);
+        async move { reqwest::get(url).await.expect("the console answers") }
+    };
+    let index = get("/").await;
+    assert_eq!(index.status(), 200);
+    let policy = index.headers()["content-security-policy"].to_str().unwrap().to_owned();
+    assert!(policy.starts_with("default-src 'self'"), "{policy}");
+    assert_eq!(index.headers()["x-frame-options"], "DENY");
+    assert!(index.text().await.unwrap().contains("/assets/app.js"));
+    let script = get("/assets/app.js").await;
+    assert_eq!(script.status(), 200);
+    assert!(script.headers()["content-type"].to_str().unwrap().starts_with("text/javascript"));
+    assert_eq!(get("/assets/nope.js").await.status(), 404);
+    assert_eq!(get("/elsewhere").await.status(), 404);
+}
+
+/// A unary method answers with its response in JSON, a streaming one with a line per message.
+#[tokio::test]
+async fn the_api_is_the_grpc_api_in_json() {
+    let server = TestServer::start(CONFIG).await;
+    let (status, body) =
+        api(&server, "AgentService/Stream", None, r#"{"agent_id": "echo", "text": "hi there"}"#).await;
+    assert_eq!(status, 200, "{body}");
+    let chunks: Vec<Value> = body.lines().map(json_of).collect();
+    let types: Vec<&str> = chunks.iter().map(|chunk| chunk["type"].as_str().unwrap()).collect();
+    assert_eq!(types.first(), Some(&"start"));
+    assert_eq!(types.last(), Some(&"finish"));
+    assert!(types.contains(&"text-delta"), "{types:?}");
+    let run_id = chunks[0]["run_id"].as_str().unwrap().to_owned();
+    let asked = json!({ "run_id": run_id }).to_string();
+    let record = eventually_some("the run's record", || async {
+        let (status, body) = api(&server, "RunService/GetRun", None, &asked).await;
+        (status == 200).then(|| json_of(&body))
+    })
+    .await;
+    assert_eq!(record["outcome"], "finished");
+    assert_eq!(record["agent_id"], "echo");
+    assert!(
+        record["timeline"].as_array().unwrap().iter().any(|entry| entry["model"]["model"] == "mock/echo")
+    );
+    // Every field is present, 64-bit integers are numbers.
+    assert!(record["started_at"].is_i64(), "{record}");
+    assert_eq!(record["thread_id"], "");
+}
+
+/// Bad calls get the gRPC code's name and a message naming what is wrong.
+#[tokio::test]
+async fn bad_calls_name_the_problem() {
+    let server = TestServer::start(CONFIG).await;
+    let error = |body: &str| json_of(body)["error"].clone();
+    let (status, body) = api(&server, "RunService/ListRuns", None, r#"{"outcome": "exploded"}"#).await;
+    assert_eq!((status, error(&body)["code"].as_str()), (400, Some("INVALID_ARGUMENT")));
+    assert!(error(&body)["message"].as_str().unwrap().contains("outcome"), "{body}");
+    let (status, body) = api(&server, "RunService/ListRuns", None, r#"{"page_sise": 3}"#).await;
+    assert_eq!(status, 400);
+    assert!(body.contains("page_sise"), "{body}");
+    let (status, body) = api(&server, "RunService/ListRuns", None, "{not json").await;
+    assert_eq!(status, 400, "{body}");
+    let (status, body) =
+        api(&server, "AgentService/Generate", None, r#"{"agent_id": "nobody", "text": "x"}"#).await;
+    assert_eq!((status, error(&body)["code"].as_str()), (404, Some("NOT_FOUND")));
+    let (status, body) = api(&server, "RunService/Explode", None, "{}").await;
+    assert_eq!((status, error(&body)["code"].as_str()), (404, Some("NOT_FOUND")));
+    let (status, body) = api(&server, "ProcessorService/Connect", None, "{}").await;
+    assert_eq!((status, error(&body)["code"].as_str()), (501, Some("UNIMPLEMENTED")));
+    let plain = reqwest::Client::new()
+        .post(format!("http://{}/api/agentwire.v1.AgentService/ListAgents", server.console_addr))
+        .body("{}")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(plain.status(), 400, "a form post from another site is refused");
+    let fetched =
+        reqwest::get(format!("http://{}/api/agentwire.v1.AgentService/ListAgents", server.console_addr))
+            .await
+            .unwrap();
+    assert_eq!(fetched.status(), 405);
+}
+
+/// The console takes the server's keys and their scopes: none is refused, a tenant key may not
+/// see the pool nor another resource's runs, an admin key sees everything.
+#[tokio::test]
+async fn the_api_has_the_keys_and_scopes_of_grpc() {
+    let server = TestServer::start(&format!("{CONFIG}{KEYS}")).await;
+    let (status, body) = api(&server, "AgentService/ListAgents", None, "{}").await;
+    assert_eq!(status, 401, "{body}");
+    let (status, _) = api(&server, "AgentService/ListAgents", Some("wrong"), "{}").await;
+    assert_eq!(status, 401);
+    let (status, body) = api(&server, "ProcessorService/ListProcessors", Some("alice-key"), "{}").await;
+    assert_eq!(status, 403, "{body}");
+    assert!(body.contains("admin"), "{body}");
+    let (status, _) = api(&server, "ProcessorService/ListProcessors", Some("ops-key"), "{}").await;
+    assert_eq!(status, 200);
+    let (status, body) =
+        api(&server, "RunService/ListRuns", Some("alice-key"), r#"{"resource_id": "bob"}"#).await;
+    assert_eq!(status, 403, "{body}");
+    let (status, _) =
+        api(&server, "RunService/ListRuns", Some("alice-key"), r#"{"resource_id": "alice"}"#).await;
+    assert_eq!(status, 200);
+}
+
+/// A streaming call that fails before its first message is an HTTP error, like a unary one.
+#[tokio::test]
+async fn a_stream_refused_up_front_is_an_http_error() {
+    let server = TestServer::start(&format!("{CONFIG}{KEYS}")).await;
+    let (status, body) =
+        api(&server, "RunService/WatchRuns", Some("alice-key"), r#"{"resource_id": "bob"}"#).await;
+    assert_eq!(status, 403, "{body}");
+    assert_eq!(json_of(&body)["error"]["code"], "PERMISSION_DENIED");
+}
+
+/// `GetStats` with `bucket_ms` cuts the window's runs into buckets: runs, outcomes, tripwires by
+/// processor, and hook latency by processor; a bucket under a second is refused.
+#[tokio::test]
+async fn stats_come_in_buckets_for_plots() {
+    let server = TestServer::start(CONFIG).await;
+    server.generate(request("guarded", "a secret")).await;
+    server.generate(request("guarded", "nothing to hide")).await;
+    let mut runs = RunServiceClient::new(server.channel().await);
+    let asked = pb::GetStatsRequest { bucket_ms: 60_000, ..Default::default() };
+    let stats = eventually_some("both runs recorded", || {
+        let (mut runs, asked) = (runs.clone(), asked.clone());
+        async move {
+            let stats = runs.get_stats(asked).await.unwrap().into_inner();
+            (stats.runs == 2).then_some(stats)
+        }
+    })
+    .await;
+    let runs_in_buckets: u64 = stats.buckets.iter().map(|bucket| bucket.runs).sum();
+    assert_eq!(runs_in_buckets, 2);
+    assert!(stats.buckets.iter().all(|bucket| bucket.start % 60_000 == 0));
+    let tripwires: u64 = stats.buckets.iter().filter_map(|bucket| bucket.tripwires.get("no-secrets")).sum();
+    assert_eq!(tripwires, 1);
+    let latency = stats.buckets.iter().find_map(|bucket| bucket.latency.get("no-secrets")).expect("latency");
+    assert!(latency.calls >= 2 && latency.p95_us >= latency.p50_us, "{latency:?}");
+    let refused =
+        runs.get_stats(pb::GetStatsRequest { bucket_ms: 10, ..Default::default() }).await.unwrap_err();
+    assert_eq!(refused.code(), Code::InvalidArgument);
+    assert!(refused.message().contains("bucket_ms"), "{}", refused.message());
+    let unbucketed = runs.get_stats(pb::GetStatsRequest::default()).await.unwrap().into_inner();
+    assert!(unbucketed.buckets.is_empty());
+}
+
+/// An agent's pipeline lists every processor in call order — the memory processors the runtime
+/// adds marked automatic — with kinds and hooks; options only for keys that may read them.
+#[tokio::test]
+async fn agents_describe_their_pipeline() {
+    let server = TestServer::start(&format!("{CONFIG}{KEYS}")).await;
+    let mut agents = AgentServiceClient::new(server.channel().await);
+    let get = |key: &str| {
+        let mut asked = Request::new(pb::GetAgentRequest { agent_id: "guarded".into() });
+        asked.metadata_mut().insert("authorization", format!("Bearer {key}").parse().unwrap());
+        asked
+    };
+    let agent = agents.get_agent(get("ops-key")).await.unwrap().into_inner();
+    let order: Vec<(String, String, bool)> = agent
+        .pipeline
+        .iter()
+        .map(|processor| (processor.stage.clone(), processor.id.clone(), processor.automatic))
+        .collect();
+    let expected = [
+        ("input", "message-history", true),
+        ("input", "semantic-recall", true),
+        ("input", "no-secrets", false),
+        ("input", "word-guard", false),
+        ("output", "no-secrets", false),
+        ("output", "semantic-recall", true),
+        ("output", "message-history", true),
+    ];
+    let expected: Vec<(String, String, bool)> =
+        expected.iter().map(|(stage, id, automatic)| ((*stage).into(), (*id).into(), *automatic)).collect();
+    assert_eq!(order, expected);
+    let guard = agent.pipeline.iter().find(|processor| processor.id == "word-guard").unwrap();
+    assert_eq!(guard.kind, "remote");
+    let options = guard.options.as_ref().expect("an operator reads the options");
+    assert!(options.fields.contains_key("on_failure"), "{options:?}");
+    let filter = agent.pipeline.iter().find(|processor| processor.id == "no-secrets").unwrap();
+    assert_eq!(filter.kind, "content-filter");
+    assert!(filter.hooks.contains(&"processInput".to_owned()), "{:?}", filter.hooks);
+    let tenant = agents.get_agent(get("alice-key")).await.unwrap().into_inner();
+    assert!(tenant.pipeline.iter().all(|processor| processor.options.is_none()));
+    assert_eq!(tenant.pipeline.len(), agent.pipeline.len());
+}
