@@ -342,12 +342,16 @@ async fn serve_config(config: Config, listen: SocketAddr, data_dir: PathBuf) -> 
     }
     let open = options.auth.is_open();
     let services = Services::new(runtime, options);
-    if let Some(console) = config.console.listen {
-        start_console(&config, console, open, &services).await?;
-    }
+    let console = match config.console.listen {
+        Some(listen) => Some(start_console(&config, listen, open, &services).await?),
+        None => None,
+    };
     let shutdown = shutdown_signal()?;
     // Test runners in every language read this line to learn the port.
     println!("agentwire listening on {address}");
+    if let Some(console) = console {
+        println!("agentwire console on {console}");
+    }
     std::io::stdout().flush().map_err(|error| error.to_string())?;
     services.serve(listener, shutdown).await.map_err(|error| error.to_string())?;
     if let Some(sled) = flushed_on_exit {
@@ -357,14 +361,14 @@ async fn serve_config(config: Config, listen: SocketAddr, data_dir: PathBuf) -> 
     Ok(ExitCode::SUCCESS)
 }
 
-/// Serves the console on `listen`, over HTTPS when `[tls]` is set. Beyond loopback it needs API
-/// keys (as the gRPC port does) and TLS (or `[console] allow_plaintext`).
+/// Serves the console on `listen`, over HTTPS when `[tls]` is set; returns its URL. Beyond
+/// loopback it needs API keys (as the gRPC port does) and TLS (or `[console] allow_plaintext`).
 async fn start_console(
     config: &Config,
     listen: SocketAddr,
     open: bool,
     services: &Services,
-) -> Result<(), String> {
+) -> Result<String, String> {
     let remote = !listen.ip().is_loopback();
     if remote && open && !config.auth.allow_unauthenticated {
         return Err(format!(
@@ -401,9 +405,7 @@ async fn start_console(
             tracing::error!(%error, "the console stopped");
         }
     });
-    // Tests read this line to learn the console's port.
-    println!("agentwire console on {scheme}://{bound}/");
-    Ok(())
+    Ok(format!("{scheme}://{bound}/"))
 }
 
 /// This machine's host name (the metrics' default `replica`).

@@ -37,10 +37,10 @@ def server():
             text=True,
         )
         try:
-            console = process.stdout.readline().strip()
-            assert console.startswith("agentwire console on "), console
             ready = process.stdout.readline().strip()
             assert ready.startswith("agentwire listening on "), ready
+            console = process.stdout.readline().strip()
+            assert console.startswith("agentwire console on "), console
             yield Server(ready.removeprefix("agentwire listening on "), console.removeprefix("agentwire console on "))
         finally:
             process.terminate()

@@ -93,6 +93,50 @@ fn bad_config_stops_start_up() {
     assert!(output.stdout.is_empty(), "no ready line");
 }
 
+/// The console beyond loopback needs API keys and TLS (or `allow_plaintext` behind a proxy); on
+/// loopback it serves, announced on the line after the ready line.
+#[test]
+fn the_console_is_served_beyond_loopback_only_with_keys_and_tls() {
+    let data_dir = tempfile::tempdir().unwrap();
+    let refused = |config: &str| {
+        let path = data_dir.path().join("console.toml");
+        std::fs::write(&path, config).unwrap();
+        let output = Command::new(BINARY)
+            .args(["serve", "--listen", "127.0.0.1:0", "--config"])
+            .arg(&path)
+            .arg("--data-dir")
+            .arg(data_dir.path())
+            .output()
+            .unwrap();
+        assert!(!output.status.success());
+        String::from_utf8_lossy(&output.stderr).into_owned()
+    };
+    let keys = "[[auth.keys]]\nname = \"ops\"\nkey = \"k\"\nresources = [\"*\"]\nadmin = true\n";
+    let open = refused("[console]\nlisten = \"0.0.0.0:0\"\n");
+    assert!(open.contains("refusing to serve the console on 0.0.0.0:0 without API keys"), "{open}");
+    let plaintext = refused(&format!("[console]\nlisten = \"0.0.0.0:0\"\n{keys}"));
+    assert!(plaintext.contains("without TLS") && plaintext.contains("allow_plaintext"), "{plaintext}");
+
+    let path = data_dir.path().join("loopback.toml");
+    std::fs::write(&path, "[console]\nlisten = \"127.0.0.1:0\"\n").unwrap();
+    let mut server = Command::new(BINARY)
+        .args(["serve", "--listen", "127.0.0.1:0", "--config"])
+        .arg(&path)
+        .arg("--data-dir")
+        .arg(data_dir.path().join("data"))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufRead::lines(std::io::BufReader::new(server.stdout.take().unwrap()));
+    let ready = lines.next().unwrap().unwrap();
+    assert!(ready.starts_with("agentwire listening on "), "{ready}");
+    let console = lines.next().unwrap().unwrap();
+    assert!(console.starts_with("agentwire console on http://127.0.0.1:"), "{console}");
+    server.kill().unwrap();
+    server.wait().unwrap();
+}
+
 /// Without API keys the server will not listen beyond loopback, unless told to; with keys, `run`
 /// and `agents` pass `--key` (or `AGENTWIRE_API_KEY`).
 #[test]
