@@ -94,6 +94,18 @@ impl Runtime {
     }
 }
 
+/// The memory kinds a list names: a listed processor whose id is a memory kind's (the kind
+/// itself, a definition, a remote processor) replaces the automatic one on its side.
+pub(super) fn listed_memory_kinds(listed: &[NamedProcessor]) -> Vec<MemoryKind> {
+    listed
+        .iter()
+        .filter_map(|named| match &named.processor {
+            ProcessorRef::Memory(kind) => Some(*kind),
+            ProcessorRef::Fixed(processor) => MemoryKind::from_name(processor.id()),
+        })
+        .collect()
+}
+
 /// A run's chain: the listed processors, with memory slots filled by the run's memory
 /// processors (or dropped when the run has no memory), and the memory processors the list does
 /// not name (by kind or by id) added before (input) or after (output) it.
@@ -102,15 +114,7 @@ pub(super) fn chain(
     memory: Option<&MemoryProcessors>,
     placement: Placement,
 ) -> Vec<Arc<dyn Processor>> {
-    // A listed processor whose id is a memory kind's (the kind itself, a definition, a remote
-    // processor) replaces the automatic one on this side.
-    let listed_memory: Vec<MemoryKind> = listed
-        .iter()
-        .filter_map(|named| match &named.processor {
-            ProcessorRef::Memory(kind) => Some(*kind),
-            ProcessorRef::Fixed(processor) => MemoryKind::from_name(processor.id()),
-        })
-        .collect();
+    let listed_memory = listed_memory_kinds(listed);
     let automatic = |kinds: Vec<MemoryKind>| -> Vec<Arc<dyn Processor>> {
         let Some(memory) = memory else { return Vec::new() };
         kinds

@@ -2,6 +2,7 @@
 //! memory calls them, the memory processors the runtime adds marked as such — the same order
 //! [`super::assembly::chain`] builds.
 
+use super::assembly::listed_memory_kinds;
 use super::{Agent, ProcessorRef};
 use crate::domain::Hook;
 use crate::memory::{MemoryKind, MemoryProcessors};
@@ -65,13 +66,7 @@ impl Agent {
             (Stage::Output, &self.output_processors, MemoryProcessors::OUTPUT),
             (Stage::Error, &self.error_processors, &[][..]),
         ] {
-            let listed_memory: Vec<MemoryKind> = listed
-                .iter()
-                .filter_map(|named| match &named.processor {
-                    ProcessorRef::Memory(kind) => Some(*kind),
-                    ProcessorRef::Fixed(processor) => MemoryKind::from_name(processor.id()),
-                })
-                .collect();
+            let listed_memory = listed_memory_kinds(listed);
             let automatic = added
                 .iter()
                 .filter(|kind| memory_on.contains(kind) && !listed_memory.contains(kind))

@@ -253,3 +253,43 @@ async fn agents_describe_their_pipeline() {
     assert!(tenant.pipeline.iter().all(|processor| processor.options.is_none()));
     assert_eq!(tenant.pipeline.len(), agent.pipeline.len());
 }
+
+/// With `[tls]`'s certificate the console speaks HTTPS only: a client that trusts the CA calls
+/// the API, a plaintext request gets no answer.
+#[tokio::test]
+async fn the_console_serves_https_with_the_servers_certificate() {
+    let dir = tempfile::tempdir().unwrap();
+    common::certificates::certificates(dir.path());
+    let config =
+        agentwire::config::Config::parse("[[agents]]\nid = \"echo\"\nmodel = \"mock/echo\"\n").unwrap();
+    let runtime =
+        agentwire::runtime::Runtime::new(&config, agentwire::runtime::Components::builtin()).unwrap();
+    let services = agentwire::server::Services::new(std::sync::Arc::new(runtime), Default::default());
+    let acceptor =
+        agentwire::console::acceptor(&dir.path().join("server.pem"), &dir.path().join("server.key"))
+            .expect("the certificate loads");
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let console = tokio::spawn(agentwire::console::serve(listener, services.routes(), Some(acceptor)));
+    let ca = reqwest::Certificate::from_pem(&std::fs::read(dir.path().join("ca.pem")).unwrap()).unwrap();
+    let client = reqwest::Client::builder().add_root_certificate(ca).build().unwrap();
+    let response = client
+        .post(format!("https://localhost:{port}/api/agentwire.v1.AgentService/ListAgents"))
+        .header("content-type", "application/json")
+        .body("{}")
+        .send()
+        .await
+        .expect("HTTPS answers");
+    assert_eq!(response.status(), 200);
+    let agents = json_of(&response.text().await.unwrap());
+    assert_eq!(agents["agents"][0]["id"], "echo");
+    let plain = reqwest::Client::new()
+        .get(format!("http://localhost:{port}/"))
+        .timeout(std::time::Duration::from_secs(5))
+        .send()
+        .await;
+    assert!(plain.is_err(), "plaintext is not served: {plain:?}");
+    let untrusted = reqwest::Client::new().get(format!("https://localhost:{port}/")).send().await;
+    assert!(untrusted.is_err(), "an unknown CA is refused: {untrusted:?}");
+    console.abort();
+}
