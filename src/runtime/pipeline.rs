@@ -7,18 +7,34 @@ use super::{Agent, ProcessorRef};
 use crate::domain::Hook;
 use crate::memory::{MemoryKind, MemoryProcessors};
 
-/// A stage of the pipeline.
+/// A stage of the pipeline: the list a processor is named in, which decides the hooks it is called
+/// for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Stage {
-    /// `processInput` … `processInputStep`, `processLLMRequest`: before the model.
+    /// `processInput`, `processInputStep`, `processLLMRequest`, `processLLMResponse`.
     Input,
-    /// `processOutputStream` … `processOutputResult`: after it.
+    /// `processOutputStream`, `processOutputStep`, `processToolResult`, `processOutputResult`.
     Output,
     /// `processAPIError`: when the model rejects a call.
     Error,
 }
 
 impl Stage {
+    /// The stage whose list a hook is called from.
+    pub fn of(hook: Hook) -> Stage {
+        match hook {
+            Hook::ProcessInput
+            | Hook::ProcessInputStep
+            | Hook::ProcessLlmRequest
+            | Hook::ProcessLlmResponse => Stage::Input,
+            Hook::ProcessOutputStream
+            | Hook::ProcessOutputStep
+            | Hook::ProcessToolResult
+            | Hook::ProcessOutputResult => Stage::Output,
+            Hook::ProcessApiError => Stage::Error,
+        }
+    }
+
     /// `input`, `output` or `error`.
     pub fn name(self) -> &'static str {
         match self {
@@ -42,7 +58,7 @@ pub struct PipelineEntry {
     pub options: toml::Table,
     /// Added by the runtime for the agent's memory (runs that name a thread), not listed.
     pub automatic: bool,
-    /// The hooks it implements (empty for memory processors, built per run).
+    /// The hooks it implements that its stage calls (empty for memory processors, built per run).
     pub hooks: Vec<Hook>,
 }
 
@@ -88,7 +104,9 @@ impl Agent {
                 options: named.profile.options.clone(),
                 automatic: false,
                 hooks: match &named.processor {
-                    ProcessorRef::Fixed(processor) => processor.hooks().iter().collect(),
+                    ProcessorRef::Fixed(processor) => {
+                        processor.hooks().iter().filter(|hook| Stage::of(*hook) == stage).collect()
+                    }
                     ProcessorRef::Memory(_) => Vec::new(),
                 },
             });

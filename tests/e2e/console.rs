@@ -248,7 +248,9 @@ async fn agents_describe_their_pipeline() {
     assert!(options.fields.contains_key("on_failure"), "{options:?}");
     let filter = agent.pipeline.iter().find(|processor| processor.id == "no-secrets").unwrap();
     assert_eq!(filter.kind, "content-filter");
-    assert!(filter.hooks.contains(&"processInput".to_owned()), "{:?}", filter.hooks);
+    assert_eq!(filter.hooks, ["processInput"], "the input stage calls only its input hooks");
+    let output_filter = agent.pipeline.iter().find(|p| p.id == "no-secrets" && p.stage == "output").unwrap();
+    assert_eq!(output_filter.hooks, ["processOutputStream"]);
     let tenant = agents.get_agent(get("alice-key")).await.unwrap().into_inner();
     assert!(tenant.pipeline.iter().all(|processor| processor.options.is_none()));
     assert_eq!(tenant.pipeline.len(), agent.pipeline.len());

@@ -2213,7 +2213,8 @@ type PipelineProcessor struct {
 	Options *structpb.Struct `protobuf:"bytes,4,opt,name=options,proto3" json:"options,omitempty"`
 	// Added by the runtime for the agent's memory, not listed by the agent.
 	Automatic bool `protobuf:"varint,5,opt,name=automatic,proto3" json:"automatic,omitempty"`
-	// The hooks it implements, by name (`processInput`, ...; empty for memory processors).
+	// The hooks it implements that its stage calls, by name (`processInput`, ...; empty for memory
+	// processors).
 	Hooks         []string `protobuf:"bytes,6,rep,name=hooks,proto3" json:"hooks,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

@@ -16,6 +16,7 @@ use tracing::{Instrument as _, Span};
 
 use super::Runtime;
 use super::agent::Agent;
+use super::pipeline::Stage;
 use super::request::RunRequest;
 use super::result::RunResult;
 use super::sink::ChunkSink;
@@ -144,16 +145,10 @@ impl Chains {
         error: &[Arc<dyn Processor>],
     ) -> Chains {
         let by_hook = Hook::ALL.map(|hook| {
-            let list = match hook {
-                Hook::ProcessInput
-                | Hook::ProcessInputStep
-                | Hook::ProcessLlmRequest
-                | Hook::ProcessLlmResponse => input,
-                Hook::ProcessOutputStream
-                | Hook::ProcessOutputStep
-                | Hook::ProcessToolResult
-                | Hook::ProcessOutputResult => output,
-                Hook::ProcessApiError => error,
+            let list = match Stage::of(hook) {
+                Stage::Input => input,
+                Stage::Output => output,
+                Stage::Error => error,
             };
             list.iter().filter(|processor| processor.hooks().contains(hook)).cloned().collect()
         });

@@ -1157,7 +1157,8 @@ export type PipelineProcessor = Message$1<"agentwire.v1.PipelineProcessor"> & {
   automatic: boolean;
 
   /**
-   * The hooks it implements, by name (`processInput`, ...; empty for memory processors).
+   * The hooks it implements that its stage calls, by name (`processInput`, ...; empty for memory
+   * processors).
    *
    * @generated from field: repeated string hooks = 6;
    */
