@@ -54,8 +54,15 @@ impl RunOutcome {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
 pub enum HookDecision {
-    /// It returned normally.
+    /// It returned normally and changed nothing.
     Continue,
+    /// It returned normally with a replacement: of `what` (`messages`, `chunk`, `prompt`, ...).
+    Replaced {
+        /// What it replaced, comma-separated.
+        what: String,
+    },
+    /// It dropped the chunk it was given (`processOutputStream`).
+    Dropped,
     /// It aborted the run (or, with `retry`, the step).
     Abort {
         /// Its reason.
@@ -80,8 +87,9 @@ pub enum HookDecision {
     },
 }
 
-/// One hook call of one processor (or, for `processOutputStream`, every call of one processor
-/// in one step that continued, counted together; an abort or failure is its own entry).
+/// One hook call of one processor (or, for `processOutputStream`, the calls of one processor in
+/// one step with the same decision — continue, replaced, dropped — counted together; an abort or
+/// failure is its own entry).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct HookCallRecord {
     /// The processor.

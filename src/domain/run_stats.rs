@@ -135,7 +135,10 @@ impl RunStats {
                     HookDecision::Abort { .. } => latency.aborts += 1,
                     HookDecision::Failed { .. } => latency.failures += 1,
                     HookDecision::Skipped { .. } => latency.skipped += 1,
-                    HookDecision::Continue | HookDecision::Observed => {}
+                    HookDecision::Continue
+                    | HookDecision::Replaced { .. }
+                    | HookDecision::Dropped
+                    | HookDecision::Observed => {}
                 }
                 samples.push((call.duration_us / calls, calls));
             }

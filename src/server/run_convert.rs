@@ -45,6 +45,8 @@ fn entry_to_pb(entry: TimelineEntry) -> pb::TimelineEntry {
             let (decision, reason, retry, metadata) = match call.decision {
                 HookDecision::Continue => ("continue", String::new(), false, None),
                 HookDecision::Observed => ("observed", String::new(), false, None),
+                HookDecision::Replaced { what } => ("replaced", what, false, None),
+                HookDecision::Dropped => ("dropped", String::new(), false, None),
                 HookDecision::Abort { reason, retry, metadata } => {
                     ("abort", reason, retry, Some(to_proto(&metadata)))
                 }

@@ -81,6 +81,23 @@ id = "remote"
 model = "mock/echo"
 input_processors = ["late", "word-guard"]
 
+[processors.short]
+kind = "token-limiter"
+output_limit = 3
+
+[processors.nfkc]
+kind = "unicode-normalizer"
+
+[processors.digits]
+kind = "regex-filter"
+patterns = [{ name = "digits", pattern = "[0-9]{4}" }]
+
+[[agents]]
+id = "rewriting"
+model = "mock/echo"
+input_processors = ["nfkc"]
+output_processors = ["digits", "short"]
+
 [[agents]]
 id = "muted"
 model = "mock/echo"
@@ -342,6 +359,36 @@ async fn runs_are_filtered_and_paged() {
     assert!(bad.message().contains("outcome"), "{}", bad.message());
     let unknown = client.get_run(pb::GetRunRequest { run_id: "no-such-run".into() }).await.unwrap_err();
     assert_eq!(unknown.code(), Code::NotFound);
+}
+
+/// A processor that rewrites says what it replaced, one that drops chunks says so; a stream
+/// processor's calls with one decision in a step are one entry, however many chunks it saw.
+#[tokio::test]
+async fn replacements_and_drops_are_recorded() {
+    let server = TestServer::start(CONFIG).await;
+    let text = "ＦＵＬＬ width, code 1234 and many words to count past the limit";
+    let run_id = server.generate(request("rewriting", text)).await.run_id;
+    let record = record(&server, &run_id).await;
+    let calls: Vec<&pb::HookCallEntry> = record
+        .timeline
+        .iter()
+        .filter_map(|entry| match &entry.entry {
+            Some(Entry::Hook(call)) => Some(call),
+            _ => None,
+        })
+        .collect();
+    let input = calls.iter().find(|call| call.processor_id == "nfkc").expect("the normalizer's call");
+    assert_eq!((input.decision.as_str(), input.reason.as_str()), ("replaced", "messages"));
+    let redacting: Vec<_> = calls.iter().filter(|call| call.processor_id == "digits").collect();
+    assert!(
+        redacting.iter().any(|call| call.decision == "replaced" && call.reason == "chunk"),
+        "{redacting:?}"
+    );
+    let passed = redacting.iter().find(|call| call.decision == "continue").expect("chunks passed unchanged");
+    assert!(passed.calls > 1, "merged: {redacting:?}");
+    let short: Vec<_> = calls.iter().filter(|call| call.processor_id == "short").collect();
+    let dropped = short.iter().find(|call| call.decision == "dropped").expect("the limiter dropped chunks");
+    assert!(dropped.calls > 1, "one entry for the dropped chunks: {short:?}");
 }
 
 /// A key that is not an admin key lists only the runs of a resource it may use, with its own

@@ -1169,8 +1169,8 @@ func (*TimelineEntry_Model) isTimelineEntry_Entry() {}
 
 func (*TimelineEntry_Tool) isTimelineEntry_Entry() {}
 
-// A hook call (for `processOutputStream`, every call of the processor in the step that
-// continued, counted together; an abort or failure is its own entry).
+// A hook call (for `processOutputStream`, the processor's calls in the step with one decision
+// — continue, replaced, dropped — counted together; an abort or failure is its own entry).
 type HookCallEntry struct {
 	state       protoimpl.MessageState `protogen:"open.v1"`
 	ProcessorId string                 `protobuf:"bytes,1,opt,name=processor_id,json=processorId,proto3" json:"processor_id,omitempty"`
@@ -1184,9 +1184,11 @@ type HookCallEntry struct {
 	// Calls counted in this entry, and the longest of them in microseconds.
 	Calls uint32 `protobuf:"varint,6,opt,name=calls,proto3" json:"calls,omitempty"`
 	MaxUs uint64 `protobuf:"varint,7,opt,name=max_us,json=maxUs,proto3" json:"max_us,omitempty"`
-	// `continue`, `abort`, `failed`, `observed` or `skipped`.
+	// `continue` (changed nothing), `replaced`, `dropped`, `abort`, `failed`, `observed` or
+	// `skipped`.
 	Decision string `protobuf:"bytes,8,opt,name=decision,proto3" json:"decision,omitempty"`
-	// The abort's reason, the failure's message or the skip's cause.
+	// The abort's reason, the failure's message, the skip's cause, or what a replacement replaced
+	// (`messages`, `chunk`, `prompt`, `answer`, `result`, or a step's overridden fields).
 	Reason string `protobuf:"bytes,9,opt,name=reason,proto3" json:"reason,omitempty"`
 	// The abort asked for the step to be retried.
 	Retry bool `protobuf:"varint,10,opt,name=retry,proto3" json:"retry,omitempty"`

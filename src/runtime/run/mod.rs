@@ -30,12 +30,14 @@ use crate::processor::{Abort, CallNote, HookContext, HookError, Processor, Skipp
 use crate::telemetry::spans;
 use crate::tool::Tool;
 
+mod decided;
 mod hooks;
 mod model_step;
 mod output_stream;
 mod record;
 mod tools;
 
+use self::decided::Decided;
 use self::model_step::StepAnswer;
 use self::output_stream::{Closing, Windows};
 use self::record::{Ended, Recorder};
@@ -517,11 +519,22 @@ impl Run {
 
 /// Runs a hook of processor `processor_id`, turning a panic into a failure of that processor,
 /// and records how long it took and what it decided (in the metrics and the run's record).
-async fn guarded<T>(
+async fn guarded<T: Decided>(
     recorder: &Recorder,
     processor_id: &str,
     hook: Hook,
     hook_call: impl Future<Output = Result<T, HookError>>,
+) -> Result<T, HookError> {
+    guarded_deciding(recorder, processor_id, hook, hook_call, T::decision).await
+}
+
+/// [`guarded`], with what the answer decided read by `decide`.
+async fn guarded_deciding<T>(
+    recorder: &Recorder,
+    processor_id: &str,
+    hook: Hook,
+    hook_call: impl Future<Output = Result<T, HookError>>,
+    decide: impl FnOnce(&T) -> Option<HookDecision>,
 ) -> Result<T, HookError> {
     let span = spans::hook(processor_id, hook);
     recorder.note.take();
@@ -542,7 +555,7 @@ async fn guarded<T>(
         Err(HookError::Failed(format!("panicked: {message}")))
     });
     let decision = match &outcome {
-        Ok(_) => None,
+        Ok(answer) => decide(answer),
         Err(HookError::Abort(abort)) => {
             spans::ended(&span, "tripwire");
             Some(HookDecision::Abort {

@@ -11,7 +11,8 @@ use std::sync::Arc;
 
 use tokio::time::Instant;
 
-use super::{MAX_DATA_CHUNKS_PER_EMIT, Run, RunStop, StepAnswer, guarded, stop};
+use super::decided::stream_decision;
+use super::{MAX_DATA_CHUNKS_PER_EMIT, Run, RunStop, StepAnswer, guarded, guarded_deciding, stop};
 use crate::domain::{Chunk, DataChunk, ErrorSource, Hook, Part, RunFailure, StreamWindow};
 use crate::processor::{OutputStreamArgs, OutputStreamEndArgs, OutputWindowArgs, Processor};
 
@@ -250,11 +251,13 @@ impl Run {
             stream_parts: self.stream_parts.get(processor.id()).expect("seen_by inserted it"),
             message_list: &self.list,
         };
-        guarded(
+        let given = self.stream_parts.get(processor.id()).and_then(|seen| seen.last());
+        guarded_deciding(
             &self.recorder,
             processor.id(),
             Hook::ProcessOutputStream,
             processor.process_output_stream(args),
+            |answer| stream_decision(given, answer),
         )
         .await
         .map_err(|error| stop(processor, Hook::ProcessOutputStream, error))

@@ -78,14 +78,18 @@ impl Recorder {
         let at_us = self.at_us(started);
         let mut recording = self.recording();
         let (step, retry_count) = (recording.step, recording.retry_count);
-        if hook == Hook::ProcessOutputStream && decision == HookDecision::Continue {
+        let mergeable = matches!(
+            decision,
+            HookDecision::Continue | HookDecision::Replaced { .. } | HookDecision::Dropped
+        );
+        if hook == Hook::ProcessOutputStream && mergeable {
             let same = recording.timeline.iter_mut().rev().take(MERGE_WINDOW).find_map(|entry| match entry {
                 TimelineEntry::Hook(call)
                     if call.hook == hook
                         && call.step == step
                         && call.processor_id == processor_id
                         && call.instance_id == instance_id
-                        && call.decision == HookDecision::Continue =>
+                        && call.decision == decision =>
                 {
                     Some(call)
                 }

@@ -619,8 +619,8 @@ export const TimelineEntrySchema: GenMessage<TimelineEntry> = /*@__PURE__*/
   messageDesc(file_agentwire_v1_runs, 12);
 
 /**
- * A hook call (for `processOutputStream`, every call of the processor in the step that
- * continued, counted together; an abort or failure is its own entry).
+ * A hook call (for `processOutputStream`, the processor's calls in the step with one decision
+ * — continue, replaced, dropped — counted together; an abort or failure is its own entry).
  *
  * @generated from message agentwire.v1.HookCallEntry
  */
@@ -669,14 +669,16 @@ export type HookCallEntry = Message<"agentwire.v1.HookCallEntry"> & {
   maxUs: bigint;
 
   /**
-   * `continue`, `abort`, `failed`, `observed` or `skipped`.
+   * `continue` (changed nothing), `replaced`, `dropped`, `abort`, `failed`, `observed` or
+   * `skipped`.
    *
    * @generated from field: string decision = 8;
    */
   decision: string;
 
   /**
-   * The abort's reason, the failure's message or the skip's cause.
+   * The abort's reason, the failure's message, the skip's cause, or what a replacement replaced
+   * (`messages`, `chunk`, `prompt`, `answer`, `result`, or a step's overridden fields).
    *
    * @generated from field: string reason = 9;
    */

@@ -1,0 +1,94 @@
+//! What a hook's answer changed, for the run's record: a replacement names what it replaced, a
+//! dropped chunk says so, an answer that changes nothing is `continue`.
+
+use crate::domain::{Chunk, HookDecision, Message};
+use crate::processor::{ApiErrorOutcome, InputOutcome, LlmRequestOutcome, StepOverrides, ToolResultOutcome};
+
+/// A hook's answer, read for the record.
+pub(super) trait Decided {
+    /// The decision it stands for, when it is more than `continue`.
+    fn decision(&self) -> Option<HookDecision>;
+}
+
+fn replaced(what: &[&str]) -> Option<HookDecision> {
+    (!what.is_empty()).then(|| HookDecision::Replaced { what: what.join(", ") })
+}
+
+impl Decided for InputOutcome {
+    fn decision(&self) -> Option<HookDecision> {
+        match self {
+            InputOutcome::Unchanged => None,
+            InputOutcome::Messages(_) => replaced(&["messages"]),
+            InputOutcome::MessagesAndSystem { .. } => replaced(&["messages", "system messages"]),
+        }
+    }
+}
+
+impl Decided for StepOverrides {
+    fn decision(&self) -> Option<HookDecision> {
+        let fields = [
+            ("model", self.model.is_some()),
+            ("tools", self.tools.is_some()),
+            ("tool_choice", self.tool_choice.is_some()),
+            ("active_tools", self.active_tools.is_some()),
+            ("messages", self.messages.is_some()),
+            ("system_messages", self.system_messages.is_some()),
+            ("model_settings", self.model_settings.is_some()),
+        ];
+        let set: Vec<&str> = fields.iter().filter(|(_, set)| *set).map(|(name, _)| *name).collect();
+        replaced(&set)
+    }
+}
+
+impl Decided for LlmRequestOutcome {
+    fn decision(&self) -> Option<HookDecision> {
+        let what = [("prompt", self.prompt.is_some()), ("answer", self.response.is_some())];
+        let set: Vec<&str> = what.iter().filter(|(_, set)| *set).map(|(name, _)| *name).collect();
+        replaced(&set)
+    }
+}
+
+impl Decided for ToolResultOutcome {
+    fn decision(&self) -> Option<HookDecision> {
+        let what = [("result", self.result.is_some()), ("messages", self.messages.is_some())];
+        let set: Vec<&str> = what.iter().filter(|(_, set)| *set).map(|(name, _)| *name).collect();
+        replaced(&set)
+    }
+}
+
+/// `processOutputStep` and `processOutputResult`: `Some` replaces the messages.
+impl Decided for Option<Vec<Message>> {
+    fn decision(&self) -> Option<HookDecision> {
+        self.as_ref().and_then(|_| replaced(&["messages"]))
+    }
+}
+
+/// A retry request is the abort's business; an error processor's answer changes nothing else.
+impl Decided for ApiErrorOutcome {
+    fn decision(&self) -> Option<HookDecision> {
+        None
+    }
+}
+
+/// `processLLMResponse` answers nothing.
+impl Decided for () {
+    fn decision(&self) -> Option<HookDecision> {
+        None
+    }
+}
+
+/// A window's answer and the chunks released at a stream's end: what goes on in their place.
+impl Decided for Vec<Chunk> {
+    fn decision(&self) -> Option<HookDecision> {
+        None
+    }
+}
+
+/// `processOutputStream`'s answer against the chunk it was given.
+pub(super) fn stream_decision(given: Option<&Chunk>, answer: &Option<Chunk>) -> Option<HookDecision> {
+    match answer {
+        None => Some(HookDecision::Dropped),
+        Some(chunk) if given.is_some_and(|given| given != chunk) => replaced(&["chunk"]),
+        Some(_) => None,
+    }
+}
