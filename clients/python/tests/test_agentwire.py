@@ -228,3 +228,88 @@ def test_a_replica_that_goes_away_and_comes_back_is_served_again(server):
             guard.stop()
             replica.kill()
             replica.wait(timeout=10)
+
+
+def _recorded(client, run_id):
+    """The run's record once the server has written it (records are written in batches)."""
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            return client.get_run(run_id)
+        except grpc.RpcError as error:
+            if error.code() != grpc.StatusCode.NOT_FOUND or time.monotonic() > deadline:
+                raise
+            time.sleep(0.02)
+
+
+def test_run_records_name_the_processor_that_blocked_a_run(server, client):
+    """A run the Python guard stops leaves a record naming it, its hook and reason; list_runs
+    finds it by outcome, get_stats counts it, and the asyncio client reads the same."""
+    import asyncio
+
+    from agentwire import AsyncClient
+
+    guard = Processor("word-guard")
+
+    @guard.on("processInput")
+    def no_secrets(call):
+        if "secret" in call.text:
+            return abort("no secrets in run records", metadata={"word": "secret"})
+
+    guard.start(server, timeout=5)
+    try:
+        result = client.generate("guarded", "a secret for the records", resource_id="records-ada")
+    finally:
+        guard.stop()
+    assert result.tripwire.processor_id == "word-guard"
+    record = _recorded(client, result.run_id)
+    assert record.outcome == "tripwire"
+    assert (record.tripwire.processor_id, record.tripwire.reason) == ("word-guard", "no secrets in run records")
+    hooks = [entry.hook for entry in record.timeline if entry.WhichOneof("entry") == "hook"]
+    blocked = [hook for hook in hooks if hook.processor_id == "word-guard"]
+    assert blocked and blocked[0].hook == "processInput" and blocked[0].decision == "abort"
+    assert blocked[0].instance_id.startswith("word-guard-")
+    listed = [run.run_id for run in client.list_runs(agent_id="guarded", outcome="tripwire", page_size=1)]
+    assert result.run_id in listed
+    stats = client.get_stats(agent_id="guarded", bucket_ms=60_000)
+    assert any(t.processor_id == "word-guard" and t.reason == "no secrets in run records" for t in stats.tripwires)
+    assert sum(bucket.tripwires.get("word-guard", 0) for bucket in stats.buckets) >= 1
+
+    async def read():
+        async with AsyncClient(server) as aio:
+            fetched = await aio.get_run(result.run_id)
+            runs = [run.run_id async for run in aio.list_runs(resource_id="records-ada")]
+        return fetched, runs
+
+    fetched, runs = asyncio.run(read())
+    assert fetched.tripwire.processor_id == "word-guard"
+    assert runs == [result.run_id]
+
+
+def test_watch_runs_streams_a_run_as_it_begins_and_ends(server, client):
+    """watch_runs yields a run's started event and then its ended record, for runs made while it
+    watches (runs are made until the watch has seen one whole)."""
+    started, whole = set(), []
+    watch = client.watch_runs(resource_id="records-watch")
+
+    def read():
+        for event in watch:
+            kind = event.WhichOneof("event")
+            if kind == "started":
+                started.add(event.started.run_id)
+            elif kind == "ended" and event.ended.run_id in started:
+                whole.append(event.ended)
+                return
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    made = []
+    deadline = time.monotonic() + 10
+    while reader.is_alive() and time.monotonic() < deadline:
+        made.append(client.generate("echo", "watched", resource_id="records-watch").run_id)
+        reader.join(timeout=0.1)
+    watch.cancel()
+    reader.join(timeout=5)
+    assert whole, "a run was seen beginning and ending"
+    assert whole[0].run_id in made and whole[0].outcome == "finished"
+    assert whole[0].resource_id == "records-watch"

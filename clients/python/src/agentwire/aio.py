@@ -9,7 +9,7 @@ from typing import AsyncIterator, Optional
 import grpc
 
 from agentwire.tls import TLSOption, aio_channel_to
-from agentwire.v1 import agent_pb2, agent_pb2_grpc, memory_pb2_grpc
+from agentwire.v1 import agent_pb2, agent_pb2_grpc, memory_pb2_grpc, runs_pb2, runs_pb2_grpc
 
 
 class _ApiKey(
@@ -48,6 +48,7 @@ class AsyncClient:
         self.channel = aio_channel_to(address, tls, [_ApiKey(key)] if key else None)
         self.agents = agent_pb2_grpc.AgentServiceStub(self.channel)
         self.memory = memory_pb2_grpc.MemoryServiceStub(self.channel)
+        self.runs = runs_pb2_grpc.RunServiceStub(self.channel)
 
     async def generate(self, agent_id: str, text: str, thread_id: str = "", resource_id: str = "", **fields) -> agent_pb2.GenerateResponse:
         """Runs an agent to the end; `result.tripwire` is set when a processor aborted."""
@@ -63,6 +64,34 @@ class AsyncClient:
                 yield chunk
         finally:
             call.cancel()
+
+    async def list_runs(self, page_size: int = 100, **filters) -> AsyncIterator[runs_pb2.RunRecord]:
+        """Run records, newest first, without timelines, page after page (`Client.list_runs`)."""
+        token = ""
+        while True:
+            page = await self.runs.ListRuns(runs_pb2.ListRunsRequest(page_size=page_size, page_token=token, **filters))
+            for record in page.runs:
+                yield record
+            token = page.next_page_token
+            if not token:
+                return
+
+    async def get_run(self, run_id: str) -> runs_pb2.RunRecord:
+        """One run's record with its whole timeline."""
+        return await self.runs.GetRun(runs_pb2.GetRunRequest(run_id=run_id))
+
+    async def watch_runs(self, **filters) -> AsyncIterator[runs_pb2.RunEvent]:
+        """Runs as they begin and end, from now on; leaving the loop ends the watch."""
+        call = self.runs.WatchRuns(runs_pb2.WatchRunsRequest(**filters))
+        try:
+            async for event in call:
+                yield event
+        finally:
+            call.cancel()
+
+    async def get_stats(self, **fields) -> runs_pb2.RunStats:
+        """Figures over a window (`Client.get_stats`)."""
+        return await self.runs.GetStats(runs_pb2.GetStatsRequest(**fields))
 
     async def close(self) -> None:
         await self.channel.close()
