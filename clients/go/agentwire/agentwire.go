@@ -40,6 +40,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"iter"
 	"log/slog"
 	"os"
 	"strings"
@@ -52,6 +53,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/agentwire/agentwire/clients/go/agentwirev1"
@@ -76,6 +78,8 @@ type Client struct {
 	conn   *grpc.ClientConn
 	Agents agentwirev1.AgentServiceClient
 	Memory agentwirev1.MemoryServiceClient
+	// Runs reads run records: how each run ended and its timeline (see Client.AllRuns).
+	Runs agentwirev1.RunServiceClient
 }
 
 // TLS connects over TLS: CAFile is the PEM of the CA that signed the server's certificate (empty:
@@ -169,7 +173,12 @@ func Dial(address string, options ...Option) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Client{conn: conn, Agents: agentwirev1.NewAgentServiceClient(conn), Memory: agentwirev1.NewMemoryServiceClient(conn)}, nil
+	return &Client{
+		conn:   conn,
+		Agents: agentwirev1.NewAgentServiceClient(conn),
+		Memory: agentwirev1.NewMemoryServiceClient(conn),
+		Runs:   agentwirev1.NewRunServiceClient(conn),
+	}, nil
 }
 
 // DialWithKey is Dial(address, WithAPIKey(key)).
@@ -190,6 +199,37 @@ func (apiKey) RequireTransportSecurity() bool { return false }
 // Generate runs an agent to the end; the result's Tripwire is set when a processor aborted.
 func (c *Client) Generate(ctx context.Context, request *agentwirev1.RunRequest) (*agentwirev1.GenerateResponse, error) {
 	return c.Agents.Generate(ctx, request)
+}
+
+// AllRuns yields the run records that filter selects (its PageToken ignored), newest first and
+// without their timelines, page after page until the last; it stops at the first error, yielded
+// with a nil record. A key that is not an admin key names a resource.
+func (c *Client) AllRuns(ctx context.Context, filter *agentwirev1.ListRunsRequest) iter.Seq2[*agentwirev1.RunRecord, error] {
+	return func(yield func(*agentwirev1.RunRecord, error) bool) {
+		request := proto.Clone(filter).(*agentwirev1.ListRunsRequest)
+		request.PageToken = ""
+		for {
+			page, err := c.Runs.ListRuns(ctx, request)
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			for _, run := range page.GetRuns() {
+				if !yield(run, nil) {
+					return
+				}
+			}
+			if page.GetNextPageToken() == "" {
+				return
+			}
+			request.PageToken = page.GetNextPageToken()
+		}
+	}
+}
+
+// GetRun is one run's record with its whole timeline (NotFound until the server has written it).
+func (c *Client) GetRun(ctx context.Context, runID string) (*agentwirev1.RunRecord, error) {
+	return c.Runs.GetRun(ctx, &agentwirev1.GetRunRequest{RunId: runID})
 }
 
 // Close closes the connection.

@@ -110,6 +110,64 @@ func TestRemoteGuardrailTripsAndNothingIsSaved(t *testing.T) {
 	}
 }
 
+// TestRunRecordsNameTheProcessorThatBlockedARun: a run the Go guard stops leaves a record naming
+// it, its hook and reason; AllRuns finds it by outcome across pages.
+func TestRunRecordsNameTheProcessorThatBlockedARun(t *testing.T) {
+	address := startServer(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	connect(t, ctx, wordGuard(), address)
+	client, err := agentwire.Dial(address)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	for _, text := range []string{"hello", "the secret", "hello again"} {
+		if _, err := client.Generate(ctx, &agentwirev1.RunRequest{AgentId: "guarded", Text: text, ResourceId: "go-records"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Records are written in batches: wait until all three are listed (one per page).
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		listed := 0
+		for _, err := range client.AllRuns(ctx, &agentwirev1.ListRunsRequest{ResourceId: "go-records", PageSize: 1}) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			listed++
+		}
+		if listed == 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of 3 runs recorded", listed)
+		}
+	}
+	var blocked []*agentwirev1.RunRecord
+	for run, err := range client.AllRuns(ctx, &agentwirev1.ListRunsRequest{ResourceId: "go-records", Outcome: "tripwire", PageSize: 1}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		blocked = append(blocked, run)
+	}
+	if len(blocked) != 1 || blocked[0].GetTripwire().GetProcessorId() != "word-guard" {
+		t.Fatalf("one blocked run by word-guard, got %v", blocked)
+	}
+	record, err := client.GetRun(ctx, blocked[0].GetRunId())
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, entry := range record.GetTimeline() {
+		if hook := entry.GetHook(); hook.GetProcessorId() == "word-guard" && hook.GetDecision() == "abort" {
+			found = hook.GetHook() == "processInput" && hook.GetReason() == "no secrets, please" && strings.HasPrefix(hook.GetInstanceId(), "word-guard-")
+		}
+	}
+	if !found {
+		t.Fatalf("the timeline names word-guard's abort in processInput: %v", record.GetTimeline())
+	}
+}
+
 // wordGuard is the shared config's word-guard: it trips runs whose input says "secret".
 func wordGuard() *agentwire.Processor {
 	return agentwire.NewProcessor("word-guard").On(agentwirev1.Hook_HOOK_PROCESS_INPUT,

@@ -16,6 +16,7 @@ import {
 } from "./gen/agentwire/v1/agent_pb.js";
 import { MemoryService } from "./gen/agentwire/v1/memory_pb.js";
 import { ProcessorService } from "./gen/agentwire/v1/processor_pb.js";
+import { type ListRunsRequest, type RunRecord, RunService } from "./gen/agentwire/v1/runs_pb.js";
 
 /** What a run request may carry besides the agent and the text. */
 export type RunOptions = Partial<Omit<RunRequest, "$typeName" | "agentId" | "text">> & {
@@ -79,6 +80,8 @@ export class Client {
   readonly agents: ServiceClient<typeof AgentService>;
   readonly memory: ServiceClient<typeof MemoryService>;
   readonly processors: ServiceClient<typeof ProcessorService>;
+  /** Run records: how each run ended and its timeline (see `allRuns`, `getRun`). */
+  readonly runs: ServiceClient<typeof RunService>;
 
   /**
    * `options.apiKey` (or a key as the second argument) defaults to `$AGENTWIRE_API_KEY`; none
@@ -90,6 +93,25 @@ export class Client {
     this.agents = createClient(AgentService, transport);
     this.memory = createClient(MemoryService, transport);
     this.processors = createClient(ProcessorService, transport);
+    this.runs = createClient(RunService, transport);
+  }
+
+  /**
+   * The run records `filter` selects, newest first and without their timelines, page after page
+   * until the last. A key that is not an admin key names a resource.
+   */
+  async *allRuns(filter: Partial<Omit<ListRunsRequest, "pageToken" | "$typeName">> = {}): AsyncIterable<RunRecord> {
+    let pageToken = "";
+    do {
+      const page = await this.runs.listRuns({ ...filter, pageToken });
+      yield* page.runs;
+      pageToken = page.nextPageToken;
+    } while (pageToken);
+  }
+
+  /** One run's record with its whole timeline (NotFound until the server has written it). */
+  getRun(runId: string): Promise<RunRecord> {
+    return this.runs.getRun({ runId });
   }
 
   /** Runs an agent to the end; `result.tripwire` is set when a processor aborted. */

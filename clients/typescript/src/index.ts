@@ -26,3 +26,4 @@ export {
 export * from "./gen/agentwire/v1/agent_pb.js";
 export * from "./gen/agentwire/v1/memory_pb.js";
 export * from "./gen/agentwire/v1/processor_pb.js";
+export * from "./gen/agentwire/v1/runs_pb.js";

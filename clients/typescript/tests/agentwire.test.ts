@@ -47,6 +47,37 @@ test("a remote guardrail trips and nothing is saved", async () => {
   }
 });
 
+test("run records name the processor that blocked a run", async () => {
+  await guard.start(server.address);
+  let runId = "";
+  try {
+    runId = (await server.client.generate("guarded", "the secret", { resourceId: "ts-records" })).runId;
+    await server.client.generate("guarded", "hello", { resourceId: "ts-records" });
+  } finally {
+    await guard.stop();
+  }
+  // Records are written in batches: wait until both are listed (one per page).
+  const deadline = Date.now() + 10_000;
+  let listed: string[] = [];
+  while (listed.length < 2) {
+    assert.ok(Date.now() < deadline, `${listed.length} of 2 runs recorded`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    listed = [];
+    for await (const run of server.client.allRuns({ resourceId: "ts-records", pageSize: 1 })) listed.push(run.runId);
+  }
+  const blocked: string[] = [];
+  for await (const run of server.client.allRuns({ resourceId: "ts-records", outcome: "tripwire" })) blocked.push(run.runId);
+  assert.deepEqual(blocked, [runId]);
+  const record = await server.client.getRun(runId);
+  assert.equal(record.tripwire?.processorId, "word-guard");
+  const abort = record.timeline.flatMap((entry) => (entry.entry.case === "hook" ? [entry.entry.value] : []))
+    .find((hook) => hook.processorId === "word-guard");
+  assert.equal(abort?.hook, "processInput");
+  assert.equal(abort?.decision, "abort");
+  assert.equal(abort?.reason, "no secrets, please");
+  assert.ok(abort?.instanceId.startsWith("word-guard-"), abort?.instanceId);
+});
+
 test("a remote output rewriter (windowed) changes the answer", async () => {
   await redactor.start(server.address);
   try {
