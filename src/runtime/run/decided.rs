@@ -10,7 +10,9 @@ pub(super) trait Decided {
     fn decision(&self) -> Option<HookDecision>;
 }
 
-fn replaced(what: &[&str]) -> Option<HookDecision> {
+/// `Replaced` naming the parts that are set, or `None` when none is.
+fn replaced(parts: &[(&str, bool)]) -> Option<HookDecision> {
+    let what: Vec<&str> = parts.iter().filter(|(_, set)| *set).map(|(name, _)| *name).collect();
     (!what.is_empty()).then(|| HookDecision::Replaced { what: what.join(", ") })
 }
 
@@ -18,15 +20,17 @@ impl Decided for InputOutcome {
     fn decision(&self) -> Option<HookDecision> {
         match self {
             InputOutcome::Unchanged => None,
-            InputOutcome::Messages(_) => replaced(&["messages"]),
-            InputOutcome::MessagesAndSystem { .. } => replaced(&["messages", "system messages"]),
+            InputOutcome::Messages(_) => replaced(&[("messages", true)]),
+            InputOutcome::MessagesAndSystem { .. } => {
+                replaced(&[("messages", true), ("system messages", true)])
+            }
         }
     }
 }
 
 impl Decided for StepOverrides {
     fn decision(&self) -> Option<HookDecision> {
-        let fields = [
+        replaced(&[
             ("model", self.model.is_some()),
             ("tools", self.tools.is_some()),
             ("tool_choice", self.tool_choice.is_some()),
@@ -34,32 +38,26 @@ impl Decided for StepOverrides {
             ("messages", self.messages.is_some()),
             ("system_messages", self.system_messages.is_some()),
             ("model_settings", self.model_settings.is_some()),
-        ];
-        let set: Vec<&str> = fields.iter().filter(|(_, set)| *set).map(|(name, _)| *name).collect();
-        replaced(&set)
+        ])
     }
 }
 
 impl Decided for LlmRequestOutcome {
     fn decision(&self) -> Option<HookDecision> {
-        let what = [("prompt", self.prompt.is_some()), ("answer", self.response.is_some())];
-        let set: Vec<&str> = what.iter().filter(|(_, set)| *set).map(|(name, _)| *name).collect();
-        replaced(&set)
+        replaced(&[("prompt", self.prompt.is_some()), ("answer", self.response.is_some())])
     }
 }
 
 impl Decided for ToolResultOutcome {
     fn decision(&self) -> Option<HookDecision> {
-        let what = [("result", self.result.is_some()), ("messages", self.messages.is_some())];
-        let set: Vec<&str> = what.iter().filter(|(_, set)| *set).map(|(name, _)| *name).collect();
-        replaced(&set)
+        replaced(&[("result", self.result.is_some()), ("messages", self.messages.is_some())])
     }
 }
 
 /// `processOutputStep` and `processOutputResult`: `Some` replaces the messages.
 impl Decided for Option<Vec<Message>> {
     fn decision(&self) -> Option<HookDecision> {
-        self.as_ref().and_then(|_| replaced(&["messages"]))
+        replaced(&[("messages", self.is_some())])
     }
 }
 
@@ -88,7 +86,6 @@ impl Decided for Vec<Chunk> {
 pub(super) fn stream_decision(given: Option<&Chunk>, answer: &Option<Chunk>) -> Option<HookDecision> {
     match answer {
         None => Some(HookDecision::Dropped),
-        Some(chunk) if given.is_some_and(|given| given != chunk) => replaced(&["chunk"]),
-        Some(_) => None,
+        Some(chunk) => replaced(&[("chunk", given.is_some_and(|given| given != chunk))]),
     }
 }
