@@ -49,6 +49,9 @@ enum Command {
         /// Log lines as `text` or `json` (overrides `[telemetry] log_format`).
         #[arg(long, env = "AGENTWIRE_LOG_FORMAT")]
         log_format: Option<LogFormat>,
+        /// Where the console is served (overrides `[console] listen`); port 0 picks a free port.
+        #[arg(long)]
+        console: Option<SocketAddr>,
     },
     /// Streams an agent's answer to a text.
     Run {
@@ -188,8 +191,8 @@ pub async fn main() -> ExitCode {
         let _logs = Telemetry::install_logs(LogFormat::Text);
     }
     let outcome = match command {
-        Command::Serve { config, listen, data_dir, log_format } => {
-            run_server(config, listen, data_dir, log_format).await
+        Command::Serve { config, listen, data_dir, log_format, console } => {
+            run_server(config, listen, data_dir, log_format, console).await
         }
         Command::Run { agent, text, addr, thread, resource, key } => {
             let request = pb::RunRequest {
@@ -295,6 +298,7 @@ async fn run_server(
     listen: SocketAddr,
     data_dir: PathBuf,
     log_format: Option<LogFormat>,
+    console: Option<SocketAddr>,
 ) -> Result<ExitCode, String> {
     let mut config = match config {
         Some(path) => Config::load(&path).map_err(|error| error.to_string())?,
@@ -302,6 +306,9 @@ async fn run_server(
     };
     if let Some(log_format) = log_format {
         config.telemetry.log_format = log_format;
+    }
+    if console.is_some() {
+        config.console.listen = console;
     }
     let telemetry = Telemetry::install(&config.telemetry).map_err(|error| error.to_string())?;
     let served = serve_config(config, listen, data_dir).await;
@@ -347,12 +354,15 @@ async fn serve_config(config: Config, listen: SocketAddr, data_dir: PathBuf) -> 
         None => None,
     };
     let shutdown = shutdown_signal()?;
-    // Test runners in every language read this line to learn the port.
-    println!("agentwire listening on {address}");
+    // Test runners in every language read the first line to learn the port. Both lines go out in
+    // one write: a reader that stops after the first must not make a later write fail.
+    let mut ready = format!("agentwire listening on {address}\n");
     if let Some(console) = console {
-        println!("agentwire console on {console}");
+        ready.push_str(&format!("agentwire console on {console}\n"));
     }
-    std::io::stdout().flush().map_err(|error| error.to_string())?;
+    let mut stdout = std::io::stdout().lock();
+    stdout.write_all(ready.as_bytes()).and_then(|()| stdout.flush()).map_err(|error| error.to_string())?;
+    drop(stdout);
     services.serve(listener, shutdown).await.map_err(|error| error.to_string())?;
     if let Some(sled) = flushed_on_exit {
         sled.flush().map_err(|error| format!("cannot flush the store: {error}"))?;

@@ -14,7 +14,7 @@ fn example_config() -> String {
 /// `serve` prints exactly the ready line with its port, and `agents` and `run` talk to it.
 #[test]
 fn serve_then_run_and_list() {
-    let served = Served::start(&["--config", &example_config()]);
+    let served = Served::start(&["--config", &example_config(), "--console", "127.0.0.1:0"]);
     let listed = Command::new(BINARY).args(["agents", "--addr", &served.addr]).output().unwrap();
     assert!(listed.status.success());
     assert!(String::from_utf8_lossy(&listed.stdout).contains("guarded"));
@@ -39,7 +39,7 @@ fn serve_then_run_and_list() {
 /// `agentwire runs show` prints its timeline: the hook that aborted, in which step, and why.
 #[test]
 fn runs_lists_and_shows_what_blocked_a_run() {
-    let served = Served::start(&["--config", &example_config()]);
+    let served = Served::start(&["--config", &example_config(), "--console", "127.0.0.1:0"]);
     let blocked = Command::new(BINARY)
         .args(["run", "--agent", "guarded", "--addr", &served.addr, "my secret"])
         .output()
