@@ -1,5 +1,5 @@
-//! Memory benchmarks: history load, semantic recall and durable run saves, on the sled store in a
-//! temporary directory. `cargo bench --bench memory` (add `-- --quick` for a smoke run; `cargo
+//! Memory benchmarks: history load, semantic recall, durable run saves and run records' writes,
+//! on the sled store in a temporary directory. `cargo bench --bench memory` (add `-- --quick` for a smoke run; `cargo
 //! test` runs the smoke run).
 //!
 //! Every figure is a median (p50) or a rate measured in this one process, side by side.
@@ -8,7 +8,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use agentwire::bench::{fill, sentence};
-use agentwire::domain::{Message, Part, Role};
+use agentwire::domain::{
+    FinishReason, Hook, HookCallRecord, HookDecision, Message, ModelCallRecord, Part, Role, RunOutcome,
+    RunRecord, TimelineEntry, Usage, new_id, now_millis,
+};
 use agentwire::memory::embedder::{Embedder, Lexical};
 use agentwire::storage::{EmbeddingRecord, RecallScope, RunSave, SledStore, Store, VectorQuery};
 
@@ -126,6 +129,77 @@ async fn durable_saves(store: Arc<SledStore>, concurrency: usize, duration: Dura
     println!("| durable run saves, concurrency {concurrency} | {rate:.0} saves/s | |");
 }
 
+/// The record of a run like the bench's S3: a model call and three pass-through hooks.
+fn run_record(index: u64) -> RunRecord {
+    let usage = Usage { input_tokens: 12, output_tokens: 50 };
+    let hook = |processor: &str, hook: Hook, step: Option<u32>, at_us: u64| {
+        TimelineEntry::Hook(HookCallRecord {
+            processor_id: processor.to_owned(),
+            hook,
+            step,
+            retry_count: 0,
+            instance_id: None,
+            at_us,
+            duration_us: 3,
+            calls: if hook == Hook::ProcessOutputStream { 12 } else { 1 },
+            max_us: 2,
+            decision: HookDecision::Continue,
+        })
+    };
+    RunRecord {
+        run_id: new_id(),
+        agent_id: "s3".into(),
+        thread_id: format!("thread-{}", index % 100),
+        resource_id: "records".into(),
+        key_name: "default".into(),
+        started_at: now_millis(),
+        ended_at: now_millis(),
+        outcome: RunOutcome::Finished,
+        finish_reason: FinishReason::Stop,
+        usage,
+        tripwire: None,
+        error: None,
+        timeline: vec![
+            hook("pass-input", Hook::ProcessInput, None, 10),
+            TimelineEntry::Model(ModelCallRecord {
+                model: "mock/script".into(),
+                step: 0,
+                at_us: 20,
+                duration_us: 40,
+                first_token_us: Some(12),
+                usage,
+                from_cache: false,
+                error: None,
+            }),
+            hook("pass-stream", Hook::ProcessOutputStream, Some(0), 25),
+            hook("pass-result", Hook::ProcessOutputResult, None, 70),
+        ],
+    }
+}
+
+/// CPU time of this whole process so far (every thread: sled's flusher too), from `/proc`.
+fn process_cpu() -> Duration {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    let fields: Vec<&str> = stat.rsplit(')').next().unwrap_or_default().split(' ').collect();
+    let ticks: u64 =
+        fields.get(12..14).map_or(0, |times| times.iter().filter_map(|t| t.parse::<u64>().ok()).sum());
+    Duration::from_millis(ticks * 10)
+}
+
+/// What writing a run's record costs the process, in the batches the runtime's writer writes.
+async fn record_writes(store: &SledStore, records: usize) {
+    const BATCH: usize = 256;
+    let batches: Vec<Vec<RunRecord>> =
+        (0..records as u64).map(run_record).collect::<Vec<_>>().chunks(BATCH).map(<[_]>::to_vec).collect();
+    let (cpu, start) = (process_cpu(), Instant::now());
+    for batch in batches {
+        store.save_run_records(batch).await.unwrap();
+    }
+    let wall = start.elapsed().as_secs_f64() * 1e6 / records as f64;
+    let cpu = (process_cpu() - cpu).as_secs_f64() * 1e6 / records as f64;
+    println!("| run records written in batches of {BATCH}, per record | {wall:.1} µs ({cpu:.1} µs CPU) | |");
+}
+
 #[tokio::main]
 async fn main() {
     // `cargo bench` passes `--bench`; `cargo test --all-targets` (CI) does not: it gets the quick
@@ -148,4 +222,5 @@ async fn main() {
     }
     durable_saves(Arc::clone(&store), 1, window).await;
     durable_saves(Arc::clone(&store), 32, window).await;
+    record_writes(&store, if quick { 2_000 } else { 100_000 }).await;
 }

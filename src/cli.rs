@@ -139,6 +139,10 @@ enum Command {
         /// Stored messages of the recall scenarios' resources.
         #[arg(long, value_delimiter = ',', default_value = "10000,100000")]
         recall_sizes: Vec<usize>,
+        /// The in-process server keeps no run records (`[records] enabled = false`), to measure
+        /// what recording costs against a run with them.
+        #[arg(long)]
+        no_records: bool,
         /// Every scenario, briefly: checks that the bench works (what CI runs).
         #[arg(long)]
         smoke: bool,
@@ -228,6 +232,7 @@ pub async fn main() -> ExitCode {
             concurrency,
             only,
             recall_sizes,
+            no_records,
             smoke,
             print_config,
         } => {
@@ -254,7 +259,7 @@ pub async fn main() -> ExitCode {
             };
             let defaults = if smoke { BenchOptions::smoke() } else { BenchOptions::default() };
             let options = if smoke {
-                BenchOptions { addr, postgres, only, ..defaults }
+                BenchOptions { addr, postgres, only, records: !no_records, ..defaults }
             } else {
                 BenchOptions {
                     addr,
@@ -264,6 +269,7 @@ pub async fn main() -> ExitCode {
                     concurrency,
                     only,
                     recall_sizes,
+                    records: !no_records,
                     ..defaults
                 }
             };

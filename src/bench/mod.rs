@@ -50,6 +50,8 @@ pub struct BenchOptions {
     pub recall_sizes: Vec<usize>,
     /// Messages the long thread of S2a holds before it is measured.
     pub long_thread: usize,
+    /// Whether the in-process server keeps run records.
+    pub records: bool,
 }
 
 impl Default for BenchOptions {
@@ -63,6 +65,7 @@ impl Default for BenchOptions {
             only: Vec::new(),
             recall_sizes: vec![10_000, 100_000],
             long_thread: 1_000,
+            records: true,
         }
     }
 }
@@ -121,11 +124,15 @@ impl Report {
 
 /// Runs the bench; progress goes to stderr.
 pub fn run(options: &BenchOptions) -> Result<Report, String> {
+    let mut config = config();
+    if !options.records {
+        config.push_str("\n[records]\nenabled = false\n");
+    }
     let server = match (options.addr.is_empty(), &options.postgres) {
         (false, _) => Server::Remote(options.addr.clone()),
-        (true, None) => Server::Local(InProcess::start(&config(), "aw-server")?),
+        (true, None) => Server::Local(InProcess::start(&config, "aw-server")?),
         (true, Some(postgres)) => {
-            Server::Local(InProcess::start_on_postgres(&config(), "aw-server", postgres)?)
+            Server::Local(InProcess::start_on_postgres(&config, "aw-server", postgres)?)
         }
     };
     // The floors serve from threads of their own, like the server, so their CPU time is

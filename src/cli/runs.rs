@@ -197,10 +197,21 @@ fn render_run(run: &pb::RunRecord) -> String {
                 let decision = if call.error.is_empty() { "returned" } else { "failed" };
                 (call.step.to_string(), call.name.as_str(), "tool call", decision, call.error.clone())
             }
+            Some(Entry::Warning(warned)) => {
+                let step = warned.step.map_or("–".to_owned(), |step| step.to_string());
+                let mut detail = format!("{}: {}", warned.kind, warned.message);
+                if warned.count > 1 {
+                    detail = format!("{} warnings, the first: {detail}", warned.count);
+                }
+                (step, warned.processor_id.as_str(), warned.hook.as_str(), "warned", detail)
+            }
             None => continue,
         };
         let at = format!("+{:.2} ms", entry.at_us as f64 / 1e3);
-        let took = micros(entry.duration_us);
+        let took = match &entry.entry {
+            Some(Entry::Warning(_)) => String::new(),
+            _ => micros(entry.duration_us),
+        };
         let line = format!(
             "{at:>10}  {step:<6}  {who:<24}  {what:<20}  {decision:<9}  {took:>9}  {}",
             detail.trim()

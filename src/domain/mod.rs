@@ -19,6 +19,7 @@ mod run_record;
 mod run_stats;
 mod stable_hash;
 mod step;
+mod warning;
 mod window;
 
 pub use self::calendar::UtcTime;
@@ -39,9 +40,12 @@ pub use self::quota::ResourceQuota;
 pub use self::run_info::{RunInfo, TraceContext, thread_owner};
 pub use self::run_record::{
     HookCallRecord, HookDecision, ModelCallRecord, RunEvent, RunOutcome, RunRecord, RunStart, TimelineEntry,
-    ToolCallRecord,
+    ToolCallRecord, WarningRecord,
 };
-pub use self::run_stats::{BucketLatency, HookLatency, RunStats, StatsBucket, TripwireCount, buckets};
+pub use self::run_stats::{
+    BucketLatency, HookLatency, RunStats, StatsBucket, TripwireCount, WarningCount, buckets,
+};
 pub use self::stable_hash::fnv1a;
 pub use self::step::{StepInput, StepResult};
+pub use self::warning::Warning;
 pub use self::window::StreamWindow;

@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{FinishReason, Hook, RunFailure, Tripwire, Usage};
+use super::{FinishReason, Hook, RunFailure, Tripwire, Usage, Warning};
 
 /// How a run ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -150,6 +150,24 @@ pub struct ToolCallRecord {
     pub error: Option<String>,
 }
 
+/// A warning of one processor's hook call (for `processOutputStream`, its warnings of one kind
+/// in one step counted together).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WarningRecord {
+    /// The processor.
+    pub processor_id: String,
+    /// The hook.
+    pub hook: Hook,
+    /// The step it ran in; `None` for `processInput` and `processOutputResult`.
+    pub step: Option<u32>,
+    /// Microseconds from the run's start to the (first) call that warned.
+    pub at_us: u64,
+    /// Warnings counted in this entry (the first one's message and details are kept).
+    pub count: u32,
+    /// What it warned of.
+    pub warning: Warning,
+}
+
 /// An entry of a run's timeline.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "kebab-case")]
@@ -160,6 +178,8 @@ pub enum TimelineEntry {
     Model(ModelCallRecord),
     /// A tool call.
     Tool(ToolCallRecord),
+    /// A warning.
+    Warning(WarningRecord),
 }
 
 impl TimelineEntry {
@@ -169,6 +189,7 @@ impl TimelineEntry {
             TimelineEntry::Hook(hook) => hook.at_us,
             TimelineEntry::Model(model) => model.at_us,
             TimelineEntry::Tool(tool) => tool.at_us,
+            TimelineEntry::Warning(warning) => warning.at_us,
         }
     }
 }

@@ -1,5 +1,6 @@
 //! Figures over many runs' records, for operators: how runs ended, which processors tripped
-//! them and why, and how long each processor's hooks take (percentiles per processor and hook).
+//! them and why, what they warned of, and how long each processor's hooks take (percentiles per
+//! processor and hook).
 
 use std::collections::BTreeMap;
 
@@ -13,6 +14,17 @@ pub struct TripwireCount {
     /// Its reason.
     pub reason: String,
     /// How many runs it ended so.
+    pub count: u64,
+}
+
+/// Warnings of one processor of one kind.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WarningCount {
+    /// The processor that warned.
+    pub processor_id: String,
+    /// What of (`pii`, `prompt-injection`, ...).
+    pub kind: String,
+    /// How many warnings (each of a timeline entry's count).
     pub count: u64,
 }
 
@@ -51,6 +63,8 @@ pub struct RunStats {
     pub outcomes: BTreeMap<&'static str, u64>,
     /// Tripwires by processor and reason, most first.
     pub tripwires: Vec<TripwireCount>,
+    /// Warnings by processor and kind, most first.
+    pub warnings: Vec<WarningCount>,
     /// Hook calls by processor and hook, in that order.
     pub hooks: Vec<HookLatency>,
 }
@@ -68,6 +82,8 @@ pub struct StatsBucket {
     pub tripwires: BTreeMap<String, u64>,
     /// Hook call times by processor, all its hooks together.
     pub latency: BTreeMap<String, BucketLatency>,
+    /// Of them, warnings by processor.
+    pub warnings: BTreeMap<String, u64>,
 }
 
 /// A processor's hook calls in one bucket.
@@ -103,6 +119,7 @@ impl RunStats {
     pub fn of<'a>(records: impl IntoIterator<Item = &'a RunRecord>) -> RunStats {
         let mut stats = RunStats::default();
         let mut tripwires: BTreeMap<(String, String), u64> = BTreeMap::new();
+        let mut warnings: BTreeMap<(String, String), u64> = BTreeMap::new();
         let mut hooks: BTreeMap<(String, Hook), (HookLatency, Vec<Sample>)> = BTreeMap::new();
         for record in records {
             stats.runs += 1;
@@ -111,7 +128,15 @@ impl RunStats {
                 *tripwires.entry((tripwire.processor_id.clone(), tripwire.reason.clone())).or_default() += 1;
             }
             for entry in &record.timeline {
-                let TimelineEntry::Hook(call) = entry else { continue };
+                let call = match entry {
+                    TimelineEntry::Hook(call) => call,
+                    TimelineEntry::Warning(warned) => {
+                        let key = (warned.processor_id.clone(), warned.warning.kind.clone());
+                        *warnings.entry(key).or_default() += u64::from(warned.count);
+                        continue;
+                    }
+                    TimelineEntry::Model(_) | TimelineEntry::Tool(_) => continue,
+                };
                 let (latency, samples) =
                     hooks.entry((call.processor_id.clone(), call.hook)).or_insert_with(|| {
                         let latency = HookLatency {
@@ -148,6 +173,11 @@ impl RunStats {
             .map(|((processor_id, reason), count)| TripwireCount { processor_id, reason, count })
             .collect();
         stats.tripwires.sort_by_key(|tripwire| std::cmp::Reverse(tripwire.count));
+        stats.warnings = warnings
+            .into_iter()
+            .map(|((processor_id, kind), count)| WarningCount { processor_id, kind, count })
+            .collect();
+        stats.warnings.sort_by_key(|warning| std::cmp::Reverse(warning.count));
         stats.hooks = hooks
             .into_values()
             .map(|(mut latency, mut samples)| {
@@ -178,9 +208,20 @@ pub fn buckets<'a>(records: impl IntoIterator<Item = &'a RunRecord>, bucket_ms: 
             *bucket.tripwires.entry(tripwire.processor_id.clone()).or_default() += 1;
         }
         for entry in &record.timeline {
-            let TimelineEntry::Hook(call) = entry else { continue };
-            let calls = u64::from(call.calls.max(1));
-            samples.entry(call.processor_id.clone()).or_default().push((call.duration_us / calls, calls));
+            match entry {
+                TimelineEntry::Hook(call) => {
+                    let calls = u64::from(call.calls.max(1));
+                    samples
+                        .entry(call.processor_id.clone())
+                        .or_default()
+                        .push((call.duration_us / calls, calls));
+                }
+                TimelineEntry::Warning(warned) => {
+                    *bucket.warnings.entry(warned.processor_id.clone()).or_default() +=
+                        u64::from(warned.count);
+                }
+                TimelineEntry::Model(_) | TimelineEntry::Tool(_) => {}
+            }
         }
     }
     buckets

@@ -1,12 +1,12 @@
 //! What every hook receives besides its own arguments: the run it serves, the processor's own
-//! `state`, the retry count, a writer for custom `data-*` chunks, and `abort`.
+//! `state`, the retry count, a writer for custom `data-*` chunks, `warn` and `abort`.
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde_json::{Map, Value};
 
-use crate::domain::{DataChunk, RunInfo};
+use crate::domain::{DataChunk, RunInfo, Warning};
 
 /// The context of one hook call.
 #[derive(Debug)]
@@ -26,7 +26,8 @@ pub struct HookContext<'a> {
 }
 
 /// What one hook call tells the run's record besides its outcome: which remote instance
-/// answered, or why the processor was skipped. The runtime reads it once the call returns.
+/// answered, why the processor was skipped, what it warned of. The runtime reads it once the
+/// call returns.
 #[derive(Debug, Default)]
 pub struct CallNote(Mutex<CallNoted>);
 
@@ -39,6 +40,8 @@ pub struct CallNoted {
     pub skipped: Option<String>,
     /// The call was sent to an observer, not awaited.
     pub observed: bool,
+    /// What the call warned of, in order.
+    pub warnings: Vec<Warning>,
 }
 
 impl CallNote {
@@ -146,6 +149,16 @@ impl<'a> HookContext<'a> {
     /// chunks emitted from output hooks are kept as parts of the step's assistant message.
     pub fn emit(&mut self, chunk: DataChunk) {
         self.emitted.push(chunk);
+    }
+
+    /// Warns of what this call found without stopping the run: streamed to the client as a
+    /// transient `data-<kind>` chunk carrying the details, and kept in the run's record with
+    /// its message.
+    pub fn warn(&mut self, warning: Warning) {
+        self.emitted.push(DataChunk::new(warning.kind.as_str(), warning.details.clone()).transient());
+        if let Some(note) = self.note {
+            note.update(|noted| noted.warnings.push(warning));
+        }
     }
 
     /// An abort with this reason: `return Err(ctx.abort("blocked"))`. Add `.retry()` or

@@ -6,7 +6,7 @@ use serde_json::{Map, Value};
 
 use crate::domain::{
     Chunk, DataChunk, FinishReason, Hook, Message, MessageSource, ModelSettings, PromptMessage, RunInfo,
-    StepInput, StepResult, ToolCall, ToolChoice, ToolDefinition, ToolResult, TraceContext, Usage,
+    StepInput, StepResult, ToolCall, ToolChoice, ToolDefinition, ToolResult, TraceContext, Usage, Warning,
 };
 use crate::processor::Abort;
 
@@ -83,6 +83,8 @@ pub struct HookResult {
     pub outcome: Outcome,
     /// Custom chunks to stream.
     pub emitted: Vec<DataChunk>,
+    /// What it warned of.
+    pub warnings: Vec<Warning>,
 }
 
 /// What a remote processor decided.

@@ -288,6 +288,9 @@ impl RemoteProcessor {
         for chunk in reply.emitted {
             ctx.emit(chunk);
         }
+        for warning in reply.warnings {
+            ctx.warn(warning);
+        }
         match reply.outcome {
             Outcome::Abort(abort) => Err(HookError::Abort(abort)),
             Outcome::Failure(message) => {

@@ -1,12 +1,14 @@
 //! Run records on their way to the store, off every run's path: [`RecordWriter::submit`] never
-//! waits (when the queue is full the record is dropped and counted), and one task writes them in
-//! batches (what arrives within 50 ms of the first), then applies `[records]` retention now and
-//! then. A store that fails a write loses those records, never a run.
+//! waits and wakes nobody but for the first record of a batch (when too many wait, the record is
+//! dropped and counted), and one task writes them in batches (what arrives within 50 ms of the
+//! first), then applies `[records]` retention now and then. A store that fails a write loses
+//! those records, never a run.
 
-use std::sync::{Arc, OnceLock};
-use std::time::{Duration, Instant};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
 
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{Notify, oneshot};
+use tokio::time::Instant;
 
 use crate::config::RecordsConfig;
 use crate::domain::{RunRecord, now_millis};
@@ -15,7 +17,8 @@ use crate::storage::Store;
 /// Records waiting for the writer at most.
 const QUEUE: usize = 8192;
 
-/// Records written in one batch at most.
+/// Records written in one batch at most; a batch this big is written without waiting for the
+/// rest of its window.
 const BATCH: usize = 256;
 
 /// How long the writer gathers a batch after its first record: a record is in the store this
@@ -31,10 +34,36 @@ const PRUNE_SHARE: u64 = 10;
 
 const DAY_MS: i64 = 24 * 60 * 60 * 1000;
 
-enum Queued {
-    Record(Box<RunRecord>),
-    /// Answered once everything queued before it is written.
-    Flush(oneshot::Sender<()>),
+/// What waits for the writer.
+#[derive(Debug, Default)]
+struct Pending {
+    records: Vec<RunRecord>,
+    /// Answered once the records before them are written.
+    flushes: Vec<oneshot::Sender<()>>,
+    /// The runtime is gone: the writer writes what is left and ends.
+    closed: bool,
+}
+
+impl Pending {
+    /// Whether the writer should write now rather than wait for the rest of its window.
+    fn urgent(&self) -> bool {
+        self.records.len() >= BATCH || !self.flushes.is_empty() || self.closed
+    }
+}
+
+/// The queue between the runs and the writer: a vector behind a lock, not a channel, so that a
+/// run's record costs a push, and the writer is woken once a batch rather than once a record.
+#[derive(Debug, Default)]
+struct Queue {
+    pending: Mutex<Pending>,
+    wake: Notify,
+}
+
+impl Queue {
+    fn pending(&self) -> std::sync::MutexGuard<'_, Pending> {
+        // A panic while holding the lock leaves a vector, which is still a vector.
+        self.pending.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
 }
 
 /// The runtime's writer of run records.
@@ -42,13 +71,7 @@ enum Queued {
 pub(super) struct RecordWriter {
     target: Option<(Arc<dyn Store>, RecordsConfig)>,
     /// The writer task's queue, started by the first record.
-    queue: OnceLock<mpsc::Sender<Queued>>,
-}
-
-impl std::fmt::Debug for Queued {
-    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        formatter.write_str("Queued")
-    }
+    queue: OnceLock<Arc<Queue>>,
 }
 
 impl RecordWriter {
@@ -58,24 +81,33 @@ impl RecordWriter {
         RecordWriter { target, queue: OnceLock::new() }
     }
 
-    fn queue(&self) -> Option<&mpsc::Sender<Queued>> {
+    fn queue(&self) -> Option<&Arc<Queue>> {
         let (store, config) = self.target.as_ref()?;
         Some(self.queue.get_or_init(|| {
-            let (sender, receiver) = mpsc::channel(QUEUE);
-            tokio::spawn(write_records(Arc::clone(store), config.clone(), receiver));
-            sender
+            let queue = Arc::new(Queue::default());
+            tokio::spawn(write_records(Arc::clone(store), config.clone(), Arc::clone(&queue)));
+            queue
         }))
     }
 
     /// Queues `record` for the store.
     pub(super) fn submit(&self, record: RunRecord) {
         let Some(queue) = self.queue() else { return };
-        if queue.try_send(Queued::Record(Box::new(record))).is_err() {
+        let mut pending = queue.pending();
+        if pending.records.len() >= QUEUE {
+            drop(pending);
             crate::telemetry::metrics::global().count(
                 "agentwire_run_records_dropped_total",
                 &[("cause", "queue full")],
                 1,
             );
+            return;
+        }
+        pending.records.push(record);
+        let wake = pending.records.len() == 1 || pending.records.len() == BATCH;
+        drop(pending);
+        if wake {
+            queue.wake.notify_one();
         }
     }
 
@@ -83,40 +115,38 @@ impl RecordWriter {
     pub(super) async fn flush(&self) {
         let Some(queue) = self.queue.get() else { return };
         let (done, written) = oneshot::channel();
-        if queue.send(Queued::Flush(done)).await.is_ok() {
-            let _ = written.await;
+        queue.pending().flushes.push(done);
+        queue.wake.notify_one();
+        let _ = written.await;
+    }
+}
+
+impl Drop for RecordWriter {
+    fn drop(&mut self) {
+        if let Some(queue) = self.queue.get() {
+            queue.pending().closed = true;
+            queue.wake.notify_one();
         }
     }
 }
 
-async fn write_records(store: Arc<dyn Store>, config: RecordsConfig, mut queue: mpsc::Receiver<Queued>) {
+async fn write_records(store: Arc<dyn Store>, config: RecordsConfig, queue: Arc<Queue>) {
     let mut pruned = Instant::now();
     let mut written_since_pruned = 0;
     let prune_after = (config.max_runs / PRUNE_SHARE).max(1);
-    let mut batch = Vec::with_capacity(BATCH);
-    let mut flushes = Vec::new();
-    while let Some(first) = queue.recv().await {
-        let gathering = tokio::time::sleep(BATCH_WINDOW);
-        tokio::pin!(gathering);
-        let mut next = Some(first);
-        while let Some(queued) = next.take() {
-            match queued {
-                Queued::Record(record) => batch.push(*record),
-                // Whoever waits for a flush waits no longer than the write.
-                Queued::Flush(done) => {
-                    flushes.push(done);
-                    break;
-                }
-            }
-            if batch.len() < BATCH {
-                next = tokio::select! {
-                    queued = queue.recv() => queued,
-                    () = &mut gathering => None,
-                };
+    loop {
+        queue.wake.notified().await;
+        // The window opens with the first record; a full batch or a flush closes it early.
+        let closes = Instant::now() + BATCH_WINDOW;
+        while !queue.pending().urgent() && Instant::now() < closes {
+            tokio::select! {
+                () = queue.wake.notified() => {}
+                () = tokio::time::sleep_until(closes) => {}
             }
         }
-        if !batch.is_empty() {
-            let records = std::mem::replace(&mut batch, Vec::with_capacity(BATCH));
+        let Pending { mut records, flushes, closed } = std::mem::take(&mut *queue.pending());
+        while !records.is_empty() {
+            let rest = records.split_off(records.len().min(BATCH));
             let count = records.len() as u64;
             written_since_pruned += count;
             if let Err(error) = store.save_run_records(records).await {
@@ -127,9 +157,13 @@ async fn write_records(store: Arc<dyn Store>, config: RecordsConfig, mut queue: 
                     count,
                 );
             }
+            records = rest;
         }
-        for done in flushes.drain(..) {
+        for done in flushes {
             let _ = done.send(());
+        }
+        if closed {
+            return;
         }
         let many = config.max_runs > 0 && written_since_pruned >= prune_after;
         if many || pruned.elapsed() >= PRUNE_EVERY {

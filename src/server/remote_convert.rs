@@ -6,7 +6,7 @@ use super::pb;
 use super::step_convert::{tool_choice_from_pb, tools_from_pb};
 use super::value::{from_proto, from_struct, to_proto, to_struct};
 use crate::domain::{
-    Chunk, DATA_PREFIX, DataChunk, Hook, Message, MessageSource, PromptMessage, ToolCall, ToolResult,
+    Chunk, DATA_PREFIX, DataChunk, Hook, Message, MessageSource, PromptMessage, ToolCall, ToolResult, Warning,
 };
 use crate::processor::Abort;
 use crate::remote::{HookCall, HookResult, Outcome, Replacement, ToolInvocation, ToolOutput};
@@ -240,7 +240,14 @@ impl From<pb::HookResult> for HookResult {
                 _ => Err(format!("emit[{index}]: only data-* chunks may be emitted")),
             })
             .collect();
-        let outcome = match (result.outcome, &emitted) {
+        let warnings: Result<Vec<Warning>, String> = result
+            .warnings
+            .into_iter()
+            .enumerate()
+            .map(|(index, warning)| warning_from_pb(warning, index))
+            .collect();
+        let valid = emitted.as_ref().map(|_| ()).and(warnings.as_ref().map(|_| ()));
+        let outcome = match (result.outcome, &valid) {
             (_, Err(reason)) => Outcome::Failure(format!("malformed result: {reason}")),
             (None, _) => Outcome::Failure("malformed result: it sets no outcome".to_owned()),
             (Some(Wire::Continue(_)), _) => Outcome::Continue,
@@ -263,6 +270,37 @@ impl From<pb::HookResult> for HookResult {
                 Err(reason) => Outcome::Failure(format!("malformed result: {reason}")),
             },
         };
-        HookResult { state: result.state.map(from_struct), outcome, emitted: emitted.unwrap_or_default() }
+        HookResult {
+            state: result.state.map(from_struct),
+            outcome,
+            emitted: emitted.unwrap_or_default(),
+            warnings: warnings.unwrap_or_default(),
+        }
     }
+}
+
+/// Longest warning kind, in bytes.
+const MAX_WARNING_KIND: usize = 64;
+
+/// Longest warning message, in bytes.
+const MAX_WARNING_MESSAGE: usize = 4096;
+
+/// The warning at `index` of a result, its kind a `data-` chunk name's rest.
+fn warning_from_pb(warning: pb::Warning, index: usize) -> Result<Warning, String> {
+    let kind = &warning.kind;
+    let well_formed =
+        kind.bytes().all(|byte| byte.is_ascii_lowercase() || byte.is_ascii_digit() || byte == b'-');
+    if kind.is_empty() || kind.len() > MAX_WARNING_KIND || !well_formed {
+        return Err(format!(
+            "warnings[{index}].kind must be 1 to {MAX_WARNING_KIND} lowercase letters, digits or dashes"
+        ));
+    }
+    if warning.message.len() > MAX_WARNING_MESSAGE {
+        return Err(format!("warnings[{index}].message is longer than {MAX_WARNING_MESSAGE} bytes"));
+    }
+    Ok(Warning {
+        kind: warning.kind,
+        message: warning.message,
+        details: warning.details.map(from_proto).unwrap_or_default(),
+    })
 }

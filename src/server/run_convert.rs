@@ -92,6 +92,19 @@ fn entry_to_pb(entry: TimelineEntry) -> pb::TimelineEntry {
                 error: call.error.unwrap_or_default(),
             })),
         },
+        TimelineEntry::Warning(warned) => pb::TimelineEntry {
+            at_us: warned.at_us,
+            duration_us: 0,
+            entry: Some(Entry::Warning(pb::WarningEntry {
+                processor_id: warned.processor_id,
+                hook: warned.hook.name().to_owned(),
+                step: warned.step,
+                kind: warned.warning.kind,
+                message: warned.warning.message,
+                details: Some(to_proto(&warned.warning.details)),
+                count: warned.count,
+            })),
+        },
     }
 }
 
@@ -127,6 +140,15 @@ pub(super) fn stats_to_pb(stats: RunStats, complete: bool, buckets: Vec<StatsBuc
             .collect(),
         complete,
         buckets: buckets.into_iter().map(bucket_to_pb).collect(),
+        warnings: stats
+            .warnings
+            .into_iter()
+            .map(|warning| pb::WarningCount {
+                processor_id: warning.processor_id,
+                kind: warning.kind,
+                count: warning.count,
+            })
+            .collect(),
     }
 }
 
@@ -148,5 +170,6 @@ fn bucket_to_pb(bucket: StatsBucket) -> pb::StatsBucket {
                 (processor, latency)
             })
             .collect(),
+        warnings: bucket.warnings.into_iter().collect(),
     }
 }

@@ -111,6 +111,23 @@ def test_the_guardrails_page_counts_tripwires_by_processor_and_reason(browser, s
     assert browser.find_elements(By.CSS_SELECTOR, "svg.plot polyline"), "the plots draw lines"
 
 
+def test_warnings_show_on_the_run_and_the_guardrails_pages(browser, server, guard, shot):
+    """A `warn` strategy's finding is listed on the run's page, marked in its waterfall, and counted
+    by processor and kind on the guardrails page."""
+    with Client(server.address, api_key=ADMIN_KEY) as client:
+        result = client.generate("guarded", "write to ann@example.com", resource_id="tenant-bob")
+    assert not result.HasField("tripwire")
+    open_page(browser, server, f"runs/{result.run_id}")
+    warnings = wait_text(browser, ".warnings", "pii-warn")
+    assert "processInput" in warnings and "email" in warnings
+    assert browser.find_elements(By.CSS_SELECTOR, "svg.waterfall path.mark.warning"), "the warning is marked"
+    shot("run-warnings")
+    open_page(browser, server, "guardrails")
+    by_kind = wait_text(browser, ".warnings-by-kind table", "pii-warn")
+    assert "pii" in by_kind
+    shot("guardrails-warnings")
+
+
 def test_the_memory_page_shows_a_resources_threads_and_messages(browser, server, guard, shot):
     """A resource's threads, and a thread's messages when opened."""
     with Client(server.address, api_key=ADMIN_KEY) as client:

@@ -1,7 +1,7 @@
 //! Run records through the real server (`RunService`): every run leaves one — finished,
 //! tripwire, error, cancelled, timed out — with its timeline of hook, model and tool calls and
-//! what each decided (remote skips, timeouts and instances included); `ListRuns` filters and
-//! pages them, keys see only their resources' runs, retention and `DeleteResource` remove them.
+//! what each decided (remote skips, timeouts and instances included) and what processors warned
+//! of; `ListRuns` filters and pages them, keys see only their resources' runs, retention and `DeleteResource` remove them.
 
 use crate::common;
 
@@ -102,6 +102,20 @@ output_processors = ["digits", "short"]
 id = "muted"
 model = "mock/echo"
 input_processors = ["mute"]
+
+[processors.pii-warn]
+kind = "pii-detector"
+strategy = "warn"
+detectors = ["email"]
+
+[processors.warner]
+kind = "remote"
+
+[[agents]]
+id = "warned"
+model = "mock/echo"
+input_processors = ["pii-warn", "warner"]
+output_processors = ["pii-warn"]
 "#;
 
 /// `message` sent with API key `key`.
@@ -554,4 +568,74 @@ async fn stats_count_outcomes_tripwires_and_hook_latency() {
     let echo_only =
         client.get_stats(pb::GetStatsRequest { agent_id: "echo".into(), ..Default::default() }).await;
     assert_eq!(echo_only.unwrap().into_inner().runs, 2);
+}
+
+/// The warnings of one record.
+fn warnings(record: &pb::RunRecord) -> Vec<&pb::WarningEntry> {
+    record
+        .timeline
+        .iter()
+        .filter_map(|entry| match &entry.entry {
+            Some(Entry::Warning(warning)) => Some(warning),
+            _ => None,
+        })
+        .collect()
+}
+
+/// A `warn` strategy's finding and a remote processor's warnings are in the run's timeline with
+/// the processor, hook, step, kind and message (a stream processor's warnings of one kind in a
+/// step counted in one entry), still stream as `data-` chunks, and are counted by `GetStats`; a
+/// malformed remote warning fails the call, naming the field.
+#[tokio::test]
+async fn warnings_are_recorded_streamed_and_counted() {
+    let server = TestServer::start(CONFIG).await;
+    let answer: common::remote::Answer = Arc::new(|call| {
+        let text = common::remote::call_text(call);
+        let kind = if text.contains("BAD KIND") { "Not A Kind" } else { "tone" };
+        let warning = pb::Warning {
+            kind: kind.into(),
+            message: "the tone is curt".into(),
+            details: Some(agentwire::server::value::to_proto(&serde_json::json!({ "score": 0.7 }))),
+        };
+        let mut result = cont()?;
+        result.warnings.push(warning);
+        Some(result)
+    });
+    let _warner = serve(server.channel().await, "warner", &[pb::Hook::ProcessInput], answer).await;
+
+    let text = "mail ann@example.com and bob@example.com, then ann@example.com again";
+    let answer = server.generate(request("warned", text)).await;
+    let chunks: Vec<&str> = answer.data.iter().map(|chunk| chunk.r#type.as_str()).collect();
+    assert!(chunks.contains(&"data-pii") && chunks.contains(&"data-tone"), "{chunks:?}");
+    let record = record(&server, &answer.run_id).await;
+    assert_eq!(record.outcome, "finished");
+    let warned = warnings(&record);
+    let input = warned.iter().find(|warning| warning.hook == "processInput" && warning.kind == "pii");
+    let input = input.expect("the input's PII warning");
+    assert_eq!((input.processor_id.as_str(), input.step, input.count), ("pii-warn", None, 1));
+    assert!(input.message.contains("email"), "{input:?}");
+    let remote = warned.iter().find(|warning| warning.kind == "tone").expect("the remote warning");
+    assert_eq!((remote.processor_id.as_str(), remote.message.as_str()), ("warner", "the tone is curt"));
+    let details = remote.details.clone().map(agentwire::server::value::from_proto).unwrap();
+    assert_eq!(details["score"], 0.7);
+    let stream: Vec<_> = warned.iter().filter(|warning| warning.hook == "processOutputStream").collect();
+    assert_eq!(stream.len(), 1, "one entry for the step's PII warnings: {warned:?}");
+    assert_eq!(stream[0].step, Some(0));
+    assert!(stream[0].count >= 1, "{stream:?}");
+
+    let mut client = runs(&server).await;
+    let stats = client.get_stats(pb::GetStatsRequest::default()).await.unwrap().into_inner();
+    let count = |processor: &str, kind: &str| {
+        stats
+            .warnings
+            .iter()
+            .find(|warning| warning.processor_id == processor && warning.kind == kind)
+            .map(|w| w.count)
+    };
+    assert_eq!(count("warner", "tone"), Some(1));
+    assert_eq!(count("pii-warn", "pii"), Some(1 + u64::from(stream[0].count)));
+
+    let refused = server.generate(request("warned", "BAD KIND")).await;
+    let error = refused.error.expect("a malformed warning fails the call");
+    assert!(error.message.contains("warnings[0].kind"), "{error:?}");
 }

@@ -299,6 +299,23 @@ func Continue() *agentwirev1.HookResult {
 	return &agentwirev1.HookResult{Outcome: &agentwirev1.HookResult_Continue{Continue: &agentwirev1.Continue{}}}
 }
 
+// Warn lets the call pass with a warning of what it found: the client gets a transient
+// "data-<kind>" chunk with details (anything that marshals to JSON; nil for none), and the run's
+// record keeps the warning. kind is 1 to 64 lowercase letters, digits or dashes, e.g. "pii".
+func Warn(kind, message string, details any) *agentwirev1.HookResult {
+	return WithWarning(Continue(), kind, message, details)
+}
+
+// WithWarning adds a warning (see Warn) to any result, e.g. a Replace, and returns it.
+func WithWarning(result *agentwirev1.HookResult, kind, message string, details any) *agentwirev1.HookResult {
+	value, err := jsonValue(details)
+	if err != nil {
+		panic(fmt.Sprintf("agentwire: %s warning details are not JSON: %v", kind, err))
+	}
+	result.Warnings = append(result.Warnings, &agentwirev1.Warning{Kind: kind, Message: message, Details: value})
+	return result
+}
+
 // Abort stops the run with a tripwire.
 func Abort(reason string) *agentwirev1.HookResult {
 	return &agentwirev1.HookResult{Outcome: &agentwirev1.HookResult_Abort{Abort: &agentwirev1.Abort{Reason: reason}}}

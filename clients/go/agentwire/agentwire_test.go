@@ -168,6 +168,54 @@ func TestRunRecordsNameTheProcessorThatBlockedARun(t *testing.T) {
 	}
 }
 
+// TestAWarningStaysInTheRunRecord: a Go guard's Warn lets the run pass, streams a transient data
+// chunk, and leaves the warning in the run's record with its processor, hook and details.
+func TestAWarningStaysInTheRunRecord(t *testing.T) {
+	address := startServer(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	guard := agentwire.NewProcessor("word-guard").On(agentwirev1.Hook_HOOK_PROCESS_INPUT,
+		func(ctx context.Context, call agentwire.Call) *agentwirev1.HookResult {
+			return agentwire.Warn("tone", "the user is in a hurry", map[string]string{"word": "now"})
+		})
+	connect(t, ctx, guard, address)
+	client, err := agentwire.Dial(address)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	result, err := client.Generate(ctx, &agentwirev1.RunRequest{AgentId: "guarded", Text: "answer now", ResourceId: "go-warned"})
+	if err != nil || result.GetTripwire() != nil || result.GetText() != "echo: answer now" {
+		t.Fatalf("a warning lets the run pass: %v %v", result, err)
+	}
+	streamed := false
+	for _, chunk := range result.GetData() {
+		streamed = streamed || chunk.GetType() == "data-tone"
+	}
+	if !streamed {
+		t.Fatalf("the warning streams as data-tone: %v", result.GetData())
+	}
+	var record *agentwirev1.RunRecord
+	for deadline := time.Now().Add(10 * time.Second); record == nil; time.Sleep(20 * time.Millisecond) {
+		record, err = client.GetRun(ctx, result.GetRunId())
+		if status.Code(err) == codes.NotFound && time.Now().Before(deadline) {
+			record = nil
+		} else if err != nil {
+			t.Fatal(err)
+		}
+	}
+	var warnings []*agentwirev1.WarningEntry
+	for _, entry := range record.GetTimeline() {
+		if warning := entry.GetWarning(); warning != nil {
+			warnings = append(warnings, warning)
+		}
+	}
+	if len(warnings) != 1 || warnings[0].GetProcessorId() != "word-guard" || warnings[0].GetHook() != "processInput" ||
+		warnings[0].GetKind() != "tone" || warnings[0].GetDetails().GetStructValue().GetFields()["word"].GetStringValue() != "now" {
+		t.Fatalf("one warning of word-guard in processInput: %v", warnings)
+	}
+}
+
 // wordGuard is the shared config's word-guard: it trips runs whose input says "secret".
 func wordGuard() *agentwire.Processor {
 	return agentwire.NewProcessor("word-guard").On(agentwirev1.Hook_HOOK_PROCESS_INPUT,

@@ -1766,7 +1766,10 @@ type HookResult struct {
 	//	*HookResult_Failure
 	Outcome isHookResult_Outcome `protobuf_oneof:"outcome"`
 	// Custom `data-*` chunks to stream.
-	Emit          []*Chunk `protobuf:"bytes,20,rep,name=emit,proto3" json:"emit,omitempty"`
+	Emit []*Chunk `protobuf:"bytes,20,rep,name=emit,proto3" json:"emit,omitempty"`
+	// What the call found without stopping the run (a `warn` strategy): each streams as a
+	// transient `data-<kind>` chunk with its details and stays in the run's record.
+	Warnings      []*Warning `protobuf:"bytes,21,rep,name=warnings,proto3" json:"warnings,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1883,6 +1886,13 @@ func (x *HookResult) GetEmit() []*Chunk {
 	return nil
 }
 
+func (x *HookResult) GetWarnings() []*Warning {
+	if x != nil {
+		return x.Warnings
+	}
+	return nil
+}
+
 type isHookResult_Outcome interface {
 	isHookResult_Outcome()
 }
@@ -1929,6 +1939,69 @@ func (*HookResult_RetryApiCall) isHookResult_Outcome() {}
 
 func (*HookResult_Failure) isHookResult_Outcome() {}
 
+type Warning struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// A `data-` chunk name without the prefix: lowercase letters, digits and dashes.
+	Kind string `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`
+	// For a person reading the run.
+	Message string `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
+	// For a program.
+	Details       *structpb.Value `protobuf:"bytes,3,opt,name=details,proto3" json:"details,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Warning) Reset() {
+	*x = Warning{}
+	mi := &file_agentwire_v1_processor_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Warning) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Warning) ProtoMessage() {}
+
+func (x *Warning) ProtoReflect() protoreflect.Message {
+	mi := &file_agentwire_v1_processor_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Warning.ProtoReflect.Descriptor instead.
+func (*Warning) Descriptor() ([]byte, []int) {
+	return file_agentwire_v1_processor_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *Warning) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *Warning) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+func (x *Warning) GetDetails() *structpb.Value {
+	if x != nil {
+		return x.Details
+	}
+	return nil
+}
+
 type Continue struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -1937,7 +2010,7 @@ type Continue struct {
 
 func (x *Continue) Reset() {
 	*x = Continue{}
-	mi := &file_agentwire_v1_processor_proto_msgTypes[17]
+	mi := &file_agentwire_v1_processor_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1949,7 +2022,7 @@ func (x *Continue) String() string {
 func (*Continue) ProtoMessage() {}
 
 func (x *Continue) ProtoReflect() protoreflect.Message {
-	mi := &file_agentwire_v1_processor_proto_msgTypes[17]
+	mi := &file_agentwire_v1_processor_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1962,7 +2035,7 @@ func (x *Continue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Continue.ProtoReflect.Descriptor instead.
 func (*Continue) Descriptor() ([]byte, []int) {
-	return file_agentwire_v1_processor_proto_rawDescGZIP(), []int{17}
+	return file_agentwire_v1_processor_proto_rawDescGZIP(), []int{18}
 }
 
 type Drop struct {
@@ -1973,7 +2046,7 @@ type Drop struct {
 
 func (x *Drop) Reset() {
 	*x = Drop{}
-	mi := &file_agentwire_v1_processor_proto_msgTypes[18]
+	mi := &file_agentwire_v1_processor_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1985,7 +2058,7 @@ func (x *Drop) String() string {
 func (*Drop) ProtoMessage() {}
 
 func (x *Drop) ProtoReflect() protoreflect.Message {
-	mi := &file_agentwire_v1_processor_proto_msgTypes[18]
+	mi := &file_agentwire_v1_processor_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1998,7 +2071,7 @@ func (x *Drop) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Drop.ProtoReflect.Descriptor instead.
 func (*Drop) Descriptor() ([]byte, []int) {
-	return file_agentwire_v1_processor_proto_rawDescGZIP(), []int{18}
+	return file_agentwire_v1_processor_proto_rawDescGZIP(), []int{19}
 }
 
 type RetryApiCall struct {
@@ -2011,7 +2084,7 @@ type RetryApiCall struct {
 
 func (x *RetryApiCall) Reset() {
 	*x = RetryApiCall{}
-	mi := &file_agentwire_v1_processor_proto_msgTypes[19]
+	mi := &file_agentwire_v1_processor_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2023,7 +2096,7 @@ func (x *RetryApiCall) String() string {
 func (*RetryApiCall) ProtoMessage() {}
 
 func (x *RetryApiCall) ProtoReflect() protoreflect.Message {
-	mi := &file_agentwire_v1_processor_proto_msgTypes[19]
+	mi := &file_agentwire_v1_processor_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2036,7 +2109,7 @@ func (x *RetryApiCall) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RetryApiCall.ProtoReflect.Descriptor instead.
 func (*RetryApiCall) Descriptor() ([]byte, []int) {
-	return file_agentwire_v1_processor_proto_rawDescGZIP(), []int{19}
+	return file_agentwire_v1_processor_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *RetryApiCall) GetMessages() *MessageList {
@@ -2057,7 +2130,7 @@ type Abort struct {
 
 func (x *Abort) Reset() {
 	*x = Abort{}
-	mi := &file_agentwire_v1_processor_proto_msgTypes[20]
+	mi := &file_agentwire_v1_processor_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2069,7 +2142,7 @@ func (x *Abort) String() string {
 func (*Abort) ProtoMessage() {}
 
 func (x *Abort) ProtoReflect() protoreflect.Message {
-	mi := &file_agentwire_v1_processor_proto_msgTypes[20]
+	mi := &file_agentwire_v1_processor_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2082,7 +2155,7 @@ func (x *Abort) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Abort.ProtoReflect.Descriptor instead.
 func (*Abort) Descriptor() ([]byte, []int) {
-	return file_agentwire_v1_processor_proto_rawDescGZIP(), []int{20}
+	return file_agentwire_v1_processor_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *Abort) GetReason() string {
@@ -2115,7 +2188,7 @@ type Failure struct {
 
 func (x *Failure) Reset() {
 	*x = Failure{}
-	mi := &file_agentwire_v1_processor_proto_msgTypes[21]
+	mi := &file_agentwire_v1_processor_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2127,7 +2200,7 @@ func (x *Failure) String() string {
 func (*Failure) ProtoMessage() {}
 
 func (x *Failure) ProtoReflect() protoreflect.Message {
-	mi := &file_agentwire_v1_processor_proto_msgTypes[21]
+	mi := &file_agentwire_v1_processor_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2140,7 +2213,7 @@ func (x *Failure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Failure.ProtoReflect.Descriptor instead.
 func (*Failure) Descriptor() ([]byte, []int) {
-	return file_agentwire_v1_processor_proto_rawDescGZIP(), []int{21}
+	return file_agentwire_v1_processor_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *Failure) GetMessage() string {
@@ -2188,7 +2261,7 @@ type Replacement struct {
 
 func (x *Replacement) Reset() {
 	*x = Replacement{}
-	mi := &file_agentwire_v1_processor_proto_msgTypes[22]
+	mi := &file_agentwire_v1_processor_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2200,7 +2273,7 @@ func (x *Replacement) String() string {
 func (*Replacement) ProtoMessage() {}
 
 func (x *Replacement) ProtoReflect() protoreflect.Message {
-	mi := &file_agentwire_v1_processor_proto_msgTypes[22]
+	mi := &file_agentwire_v1_processor_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2213,7 +2286,7 @@ func (x *Replacement) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Replacement.ProtoReflect.Descriptor instead.
 func (*Replacement) Descriptor() ([]byte, []int) {
-	return file_agentwire_v1_processor_proto_rawDescGZIP(), []int{22}
+	return file_agentwire_v1_processor_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *Replacement) GetMessages() *MessageList {
@@ -2337,7 +2410,7 @@ type ToolSpecList struct {
 
 func (x *ToolSpecList) Reset() {
 	*x = ToolSpecList{}
-	mi := &file_agentwire_v1_processor_proto_msgTypes[23]
+	mi := &file_agentwire_v1_processor_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2349,7 +2422,7 @@ func (x *ToolSpecList) String() string {
 func (*ToolSpecList) ProtoMessage() {}
 
 func (x *ToolSpecList) ProtoReflect() protoreflect.Message {
-	mi := &file_agentwire_v1_processor_proto_msgTypes[23]
+	mi := &file_agentwire_v1_processor_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2362,7 +2435,7 @@ func (x *ToolSpecList) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolSpecList.ProtoReflect.Descriptor instead.
 func (*ToolSpecList) Descriptor() ([]byte, []int) {
-	return file_agentwire_v1_processor_proto_rawDescGZIP(), []int{23}
+	return file_agentwire_v1_processor_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ToolSpecList) GetTools() []*ToolSpec {
@@ -2381,7 +2454,7 @@ type ChunkList struct {
 
 func (x *ChunkList) Reset() {
 	*x = ChunkList{}
-	mi := &file_agentwire_v1_processor_proto_msgTypes[24]
+	mi := &file_agentwire_v1_processor_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2393,7 +2466,7 @@ func (x *ChunkList) String() string {
 func (*ChunkList) ProtoMessage() {}
 
 func (x *ChunkList) ProtoReflect() protoreflect.Message {
-	mi := &file_agentwire_v1_processor_proto_msgTypes[24]
+	mi := &file_agentwire_v1_processor_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2406,7 +2479,7 @@ func (x *ChunkList) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChunkList.ProtoReflect.Descriptor instead.
 func (*ChunkList) Descriptor() ([]byte, []int) {
-	return file_agentwire_v1_processor_proto_rawDescGZIP(), []int{24}
+	return file_agentwire_v1_processor_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *ChunkList) GetChunks() []*Chunk {
@@ -2425,7 +2498,7 @@ type MessageList struct {
 
 func (x *MessageList) Reset() {
 	*x = MessageList{}
-	mi := &file_agentwire_v1_processor_proto_msgTypes[25]
+	mi := &file_agentwire_v1_processor_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2437,7 +2510,7 @@ func (x *MessageList) String() string {
 func (*MessageList) ProtoMessage() {}
 
 func (x *MessageList) ProtoReflect() protoreflect.Message {
-	mi := &file_agentwire_v1_processor_proto_msgTypes[25]
+	mi := &file_agentwire_v1_processor_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2450,7 +2523,7 @@ func (x *MessageList) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MessageList.ProtoReflect.Descriptor instead.
 func (*MessageList) Descriptor() ([]byte, []int) {
-	return file_agentwire_v1_processor_proto_rawDescGZIP(), []int{25}
+	return file_agentwire_v1_processor_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *MessageList) GetMessages() []*Message {
@@ -2469,7 +2542,7 @@ type StringList struct {
 
 func (x *StringList) Reset() {
 	*x = StringList{}
-	mi := &file_agentwire_v1_processor_proto_msgTypes[26]
+	mi := &file_agentwire_v1_processor_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2481,7 +2554,7 @@ func (x *StringList) String() string {
 func (*StringList) ProtoMessage() {}
 
 func (x *StringList) ProtoReflect() protoreflect.Message {
-	mi := &file_agentwire_v1_processor_proto_msgTypes[26]
+	mi := &file_agentwire_v1_processor_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2494,7 +2567,7 @@ func (x *StringList) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StringList.ProtoReflect.Descriptor instead.
 func (*StringList) Descriptor() ([]byte, []int) {
-	return file_agentwire_v1_processor_proto_rawDescGZIP(), []int{26}
+	return file_agentwire_v1_processor_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *StringList) GetValues() []string {
@@ -2513,7 +2586,7 @@ type Ping struct {
 
 func (x *Ping) Reset() {
 	*x = Ping{}
-	mi := &file_agentwire_v1_processor_proto_msgTypes[27]
+	mi := &file_agentwire_v1_processor_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2525,7 +2598,7 @@ func (x *Ping) String() string {
 func (*Ping) ProtoMessage() {}
 
 func (x *Ping) ProtoReflect() protoreflect.Message {
-	mi := &file_agentwire_v1_processor_proto_msgTypes[27]
+	mi := &file_agentwire_v1_processor_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2538,7 +2611,7 @@ func (x *Ping) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Ping.ProtoReflect.Descriptor instead.
 func (*Ping) Descriptor() ([]byte, []int) {
-	return file_agentwire_v1_processor_proto_rawDescGZIP(), []int{27}
+	return file_agentwire_v1_processor_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *Ping) GetNonce() uint64 {
@@ -2557,7 +2630,7 @@ type Pong struct {
 
 func (x *Pong) Reset() {
 	*x = Pong{}
-	mi := &file_agentwire_v1_processor_proto_msgTypes[28]
+	mi := &file_agentwire_v1_processor_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2569,7 +2642,7 @@ func (x *Pong) String() string {
 func (*Pong) ProtoMessage() {}
 
 func (x *Pong) ProtoReflect() protoreflect.Message {
-	mi := &file_agentwire_v1_processor_proto_msgTypes[28]
+	mi := &file_agentwire_v1_processor_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2582,7 +2655,7 @@ func (x *Pong) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Pong.ProtoReflect.Descriptor instead.
 func (*Pong) Descriptor() ([]byte, []int) {
-	return file_agentwire_v1_processor_proto_rawDescGZIP(), []int{28}
+	return file_agentwire_v1_processor_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *Pong) GetNonce() uint64 {
@@ -2602,7 +2675,7 @@ type Cancel struct {
 
 func (x *Cancel) Reset() {
 	*x = Cancel{}
-	mi := &file_agentwire_v1_processor_proto_msgTypes[29]
+	mi := &file_agentwire_v1_processor_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2614,7 +2687,7 @@ func (x *Cancel) String() string {
 func (*Cancel) ProtoMessage() {}
 
 func (x *Cancel) ProtoReflect() protoreflect.Message {
-	mi := &file_agentwire_v1_processor_proto_msgTypes[29]
+	mi := &file_agentwire_v1_processor_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2627,7 +2700,7 @@ func (x *Cancel) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Cancel.ProtoReflect.Descriptor instead.
 func (*Cancel) Descriptor() ([]byte, []int) {
-	return file_agentwire_v1_processor_proto_rawDescGZIP(), []int{29}
+	return file_agentwire_v1_processor_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *Cancel) GetCallId() uint64 {
@@ -2649,7 +2722,7 @@ type Drain struct {
 
 func (x *Drain) Reset() {
 	*x = Drain{}
-	mi := &file_agentwire_v1_processor_proto_msgTypes[30]
+	mi := &file_agentwire_v1_processor_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2661,7 +2734,7 @@ func (x *Drain) String() string {
 func (*Drain) ProtoMessage() {}
 
 func (x *Drain) ProtoReflect() protoreflect.Message {
-	mi := &file_agentwire_v1_processor_proto_msgTypes[30]
+	mi := &file_agentwire_v1_processor_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2674,7 +2747,7 @@ func (x *Drain) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Drain.ProtoReflect.Descriptor instead.
 func (*Drain) Descriptor() ([]byte, []int) {
-	return file_agentwire_v1_processor_proto_rawDescGZIP(), []int{30}
+	return file_agentwire_v1_processor_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *Drain) GetDeadlineUnixMs() int64 {
@@ -2834,7 +2907,7 @@ const file_agentwire_v1_processor_proto_rawDesc = "" +
 	"\x05_seed\";\n" +
 	"\x13TaggedSystemMessage\x12\x10\n" +
 	"\x03tag\x18\x01 \x01(\tR\x03tag\x12\x12\n" +
-	"\x04text\x18\x02 \x01(\tR\x04text\"\xc3\x03\n" +
+	"\x04text\x18\x02 \x01(\tR\x04text\"\xf6\x03\n" +
 	"\n" +
 	"HookResult\x12\x17\n" +
 	"\acall_id\x18\x01 \x01(\x04R\x06callId\x12-\n" +
@@ -2846,8 +2919,13 @@ const file_agentwire_v1_processor_proto_rawDesc = "" +
 	"\x04drop\x18\r \x01(\v2\x12.agentwire.v1.DropH\x00R\x04drop\x12B\n" +
 	"\x0eretry_api_call\x18\x0e \x01(\v2\x1a.agentwire.v1.RetryApiCallH\x00R\fretryApiCall\x121\n" +
 	"\afailure\x18\x0f \x01(\v2\x15.agentwire.v1.FailureH\x00R\afailure\x12'\n" +
-	"\x04emit\x18\x14 \x03(\v2\x13.agentwire.v1.ChunkR\x04emitB\t\n" +
-	"\aoutcome\"\n" +
+	"\x04emit\x18\x14 \x03(\v2\x13.agentwire.v1.ChunkR\x04emit\x121\n" +
+	"\bwarnings\x18\x15 \x03(\v2\x15.agentwire.v1.WarningR\bwarningsB\t\n" +
+	"\aoutcome\"i\n" +
+	"\aWarning\x12\x12\n" +
+	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x18\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\x120\n" +
+	"\adetails\x18\x03 \x01(\v2\x16.google.protobuf.ValueR\adetails\"\n" +
 	"\n" +
 	"\bContinue\"\x06\n" +
 	"\x04Drop\"E\n" +
@@ -2936,7 +3014,7 @@ func file_agentwire_v1_processor_proto_rawDescGZIP() []byte {
 }
 
 var file_agentwire_v1_processor_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_agentwire_v1_processor_proto_msgTypes = make([]protoimpl.MessageInfo, 34)
+var file_agentwire_v1_processor_proto_msgTypes = make([]protoimpl.MessageInfo, 35)
 var file_agentwire_v1_processor_proto_goTypes = []any{
 	(Hook)(0),                      // 0: agentwire.v1.Hook
 	(HookMode)(0),                  // 1: agentwire.v1.HookMode
@@ -2958,111 +3036,114 @@ var file_agentwire_v1_processor_proto_goTypes = []any{
 	(*ModelSettings)(nil),          // 17: agentwire.v1.ModelSettings
 	(*TaggedSystemMessage)(nil),    // 18: agentwire.v1.TaggedSystemMessage
 	(*HookResult)(nil),             // 19: agentwire.v1.HookResult
-	(*Continue)(nil),               // 20: agentwire.v1.Continue
-	(*Drop)(nil),                   // 21: agentwire.v1.Drop
-	(*RetryApiCall)(nil),           // 22: agentwire.v1.RetryApiCall
-	(*Abort)(nil),                  // 23: agentwire.v1.Abort
-	(*Failure)(nil),                // 24: agentwire.v1.Failure
-	(*Replacement)(nil),            // 25: agentwire.v1.Replacement
-	(*ToolSpecList)(nil),           // 26: agentwire.v1.ToolSpecList
-	(*ChunkList)(nil),              // 27: agentwire.v1.ChunkList
-	(*MessageList)(nil),            // 28: agentwire.v1.MessageList
-	(*StringList)(nil),             // 29: agentwire.v1.StringList
-	(*Ping)(nil),                   // 30: agentwire.v1.Ping
-	(*Pong)(nil),                   // 31: agentwire.v1.Pong
-	(*Cancel)(nil),                 // 32: agentwire.v1.Cancel
-	(*Drain)(nil),                  // 33: agentwire.v1.Drain
-	nil,                            // 34: agentwire.v1.ToolInvocation.TraceContextEntry
-	nil,                            // 35: agentwire.v1.HookCall.RequestContextEntry
-	nil,                            // 36: agentwire.v1.HookCall.TraceContextEntry
-	(*structpb.Struct)(nil),        // 37: google.protobuf.Struct
-	(*structpb.Value)(nil),         // 38: google.protobuf.Value
-	(*Message)(nil),                // 39: agentwire.v1.Message
-	(*Chunk)(nil),                  // 40: agentwire.v1.Chunk
-	(*Usage)(nil),                  // 41: agentwire.v1.Usage
-	(*ToolCallPart)(nil),           // 42: agentwire.v1.ToolCallPart
-	(*ToolResultPart)(nil),         // 43: agentwire.v1.ToolResultPart
-	(*StepResult)(nil),             // 44: agentwire.v1.StepResult
+	(*Warning)(nil),                // 20: agentwire.v1.Warning
+	(*Continue)(nil),               // 21: agentwire.v1.Continue
+	(*Drop)(nil),                   // 22: agentwire.v1.Drop
+	(*RetryApiCall)(nil),           // 23: agentwire.v1.RetryApiCall
+	(*Abort)(nil),                  // 24: agentwire.v1.Abort
+	(*Failure)(nil),                // 25: agentwire.v1.Failure
+	(*Replacement)(nil),            // 26: agentwire.v1.Replacement
+	(*ToolSpecList)(nil),           // 27: agentwire.v1.ToolSpecList
+	(*ChunkList)(nil),              // 28: agentwire.v1.ChunkList
+	(*MessageList)(nil),            // 29: agentwire.v1.MessageList
+	(*StringList)(nil),             // 30: agentwire.v1.StringList
+	(*Ping)(nil),                   // 31: agentwire.v1.Ping
+	(*Pong)(nil),                   // 32: agentwire.v1.Pong
+	(*Cancel)(nil),                 // 33: agentwire.v1.Cancel
+	(*Drain)(nil),                  // 34: agentwire.v1.Drain
+	nil,                            // 35: agentwire.v1.ToolInvocation.TraceContextEntry
+	nil,                            // 36: agentwire.v1.HookCall.RequestContextEntry
+	nil,                            // 37: agentwire.v1.HookCall.TraceContextEntry
+	(*structpb.Struct)(nil),        // 38: google.protobuf.Struct
+	(*structpb.Value)(nil),         // 39: google.protobuf.Value
+	(*Message)(nil),                // 40: agentwire.v1.Message
+	(*Chunk)(nil),                  // 41: agentwire.v1.Chunk
+	(*Usage)(nil),                  // 42: agentwire.v1.Usage
+	(*ToolCallPart)(nil),           // 43: agentwire.v1.ToolCallPart
+	(*ToolResultPart)(nil),         // 44: agentwire.v1.ToolResultPart
+	(*StepResult)(nil),             // 45: agentwire.v1.StepResult
 }
 var file_agentwire_v1_processor_proto_depIdxs = []int32{
 	0,  // 0: agentwire.v1.ProcessorInstance.hooks:type_name -> agentwire.v1.Hook
 	4,  // 1: agentwire.v1.ListProcessorsResponse.instances:type_name -> agentwire.v1.ProcessorInstance
 	8,  // 2: agentwire.v1.ProcessorMessage.hello:type_name -> agentwire.v1.Hello
 	19, // 3: agentwire.v1.ProcessorMessage.result:type_name -> agentwire.v1.HookResult
-	31, // 4: agentwire.v1.ProcessorMessage.pong:type_name -> agentwire.v1.Pong
+	32, // 4: agentwire.v1.ProcessorMessage.pong:type_name -> agentwire.v1.Pong
 	11, // 5: agentwire.v1.ProcessorMessage.tool_result:type_name -> agentwire.v1.ToolOutput
 	14, // 6: agentwire.v1.ServerMessage.welcome:type_name -> agentwire.v1.Welcome
 	15, // 7: agentwire.v1.ServerMessage.call:type_name -> agentwire.v1.HookCall
-	32, // 8: agentwire.v1.ServerMessage.cancel:type_name -> agentwire.v1.Cancel
-	30, // 9: agentwire.v1.ServerMessage.ping:type_name -> agentwire.v1.Ping
-	33, // 10: agentwire.v1.ServerMessage.drain:type_name -> agentwire.v1.Drain
+	33, // 8: agentwire.v1.ServerMessage.cancel:type_name -> agentwire.v1.Cancel
+	31, // 9: agentwire.v1.ServerMessage.ping:type_name -> agentwire.v1.Ping
+	34, // 10: agentwire.v1.ServerMessage.drain:type_name -> agentwire.v1.Drain
 	10, // 11: agentwire.v1.ServerMessage.tool_call:type_name -> agentwire.v1.ToolInvocation
 	0,  // 12: agentwire.v1.Hello.hooks:type_name -> agentwire.v1.Hook
 	12, // 13: agentwire.v1.Hello.hook_options:type_name -> agentwire.v1.HookOptions
 	9,  // 14: agentwire.v1.Hello.tools:type_name -> agentwire.v1.ToolSpec
-	37, // 15: agentwire.v1.ToolSpec.parameters:type_name -> google.protobuf.Struct
-	38, // 16: agentwire.v1.ToolInvocation.args:type_name -> google.protobuf.Value
-	34, // 17: agentwire.v1.ToolInvocation.trace_context:type_name -> agentwire.v1.ToolInvocation.TraceContextEntry
-	38, // 18: agentwire.v1.ToolOutput.result:type_name -> google.protobuf.Value
+	38, // 15: agentwire.v1.ToolSpec.parameters:type_name -> google.protobuf.Struct
+	39, // 16: agentwire.v1.ToolInvocation.args:type_name -> google.protobuf.Value
+	35, // 17: agentwire.v1.ToolInvocation.trace_context:type_name -> agentwire.v1.ToolInvocation.TraceContextEntry
+	39, // 18: agentwire.v1.ToolOutput.result:type_name -> google.protobuf.Value
 	0,  // 19: agentwire.v1.HookOptions.hook:type_name -> agentwire.v1.Hook
 	1,  // 20: agentwire.v1.HookOptions.mode:type_name -> agentwire.v1.HookMode
 	13, // 21: agentwire.v1.HookOptions.window:type_name -> agentwire.v1.StreamWindow
 	0,  // 22: agentwire.v1.HookCall.hook:type_name -> agentwire.v1.Hook
-	37, // 23: agentwire.v1.HookCall.state:type_name -> google.protobuf.Struct
-	35, // 24: agentwire.v1.HookCall.request_context:type_name -> agentwire.v1.HookCall.RequestContextEntry
-	36, // 25: agentwire.v1.HookCall.trace_context:type_name -> agentwire.v1.HookCall.TraceContextEntry
-	39, // 26: agentwire.v1.HookCall.messages:type_name -> agentwire.v1.Message
-	40, // 27: agentwire.v1.HookCall.part:type_name -> agentwire.v1.Chunk
-	41, // 28: agentwire.v1.HookCall.usage:type_name -> agentwire.v1.Usage
-	42, // 29: agentwire.v1.HookCall.tool_calls:type_name -> agentwire.v1.ToolCallPart
-	42, // 30: agentwire.v1.HookCall.tool_call:type_name -> agentwire.v1.ToolCallPart
-	43, // 31: agentwire.v1.HookCall.tool_result:type_name -> agentwire.v1.ToolResultPart
-	39, // 32: agentwire.v1.HookCall.prompt:type_name -> agentwire.v1.Message
-	40, // 33: agentwire.v1.HookCall.chunks:type_name -> agentwire.v1.Chunk
+	38, // 23: agentwire.v1.HookCall.state:type_name -> google.protobuf.Struct
+	36, // 24: agentwire.v1.HookCall.request_context:type_name -> agentwire.v1.HookCall.RequestContextEntry
+	37, // 25: agentwire.v1.HookCall.trace_context:type_name -> agentwire.v1.HookCall.TraceContextEntry
+	40, // 26: agentwire.v1.HookCall.messages:type_name -> agentwire.v1.Message
+	41, // 27: agentwire.v1.HookCall.part:type_name -> agentwire.v1.Chunk
+	42, // 28: agentwire.v1.HookCall.usage:type_name -> agentwire.v1.Usage
+	43, // 29: agentwire.v1.HookCall.tool_calls:type_name -> agentwire.v1.ToolCallPart
+	43, // 30: agentwire.v1.HookCall.tool_call:type_name -> agentwire.v1.ToolCallPart
+	44, // 31: agentwire.v1.HookCall.tool_result:type_name -> agentwire.v1.ToolResultPart
+	40, // 32: agentwire.v1.HookCall.prompt:type_name -> agentwire.v1.Message
+	41, // 33: agentwire.v1.HookCall.chunks:type_name -> agentwire.v1.Chunk
 	2,  // 34: agentwire.v1.HookCall.message_sources:type_name -> agentwire.v1.MessageSource
 	18, // 35: agentwire.v1.HookCall.tagged_system_messages:type_name -> agentwire.v1.TaggedSystemMessage
-	44, // 36: agentwire.v1.HookCall.steps:type_name -> agentwire.v1.StepResult
+	45, // 36: agentwire.v1.HookCall.steps:type_name -> agentwire.v1.StepResult
 	16, // 37: agentwire.v1.HookCall.step_input:type_name -> agentwire.v1.StepInput
 	9,  // 38: agentwire.v1.StepInput.tools:type_name -> agentwire.v1.ToolSpec
-	29, // 39: agentwire.v1.StepInput.active_tools:type_name -> agentwire.v1.StringList
+	30, // 39: agentwire.v1.StepInput.active_tools:type_name -> agentwire.v1.StringList
 	17, // 40: agentwire.v1.StepInput.settings:type_name -> agentwire.v1.ModelSettings
-	37, // 41: agentwire.v1.StepInput.provider_options:type_name -> google.protobuf.Struct
-	37, // 42: agentwire.v1.StepInput.structured_output:type_name -> google.protobuf.Struct
-	37, // 43: agentwire.v1.HookResult.state:type_name -> google.protobuf.Struct
-	20, // 44: agentwire.v1.HookResult.continue:type_name -> agentwire.v1.Continue
-	23, // 45: agentwire.v1.HookResult.abort:type_name -> agentwire.v1.Abort
-	25, // 46: agentwire.v1.HookResult.replace:type_name -> agentwire.v1.Replacement
-	21, // 47: agentwire.v1.HookResult.drop:type_name -> agentwire.v1.Drop
-	22, // 48: agentwire.v1.HookResult.retry_api_call:type_name -> agentwire.v1.RetryApiCall
-	24, // 49: agentwire.v1.HookResult.failure:type_name -> agentwire.v1.Failure
-	40, // 50: agentwire.v1.HookResult.emit:type_name -> agentwire.v1.Chunk
-	28, // 51: agentwire.v1.RetryApiCall.messages:type_name -> agentwire.v1.MessageList
-	38, // 52: agentwire.v1.Abort.metadata:type_name -> google.protobuf.Value
-	28, // 53: agentwire.v1.Replacement.messages:type_name -> agentwire.v1.MessageList
-	29, // 54: agentwire.v1.Replacement.system_messages:type_name -> agentwire.v1.StringList
-	40, // 55: agentwire.v1.Replacement.part:type_name -> agentwire.v1.Chunk
-	38, // 56: agentwire.v1.Replacement.tool_result:type_name -> google.protobuf.Value
-	29, // 57: agentwire.v1.Replacement.active_tools:type_name -> agentwire.v1.StringList
-	28, // 58: agentwire.v1.Replacement.prompt:type_name -> agentwire.v1.MessageList
-	27, // 59: agentwire.v1.Replacement.parts:type_name -> agentwire.v1.ChunkList
-	18, // 60: agentwire.v1.Replacement.add_tagged_system_messages:type_name -> agentwire.v1.TaggedSystemMessage
-	27, // 61: agentwire.v1.Replacement.response:type_name -> agentwire.v1.ChunkList
-	26, // 62: agentwire.v1.Replacement.tools:type_name -> agentwire.v1.ToolSpecList
-	17, // 63: agentwire.v1.Replacement.model_settings:type_name -> agentwire.v1.ModelSettings
-	37, // 64: agentwire.v1.Replacement.provider_options:type_name -> google.protobuf.Struct
-	37, // 65: agentwire.v1.Replacement.structured_output:type_name -> google.protobuf.Struct
-	9,  // 66: agentwire.v1.ToolSpecList.tools:type_name -> agentwire.v1.ToolSpec
-	40, // 67: agentwire.v1.ChunkList.chunks:type_name -> agentwire.v1.Chunk
-	39, // 68: agentwire.v1.MessageList.messages:type_name -> agentwire.v1.Message
-	6,  // 69: agentwire.v1.ProcessorService.Connect:input_type -> agentwire.v1.ProcessorMessage
-	3,  // 70: agentwire.v1.ProcessorService.ListProcessors:input_type -> agentwire.v1.ListProcessorsRequest
-	7,  // 71: agentwire.v1.ProcessorService.Connect:output_type -> agentwire.v1.ServerMessage
-	5,  // 72: agentwire.v1.ProcessorService.ListProcessors:output_type -> agentwire.v1.ListProcessorsResponse
-	71, // [71:73] is the sub-list for method output_type
-	69, // [69:71] is the sub-list for method input_type
-	69, // [69:69] is the sub-list for extension type_name
-	69, // [69:69] is the sub-list for extension extendee
-	0,  // [0:69] is the sub-list for field type_name
+	38, // 41: agentwire.v1.StepInput.provider_options:type_name -> google.protobuf.Struct
+	38, // 42: agentwire.v1.StepInput.structured_output:type_name -> google.protobuf.Struct
+	38, // 43: agentwire.v1.HookResult.state:type_name -> google.protobuf.Struct
+	21, // 44: agentwire.v1.HookResult.continue:type_name -> agentwire.v1.Continue
+	24, // 45: agentwire.v1.HookResult.abort:type_name -> agentwire.v1.Abort
+	26, // 46: agentwire.v1.HookResult.replace:type_name -> agentwire.v1.Replacement
+	22, // 47: agentwire.v1.HookResult.drop:type_name -> agentwire.v1.Drop
+	23, // 48: agentwire.v1.HookResult.retry_api_call:type_name -> agentwire.v1.RetryApiCall
+	25, // 49: agentwire.v1.HookResult.failure:type_name -> agentwire.v1.Failure
+	41, // 50: agentwire.v1.HookResult.emit:type_name -> agentwire.v1.Chunk
+	20, // 51: agentwire.v1.HookResult.warnings:type_name -> agentwire.v1.Warning
+	39, // 52: agentwire.v1.Warning.details:type_name -> google.protobuf.Value
+	29, // 53: agentwire.v1.RetryApiCall.messages:type_name -> agentwire.v1.MessageList
+	39, // 54: agentwire.v1.Abort.metadata:type_name -> google.protobuf.Value
+	29, // 55: agentwire.v1.Replacement.messages:type_name -> agentwire.v1.MessageList
+	30, // 56: agentwire.v1.Replacement.system_messages:type_name -> agentwire.v1.StringList
+	41, // 57: agentwire.v1.Replacement.part:type_name -> agentwire.v1.Chunk
+	39, // 58: agentwire.v1.Replacement.tool_result:type_name -> google.protobuf.Value
+	30, // 59: agentwire.v1.Replacement.active_tools:type_name -> agentwire.v1.StringList
+	29, // 60: agentwire.v1.Replacement.prompt:type_name -> agentwire.v1.MessageList
+	28, // 61: agentwire.v1.Replacement.parts:type_name -> agentwire.v1.ChunkList
+	18, // 62: agentwire.v1.Replacement.add_tagged_system_messages:type_name -> agentwire.v1.TaggedSystemMessage
+	28, // 63: agentwire.v1.Replacement.response:type_name -> agentwire.v1.ChunkList
+	27, // 64: agentwire.v1.Replacement.tools:type_name -> agentwire.v1.ToolSpecList
+	17, // 65: agentwire.v1.Replacement.model_settings:type_name -> agentwire.v1.ModelSettings
+	38, // 66: agentwire.v1.Replacement.provider_options:type_name -> google.protobuf.Struct
+	38, // 67: agentwire.v1.Replacement.structured_output:type_name -> google.protobuf.Struct
+	9,  // 68: agentwire.v1.ToolSpecList.tools:type_name -> agentwire.v1.ToolSpec
+	41, // 69: agentwire.v1.ChunkList.chunks:type_name -> agentwire.v1.Chunk
+	40, // 70: agentwire.v1.MessageList.messages:type_name -> agentwire.v1.Message
+	6,  // 71: agentwire.v1.ProcessorService.Connect:input_type -> agentwire.v1.ProcessorMessage
+	3,  // 72: agentwire.v1.ProcessorService.ListProcessors:input_type -> agentwire.v1.ListProcessorsRequest
+	7,  // 73: agentwire.v1.ProcessorService.Connect:output_type -> agentwire.v1.ServerMessage
+	5,  // 74: agentwire.v1.ProcessorService.ListProcessors:output_type -> agentwire.v1.ListProcessorsResponse
+	73, // [73:75] is the sub-list for method output_type
+	71, // [71:73] is the sub-list for method input_type
+	71, // [71:71] is the sub-list for extension type_name
+	71, // [71:71] is the sub-list for extension extendee
+	0,  // [0:71] is the sub-list for field type_name
 }
 
 func init() { file_agentwire_v1_processor_proto_init() }
@@ -3094,14 +3175,14 @@ func file_agentwire_v1_processor_proto_init() {
 		(*HookResult_RetryApiCall)(nil),
 		(*HookResult_Failure)(nil),
 	}
-	file_agentwire_v1_processor_proto_msgTypes[22].OneofWrappers = []any{}
+	file_agentwire_v1_processor_proto_msgTypes[23].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_agentwire_v1_processor_proto_rawDesc), len(file_agentwire_v1_processor_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   34,
+			NumMessages:   35,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -117,7 +117,9 @@ type RunStats struct {
 	Complete bool `protobuf:"varint,5,opt,name=complete,proto3" json:"complete,omitempty"`
 	// With `bucket_ms`: the counted runs by the bucket they started in, oldest first; buckets
 	// without runs are left out.
-	Buckets       []*StatsBucket `protobuf:"bytes,6,rep,name=buckets,proto3" json:"buckets,omitempty"`
+	Buckets []*StatsBucket `protobuf:"bytes,6,rep,name=buckets,proto3" json:"buckets,omitempty"`
+	// Warnings by processor and kind, most first.
+	Warnings      []*WarningCount `protobuf:"bytes,7,rep,name=warnings,proto3" json:"warnings,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -194,6 +196,13 @@ func (x *RunStats) GetBuckets() []*StatsBucket {
 	return nil
 }
 
+func (x *RunStats) GetWarnings() []*WarningCount {
+	if x != nil {
+		return x.Warnings
+	}
+	return nil
+}
+
 // The runs that started in one bucket of a window.
 type StatsBucket struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -205,7 +214,9 @@ type StatsBucket struct {
 	// Tripwires by processor.
 	Tripwires map[string]uint64 `protobuf:"bytes,4,rep,name=tripwires,proto3" json:"tripwires,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
 	// Hook call times by processor, all its hooks together.
-	Latency       map[string]*BucketLatency `protobuf:"bytes,5,rep,name=latency,proto3" json:"latency,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	Latency map[string]*BucketLatency `protobuf:"bytes,5,rep,name=latency,proto3" json:"latency,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// Warnings by processor.
+	Warnings      map[string]uint64 `protobuf:"bytes,6,rep,name=warnings,proto3" json:"warnings,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -271,6 +282,13 @@ func (x *StatsBucket) GetTripwires() map[string]uint64 {
 func (x *StatsBucket) GetLatency() map[string]*BucketLatency {
 	if x != nil {
 		return x.Latency
+	}
+	return nil
+}
+
+func (x *StatsBucket) GetWarnings() map[string]uint64 {
+	if x != nil {
+		return x.Warnings
 	}
 	return nil
 }
@@ -396,6 +414,68 @@ func (x *TripwireCount) GetCount() uint64 {
 	return 0
 }
 
+// Runs' warnings of one processor and kind (each warning counted, also those counted together in
+// one timeline entry).
+type WarningCount struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ProcessorId   string                 `protobuf:"bytes,1,opt,name=processor_id,json=processorId,proto3" json:"processor_id,omitempty"`
+	Kind          string                 `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
+	Count         uint64                 `protobuf:"varint,3,opt,name=count,proto3" json:"count,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WarningCount) Reset() {
+	*x = WarningCount{}
+	mi := &file_agentwire_v1_runs_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WarningCount) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WarningCount) ProtoMessage() {}
+
+func (x *WarningCount) ProtoReflect() protoreflect.Message {
+	mi := &file_agentwire_v1_runs_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WarningCount.ProtoReflect.Descriptor instead.
+func (*WarningCount) Descriptor() ([]byte, []int) {
+	return file_agentwire_v1_runs_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *WarningCount) GetProcessorId() string {
+	if x != nil {
+		return x.ProcessorId
+	}
+	return ""
+}
+
+func (x *WarningCount) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *WarningCount) GetCount() uint64 {
+	if x != nil {
+		return x.Count
+	}
+	return 0
+}
+
 // The calls of one processor's hook; times in microseconds (the continuing calls of a stream
 // entry each count as its mean).
 type HookLatency struct {
@@ -416,7 +496,7 @@ type HookLatency struct {
 
 func (x *HookLatency) Reset() {
 	*x = HookLatency{}
-	mi := &file_agentwire_v1_runs_proto_msgTypes[5]
+	mi := &file_agentwire_v1_runs_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -428,7 +508,7 @@ func (x *HookLatency) String() string {
 func (*HookLatency) ProtoMessage() {}
 
 func (x *HookLatency) ProtoReflect() protoreflect.Message {
-	mi := &file_agentwire_v1_runs_proto_msgTypes[5]
+	mi := &file_agentwire_v1_runs_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -441,7 +521,7 @@ func (x *HookLatency) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HookLatency.ProtoReflect.Descriptor instead.
 func (*HookLatency) Descriptor() ([]byte, []int) {
-	return file_agentwire_v1_runs_proto_rawDescGZIP(), []int{5}
+	return file_agentwire_v1_runs_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *HookLatency) GetProcessorId() string {
@@ -528,7 +608,7 @@ type WatchRunsRequest struct {
 
 func (x *WatchRunsRequest) Reset() {
 	*x = WatchRunsRequest{}
-	mi := &file_agentwire_v1_runs_proto_msgTypes[6]
+	mi := &file_agentwire_v1_runs_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -540,7 +620,7 @@ func (x *WatchRunsRequest) String() string {
 func (*WatchRunsRequest) ProtoMessage() {}
 
 func (x *WatchRunsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentwire_v1_runs_proto_msgTypes[6]
+	mi := &file_agentwire_v1_runs_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -553,7 +633,7 @@ func (x *WatchRunsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchRunsRequest.ProtoReflect.Descriptor instead.
 func (*WatchRunsRequest) Descriptor() ([]byte, []int) {
-	return file_agentwire_v1_runs_proto_rawDescGZIP(), []int{6}
+	return file_agentwire_v1_runs_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *WatchRunsRequest) GetAgentId() string {
@@ -606,7 +686,7 @@ type RunEvent struct {
 
 func (x *RunEvent) Reset() {
 	*x = RunEvent{}
-	mi := &file_agentwire_v1_runs_proto_msgTypes[7]
+	mi := &file_agentwire_v1_runs_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -618,7 +698,7 @@ func (x *RunEvent) String() string {
 func (*RunEvent) ProtoMessage() {}
 
 func (x *RunEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_agentwire_v1_runs_proto_msgTypes[7]
+	mi := &file_agentwire_v1_runs_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -631,7 +711,7 @@ func (x *RunEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunEvent.ProtoReflect.Descriptor instead.
 func (*RunEvent) Descriptor() ([]byte, []int) {
-	return file_agentwire_v1_runs_proto_rawDescGZIP(), []int{7}
+	return file_agentwire_v1_runs_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *RunEvent) GetEvent() isRunEvent_Event {
@@ -718,7 +798,7 @@ type ListRunsRequest struct {
 
 func (x *ListRunsRequest) Reset() {
 	*x = ListRunsRequest{}
-	mi := &file_agentwire_v1_runs_proto_msgTypes[8]
+	mi := &file_agentwire_v1_runs_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -730,7 +810,7 @@ func (x *ListRunsRequest) String() string {
 func (*ListRunsRequest) ProtoMessage() {}
 
 func (x *ListRunsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentwire_v1_runs_proto_msgTypes[8]
+	mi := &file_agentwire_v1_runs_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -743,7 +823,7 @@ func (x *ListRunsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRunsRequest.ProtoReflect.Descriptor instead.
 func (*ListRunsRequest) Descriptor() ([]byte, []int) {
-	return file_agentwire_v1_runs_proto_rawDescGZIP(), []int{8}
+	return file_agentwire_v1_runs_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ListRunsRequest) GetAgentId() string {
@@ -821,7 +901,7 @@ type ListRunsResponse struct {
 
 func (x *ListRunsResponse) Reset() {
 	*x = ListRunsResponse{}
-	mi := &file_agentwire_v1_runs_proto_msgTypes[9]
+	mi := &file_agentwire_v1_runs_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -833,7 +913,7 @@ func (x *ListRunsResponse) String() string {
 func (*ListRunsResponse) ProtoMessage() {}
 
 func (x *ListRunsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentwire_v1_runs_proto_msgTypes[9]
+	mi := &file_agentwire_v1_runs_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -846,7 +926,7 @@ func (x *ListRunsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRunsResponse.ProtoReflect.Descriptor instead.
 func (*ListRunsResponse) Descriptor() ([]byte, []int) {
-	return file_agentwire_v1_runs_proto_rawDescGZIP(), []int{9}
+	return file_agentwire_v1_runs_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ListRunsResponse) GetRuns() []*RunRecord {
@@ -872,7 +952,7 @@ type GetRunRequest struct {
 
 func (x *GetRunRequest) Reset() {
 	*x = GetRunRequest{}
-	mi := &file_agentwire_v1_runs_proto_msgTypes[10]
+	mi := &file_agentwire_v1_runs_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -884,7 +964,7 @@ func (x *GetRunRequest) String() string {
 func (*GetRunRequest) ProtoMessage() {}
 
 func (x *GetRunRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentwire_v1_runs_proto_msgTypes[10]
+	mi := &file_agentwire_v1_runs_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -897,7 +977,7 @@ func (x *GetRunRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRunRequest.ProtoReflect.Descriptor instead.
 func (*GetRunRequest) Descriptor() ([]byte, []int) {
-	return file_agentwire_v1_runs_proto_rawDescGZIP(), []int{10}
+	return file_agentwire_v1_runs_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *GetRunRequest) GetRunId() string {
@@ -933,7 +1013,7 @@ type RunRecord struct {
 
 func (x *RunRecord) Reset() {
 	*x = RunRecord{}
-	mi := &file_agentwire_v1_runs_proto_msgTypes[11]
+	mi := &file_agentwire_v1_runs_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -945,7 +1025,7 @@ func (x *RunRecord) String() string {
 func (*RunRecord) ProtoMessage() {}
 
 func (x *RunRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_agentwire_v1_runs_proto_msgTypes[11]
+	mi := &file_agentwire_v1_runs_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -958,7 +1038,7 @@ func (x *RunRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunRecord.ProtoReflect.Descriptor instead.
 func (*RunRecord) Descriptor() ([]byte, []int) {
-	return file_agentwire_v1_runs_proto_rawDescGZIP(), []int{11}
+	return file_agentwire_v1_runs_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *RunRecord) GetRunId() string {
@@ -1064,6 +1144,7 @@ type TimelineEntry struct {
 	//	*TimelineEntry_Hook
 	//	*TimelineEntry_Model
 	//	*TimelineEntry_Tool
+	//	*TimelineEntry_Warning
 	Entry         isTimelineEntry_Entry `protobuf_oneof:"entry"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1071,7 +1152,7 @@ type TimelineEntry struct {
 
 func (x *TimelineEntry) Reset() {
 	*x = TimelineEntry{}
-	mi := &file_agentwire_v1_runs_proto_msgTypes[12]
+	mi := &file_agentwire_v1_runs_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1083,7 +1164,7 @@ func (x *TimelineEntry) String() string {
 func (*TimelineEntry) ProtoMessage() {}
 
 func (x *TimelineEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_agentwire_v1_runs_proto_msgTypes[12]
+	mi := &file_agentwire_v1_runs_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1096,7 +1177,7 @@ func (x *TimelineEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TimelineEntry.ProtoReflect.Descriptor instead.
 func (*TimelineEntry) Descriptor() ([]byte, []int) {
-	return file_agentwire_v1_runs_proto_rawDescGZIP(), []int{12}
+	return file_agentwire_v1_runs_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *TimelineEntry) GetAtUs() uint64 {
@@ -1147,6 +1228,15 @@ func (x *TimelineEntry) GetTool() *ToolCallEntry {
 	return nil
 }
 
+func (x *TimelineEntry) GetWarning() *WarningEntry {
+	if x != nil {
+		if x, ok := x.Entry.(*TimelineEntry_Warning); ok {
+			return x.Warning
+		}
+	}
+	return nil
+}
+
 type isTimelineEntry_Entry interface {
 	isTimelineEntry_Entry()
 }
@@ -1163,11 +1253,17 @@ type TimelineEntry_Tool struct {
 	Tool *ToolCallEntry `protobuf:"bytes,5,opt,name=tool,proto3,oneof"`
 }
 
+type TimelineEntry_Warning struct {
+	Warning *WarningEntry `protobuf:"bytes,6,opt,name=warning,proto3,oneof"`
+}
+
 func (*TimelineEntry_Hook) isTimelineEntry_Entry() {}
 
 func (*TimelineEntry_Model) isTimelineEntry_Entry() {}
 
 func (*TimelineEntry_Tool) isTimelineEntry_Entry() {}
+
+func (*TimelineEntry_Warning) isTimelineEntry_Entry() {}
 
 // A hook call (for `processOutputStream`, the processor's calls in the step with one decision
 // — continue, replaced, dropped — counted together; an abort or failure is its own entry).
@@ -1200,7 +1296,7 @@ type HookCallEntry struct {
 
 func (x *HookCallEntry) Reset() {
 	*x = HookCallEntry{}
-	mi := &file_agentwire_v1_runs_proto_msgTypes[13]
+	mi := &file_agentwire_v1_runs_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1212,7 +1308,7 @@ func (x *HookCallEntry) String() string {
 func (*HookCallEntry) ProtoMessage() {}
 
 func (x *HookCallEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_agentwire_v1_runs_proto_msgTypes[13]
+	mi := &file_agentwire_v1_runs_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1225,7 +1321,7 @@ func (x *HookCallEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HookCallEntry.ProtoReflect.Descriptor instead.
 func (*HookCallEntry) Descriptor() ([]byte, []int) {
-	return file_agentwire_v1_runs_proto_rawDescGZIP(), []int{13}
+	return file_agentwire_v1_runs_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *HookCallEntry) GetProcessorId() string {
@@ -1323,7 +1419,7 @@ type ModelCallEntry struct {
 
 func (x *ModelCallEntry) Reset() {
 	*x = ModelCallEntry{}
-	mi := &file_agentwire_v1_runs_proto_msgTypes[14]
+	mi := &file_agentwire_v1_runs_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1335,7 +1431,7 @@ func (x *ModelCallEntry) String() string {
 func (*ModelCallEntry) ProtoMessage() {}
 
 func (x *ModelCallEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_agentwire_v1_runs_proto_msgTypes[14]
+	mi := &file_agentwire_v1_runs_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1348,7 +1444,7 @@ func (x *ModelCallEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModelCallEntry.ProtoReflect.Descriptor instead.
 func (*ModelCallEntry) Descriptor() ([]byte, []int) {
-	return file_agentwire_v1_runs_proto_rawDescGZIP(), []int{14}
+	return file_agentwire_v1_runs_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ModelCallEntry) GetModel() string {
@@ -1406,7 +1502,7 @@ type ToolCallEntry struct {
 
 func (x *ToolCallEntry) Reset() {
 	*x = ToolCallEntry{}
-	mi := &file_agentwire_v1_runs_proto_msgTypes[15]
+	mi := &file_agentwire_v1_runs_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1418,7 +1514,7 @@ func (x *ToolCallEntry) String() string {
 func (*ToolCallEntry) ProtoMessage() {}
 
 func (x *ToolCallEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_agentwire_v1_runs_proto_msgTypes[15]
+	mi := &file_agentwire_v1_runs_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1431,7 +1527,7 @@ func (x *ToolCallEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolCallEntry.ProtoReflect.Descriptor instead.
 func (*ToolCallEntry) Descriptor() ([]byte, []int) {
-	return file_agentwire_v1_runs_proto_rawDescGZIP(), []int{15}
+	return file_agentwire_v1_runs_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ToolCallEntry) GetName() string {
@@ -1455,6 +1551,103 @@ func (x *ToolCallEntry) GetError() string {
 	return ""
 }
 
+// What a hook call warned of without stopping the run (a `warn` strategy's finding: PII, a
+// suspected injection, ...). For `processOutputStream`, a processor's warnings of one kind in one
+// step are counted together; the first one's message and details are kept.
+type WarningEntry struct {
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	ProcessorId string                 `protobuf:"bytes,1,opt,name=processor_id,json=processorId,proto3" json:"processor_id,omitempty"`
+	Hook        string                 `protobuf:"bytes,2,opt,name=hook,proto3" json:"hook,omitempty"`
+	// The step, absent for `processInput` and `processOutputResult`.
+	Step *uint32 `protobuf:"varint,3,opt,name=step,proto3,oneof" json:"step,omitempty"`
+	// The `data-` chunk it streamed as, without the prefix (`pii`, `prompt-injection`, ...).
+	Kind          string          `protobuf:"bytes,4,opt,name=kind,proto3" json:"kind,omitempty"`
+	Message       string          `protobuf:"bytes,5,opt,name=message,proto3" json:"message,omitempty"`
+	Details       *structpb.Value `protobuf:"bytes,6,opt,name=details,proto3" json:"details,omitempty"`
+	Count         uint32          `protobuf:"varint,7,opt,name=count,proto3" json:"count,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WarningEntry) Reset() {
+	*x = WarningEntry{}
+	mi := &file_agentwire_v1_runs_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WarningEntry) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WarningEntry) ProtoMessage() {}
+
+func (x *WarningEntry) ProtoReflect() protoreflect.Message {
+	mi := &file_agentwire_v1_runs_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WarningEntry.ProtoReflect.Descriptor instead.
+func (*WarningEntry) Descriptor() ([]byte, []int) {
+	return file_agentwire_v1_runs_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *WarningEntry) GetProcessorId() string {
+	if x != nil {
+		return x.ProcessorId
+	}
+	return ""
+}
+
+func (x *WarningEntry) GetHook() string {
+	if x != nil {
+		return x.Hook
+	}
+	return ""
+}
+
+func (x *WarningEntry) GetStep() uint32 {
+	if x != nil && x.Step != nil {
+		return *x.Step
+	}
+	return 0
+}
+
+func (x *WarningEntry) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *WarningEntry) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+func (x *WarningEntry) GetDetails() *structpb.Value {
+	if x != nil {
+		return x.Details
+	}
+	return nil
+}
+
+func (x *WarningEntry) GetCount() uint32 {
+	if x != nil {
+		return x.Count
+	}
+	return 0
+}
+
 var File_agentwire_v1_runs_proto protoreflect.FileDescriptor
 
 const file_agentwire_v1_runs_proto_rawDesc = "" +
@@ -1466,23 +1659,25 @@ const file_agentwire_v1_runs_proto_rawDesc = "" +
 	"resourceId\x12\x14\n" +
 	"\x05since\x18\x03 \x01(\x03R\x05since\x12\x14\n" +
 	"\x05until\x18\x04 \x01(\x03R\x05until\x12\x1b\n" +
-	"\tbucket_ms\x18\x05 \x01(\x03R\bbucketMs\"\xda\x02\n" +
+	"\tbucket_ms\x18\x05 \x01(\x03R\bbucketMs\"\x92\x03\n" +
 	"\bRunStats\x12\x12\n" +
 	"\x04runs\x18\x01 \x01(\x04R\x04runs\x12@\n" +
 	"\boutcomes\x18\x02 \x03(\v2$.agentwire.v1.RunStats.OutcomesEntryR\boutcomes\x129\n" +
 	"\ttripwires\x18\x03 \x03(\v2\x1b.agentwire.v1.TripwireCountR\ttripwires\x12/\n" +
 	"\x05hooks\x18\x04 \x03(\v2\x19.agentwire.v1.HookLatencyR\x05hooks\x12\x1a\n" +
 	"\bcomplete\x18\x05 \x01(\bR\bcomplete\x123\n" +
-	"\abuckets\x18\x06 \x03(\v2\x19.agentwire.v1.StatsBucketR\abuckets\x1a;\n" +
+	"\abuckets\x18\x06 \x03(\v2\x19.agentwire.v1.StatsBucketR\abuckets\x126\n" +
+	"\bwarnings\x18\a \x03(\v2\x1a.agentwire.v1.WarningCountR\bwarnings\x1a;\n" +
 	"\rOutcomesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\x04R\x05value:\x028\x01\"\xda\x03\n" +
+	"\x05value\x18\x02 \x01(\x04R\x05value:\x028\x01\"\xdc\x04\n" +
 	"\vStatsBucket\x12\x14\n" +
 	"\x05start\x18\x01 \x01(\x03R\x05start\x12\x12\n" +
 	"\x04runs\x18\x02 \x01(\x04R\x04runs\x12C\n" +
 	"\boutcomes\x18\x03 \x03(\v2'.agentwire.v1.StatsBucket.OutcomesEntryR\boutcomes\x12F\n" +
 	"\ttripwires\x18\x04 \x03(\v2(.agentwire.v1.StatsBucket.TripwiresEntryR\ttripwires\x12@\n" +
-	"\alatency\x18\x05 \x03(\v2&.agentwire.v1.StatsBucket.LatencyEntryR\alatency\x1a;\n" +
+	"\alatency\x18\x05 \x03(\v2&.agentwire.v1.StatsBucket.LatencyEntryR\alatency\x12C\n" +
+	"\bwarnings\x18\x06 \x03(\v2'.agentwire.v1.StatsBucket.WarningsEntryR\bwarnings\x1a;\n" +
 	"\rOutcomesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x04R\x05value:\x028\x01\x1a<\n" +
@@ -1491,7 +1686,10 @@ const file_agentwire_v1_runs_proto_rawDesc = "" +
 	"\x05value\x18\x02 \x01(\x04R\x05value:\x028\x01\x1aW\n" +
 	"\fLatencyEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x121\n" +
-	"\x05value\x18\x02 \x01(\v2\x1b.agentwire.v1.BucketLatencyR\x05value:\x028\x01\"S\n" +
+	"\x05value\x18\x02 \x01(\v2\x1b.agentwire.v1.BucketLatencyR\x05value:\x028\x01\x1a;\n" +
+	"\rWarningsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\x04R\x05value:\x028\x01\"S\n" +
 	"\rBucketLatency\x12\x14\n" +
 	"\x05calls\x18\x01 \x01(\x04R\x05calls\x12\x15\n" +
 	"\x06p50_us\x18\x02 \x01(\x04R\x05p50Us\x12\x15\n" +
@@ -1499,6 +1697,10 @@ const file_agentwire_v1_runs_proto_rawDesc = "" +
 	"\rTripwireCount\x12!\n" +
 	"\fprocessor_id\x18\x01 \x01(\tR\vprocessorId\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\x14\n" +
+	"\x05count\x18\x03 \x01(\x04R\x05count\"[\n" +
+	"\fWarningCount\x12!\n" +
+	"\fprocessor_id\x18\x01 \x01(\tR\vprocessorId\x12\x12\n" +
+	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x14\n" +
 	"\x05count\x18\x03 \x01(\x04R\x05count\"\x84\x02\n" +
 	"\vHookLatency\x12!\n" +
 	"\fprocessor_id\x18\x01 \x01(\tR\vprocessorId\x12\x12\n" +
@@ -1557,14 +1759,15 @@ const file_agentwire_v1_runs_proto_rawDesc = "" +
 	" \x01(\v2\x13.agentwire.v1.UsageR\x05usage\x122\n" +
 	"\btripwire\x18\v \x01(\v2\x16.agentwire.v1.TripwireR\btripwire\x120\n" +
 	"\x05error\x18\f \x01(\v2\x1a.agentwire.v1.ErrorPayloadR\x05error\x127\n" +
-	"\btimeline\x18\r \x03(\v2\x1b.agentwire.v1.TimelineEntryR\btimeline\"\xea\x01\n" +
+	"\btimeline\x18\r \x03(\v2\x1b.agentwire.v1.TimelineEntryR\btimeline\"\xa2\x02\n" +
 	"\rTimelineEntry\x12\x13\n" +
 	"\x05at_us\x18\x01 \x01(\x04R\x04atUs\x12\x1f\n" +
 	"\vduration_us\x18\x02 \x01(\x04R\n" +
 	"durationUs\x121\n" +
 	"\x04hook\x18\x03 \x01(\v2\x1b.agentwire.v1.HookCallEntryH\x00R\x04hook\x124\n" +
 	"\x05model\x18\x04 \x01(\v2\x1c.agentwire.v1.ModelCallEntryH\x00R\x05model\x121\n" +
-	"\x04tool\x18\x05 \x01(\v2\x1b.agentwire.v1.ToolCallEntryH\x00R\x04toolB\a\n" +
+	"\x04tool\x18\x05 \x01(\v2\x1b.agentwire.v1.ToolCallEntryH\x00R\x04tool\x126\n" +
+	"\awarning\x18\x06 \x01(\v2\x1a.agentwire.v1.WarningEntryH\x00R\awarningB\a\n" +
 	"\x05entry\"\xd5\x02\n" +
 	"\rHookCallEntry\x12!\n" +
 	"\fprocessor_id\x18\x01 \x01(\tR\vprocessorId\x12\x12\n" +
@@ -1593,7 +1796,16 @@ const file_agentwire_v1_runs_proto_rawDesc = "" +
 	"\rToolCallEntry\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04step\x18\x02 \x01(\rR\x04step\x12\x14\n" +
-	"\x05error\x18\x03 \x01(\tR\x05error2\xa1\x02\n" +
+	"\x05error\x18\x03 \x01(\tR\x05error\"\xdd\x01\n" +
+	"\fWarningEntry\x12!\n" +
+	"\fprocessor_id\x18\x01 \x01(\tR\vprocessorId\x12\x12\n" +
+	"\x04hook\x18\x02 \x01(\tR\x04hook\x12\x17\n" +
+	"\x04step\x18\x03 \x01(\rH\x00R\x04step\x88\x01\x01\x12\x12\n" +
+	"\x04kind\x18\x04 \x01(\tR\x04kind\x12\x18\n" +
+	"\amessage\x18\x05 \x01(\tR\amessage\x120\n" +
+	"\adetails\x18\x06 \x01(\v2\x16.google.protobuf.ValueR\adetails\x12\x14\n" +
+	"\x05count\x18\a \x01(\rR\x05countB\a\n" +
+	"\x05_step2\xa1\x02\n" +
 	"\n" +
 	"RunService\x12I\n" +
 	"\bListRuns\x12\x1d.agentwire.v1.ListRunsRequest\x1a\x1e.agentwire.v1.ListRunsResponse\x12>\n" +
@@ -1613,67 +1825,74 @@ func file_agentwire_v1_runs_proto_rawDescGZIP() []byte {
 	return file_agentwire_v1_runs_proto_rawDescData
 }
 
-var file_agentwire_v1_runs_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
+var file_agentwire_v1_runs_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
 var file_agentwire_v1_runs_proto_goTypes = []any{
 	(*GetStatsRequest)(nil),  // 0: agentwire.v1.GetStatsRequest
 	(*RunStats)(nil),         // 1: agentwire.v1.RunStats
 	(*StatsBucket)(nil),      // 2: agentwire.v1.StatsBucket
 	(*BucketLatency)(nil),    // 3: agentwire.v1.BucketLatency
 	(*TripwireCount)(nil),    // 4: agentwire.v1.TripwireCount
-	(*HookLatency)(nil),      // 5: agentwire.v1.HookLatency
-	(*WatchRunsRequest)(nil), // 6: agentwire.v1.WatchRunsRequest
-	(*RunEvent)(nil),         // 7: agentwire.v1.RunEvent
-	(*ListRunsRequest)(nil),  // 8: agentwire.v1.ListRunsRequest
-	(*ListRunsResponse)(nil), // 9: agentwire.v1.ListRunsResponse
-	(*GetRunRequest)(nil),    // 10: agentwire.v1.GetRunRequest
-	(*RunRecord)(nil),        // 11: agentwire.v1.RunRecord
-	(*TimelineEntry)(nil),    // 12: agentwire.v1.TimelineEntry
-	(*HookCallEntry)(nil),    // 13: agentwire.v1.HookCallEntry
-	(*ModelCallEntry)(nil),   // 14: agentwire.v1.ModelCallEntry
-	(*ToolCallEntry)(nil),    // 15: agentwire.v1.ToolCallEntry
-	nil,                      // 16: agentwire.v1.RunStats.OutcomesEntry
-	nil,                      // 17: agentwire.v1.StatsBucket.OutcomesEntry
-	nil,                      // 18: agentwire.v1.StatsBucket.TripwiresEntry
-	nil,                      // 19: agentwire.v1.StatsBucket.LatencyEntry
-	(*Usage)(nil),            // 20: agentwire.v1.Usage
-	(*Tripwire)(nil),         // 21: agentwire.v1.Tripwire
-	(*ErrorPayload)(nil),     // 22: agentwire.v1.ErrorPayload
-	(*structpb.Value)(nil),   // 23: google.protobuf.Value
+	(*WarningCount)(nil),     // 5: agentwire.v1.WarningCount
+	(*HookLatency)(nil),      // 6: agentwire.v1.HookLatency
+	(*WatchRunsRequest)(nil), // 7: agentwire.v1.WatchRunsRequest
+	(*RunEvent)(nil),         // 8: agentwire.v1.RunEvent
+	(*ListRunsRequest)(nil),  // 9: agentwire.v1.ListRunsRequest
+	(*ListRunsResponse)(nil), // 10: agentwire.v1.ListRunsResponse
+	(*GetRunRequest)(nil),    // 11: agentwire.v1.GetRunRequest
+	(*RunRecord)(nil),        // 12: agentwire.v1.RunRecord
+	(*TimelineEntry)(nil),    // 13: agentwire.v1.TimelineEntry
+	(*HookCallEntry)(nil),    // 14: agentwire.v1.HookCallEntry
+	(*ModelCallEntry)(nil),   // 15: agentwire.v1.ModelCallEntry
+	(*ToolCallEntry)(nil),    // 16: agentwire.v1.ToolCallEntry
+	(*WarningEntry)(nil),     // 17: agentwire.v1.WarningEntry
+	nil,                      // 18: agentwire.v1.RunStats.OutcomesEntry
+	nil,                      // 19: agentwire.v1.StatsBucket.OutcomesEntry
+	nil,                      // 20: agentwire.v1.StatsBucket.TripwiresEntry
+	nil,                      // 21: agentwire.v1.StatsBucket.LatencyEntry
+	nil,                      // 22: agentwire.v1.StatsBucket.WarningsEntry
+	(*Usage)(nil),            // 23: agentwire.v1.Usage
+	(*Tripwire)(nil),         // 24: agentwire.v1.Tripwire
+	(*ErrorPayload)(nil),     // 25: agentwire.v1.ErrorPayload
+	(*structpb.Value)(nil),   // 26: google.protobuf.Value
 }
 var file_agentwire_v1_runs_proto_depIdxs = []int32{
-	16, // 0: agentwire.v1.RunStats.outcomes:type_name -> agentwire.v1.RunStats.OutcomesEntry
+	18, // 0: agentwire.v1.RunStats.outcomes:type_name -> agentwire.v1.RunStats.OutcomesEntry
 	4,  // 1: agentwire.v1.RunStats.tripwires:type_name -> agentwire.v1.TripwireCount
-	5,  // 2: agentwire.v1.RunStats.hooks:type_name -> agentwire.v1.HookLatency
+	6,  // 2: agentwire.v1.RunStats.hooks:type_name -> agentwire.v1.HookLatency
 	2,  // 3: agentwire.v1.RunStats.buckets:type_name -> agentwire.v1.StatsBucket
-	17, // 4: agentwire.v1.StatsBucket.outcomes:type_name -> agentwire.v1.StatsBucket.OutcomesEntry
-	18, // 5: agentwire.v1.StatsBucket.tripwires:type_name -> agentwire.v1.StatsBucket.TripwiresEntry
-	19, // 6: agentwire.v1.StatsBucket.latency:type_name -> agentwire.v1.StatsBucket.LatencyEntry
-	11, // 7: agentwire.v1.RunEvent.started:type_name -> agentwire.v1.RunRecord
-	11, // 8: agentwire.v1.RunEvent.ended:type_name -> agentwire.v1.RunRecord
-	11, // 9: agentwire.v1.ListRunsResponse.runs:type_name -> agentwire.v1.RunRecord
-	20, // 10: agentwire.v1.RunRecord.usage:type_name -> agentwire.v1.Usage
-	21, // 11: agentwire.v1.RunRecord.tripwire:type_name -> agentwire.v1.Tripwire
-	22, // 12: agentwire.v1.RunRecord.error:type_name -> agentwire.v1.ErrorPayload
-	12, // 13: agentwire.v1.RunRecord.timeline:type_name -> agentwire.v1.TimelineEntry
-	13, // 14: agentwire.v1.TimelineEntry.hook:type_name -> agentwire.v1.HookCallEntry
-	14, // 15: agentwire.v1.TimelineEntry.model:type_name -> agentwire.v1.ModelCallEntry
-	15, // 16: agentwire.v1.TimelineEntry.tool:type_name -> agentwire.v1.ToolCallEntry
-	23, // 17: agentwire.v1.HookCallEntry.metadata:type_name -> google.protobuf.Value
-	20, // 18: agentwire.v1.ModelCallEntry.usage:type_name -> agentwire.v1.Usage
-	3,  // 19: agentwire.v1.StatsBucket.LatencyEntry.value:type_name -> agentwire.v1.BucketLatency
-	8,  // 20: agentwire.v1.RunService.ListRuns:input_type -> agentwire.v1.ListRunsRequest
-	10, // 21: agentwire.v1.RunService.GetRun:input_type -> agentwire.v1.GetRunRequest
-	6,  // 22: agentwire.v1.RunService.WatchRuns:input_type -> agentwire.v1.WatchRunsRequest
-	0,  // 23: agentwire.v1.RunService.GetStats:input_type -> agentwire.v1.GetStatsRequest
-	9,  // 24: agentwire.v1.RunService.ListRuns:output_type -> agentwire.v1.ListRunsResponse
-	11, // 25: agentwire.v1.RunService.GetRun:output_type -> agentwire.v1.RunRecord
-	7,  // 26: agentwire.v1.RunService.WatchRuns:output_type -> agentwire.v1.RunEvent
-	1,  // 27: agentwire.v1.RunService.GetStats:output_type -> agentwire.v1.RunStats
-	24, // [24:28] is the sub-list for method output_type
-	20, // [20:24] is the sub-list for method input_type
-	20, // [20:20] is the sub-list for extension type_name
-	20, // [20:20] is the sub-list for extension extendee
-	0,  // [0:20] is the sub-list for field type_name
+	5,  // 4: agentwire.v1.RunStats.warnings:type_name -> agentwire.v1.WarningCount
+	19, // 5: agentwire.v1.StatsBucket.outcomes:type_name -> agentwire.v1.StatsBucket.OutcomesEntry
+	20, // 6: agentwire.v1.StatsBucket.tripwires:type_name -> agentwire.v1.StatsBucket.TripwiresEntry
+	21, // 7: agentwire.v1.StatsBucket.latency:type_name -> agentwire.v1.StatsBucket.LatencyEntry
+	22, // 8: agentwire.v1.StatsBucket.warnings:type_name -> agentwire.v1.StatsBucket.WarningsEntry
+	12, // 9: agentwire.v1.RunEvent.started:type_name -> agentwire.v1.RunRecord
+	12, // 10: agentwire.v1.RunEvent.ended:type_name -> agentwire.v1.RunRecord
+	12, // 11: agentwire.v1.ListRunsResponse.runs:type_name -> agentwire.v1.RunRecord
+	23, // 12: agentwire.v1.RunRecord.usage:type_name -> agentwire.v1.Usage
+	24, // 13: agentwire.v1.RunRecord.tripwire:type_name -> agentwire.v1.Tripwire
+	25, // 14: agentwire.v1.RunRecord.error:type_name -> agentwire.v1.ErrorPayload
+	13, // 15: agentwire.v1.RunRecord.timeline:type_name -> agentwire.v1.TimelineEntry
+	14, // 16: agentwire.v1.TimelineEntry.hook:type_name -> agentwire.v1.HookCallEntry
+	15, // 17: agentwire.v1.TimelineEntry.model:type_name -> agentwire.v1.ModelCallEntry
+	16, // 18: agentwire.v1.TimelineEntry.tool:type_name -> agentwire.v1.ToolCallEntry
+	17, // 19: agentwire.v1.TimelineEntry.warning:type_name -> agentwire.v1.WarningEntry
+	26, // 20: agentwire.v1.HookCallEntry.metadata:type_name -> google.protobuf.Value
+	23, // 21: agentwire.v1.ModelCallEntry.usage:type_name -> agentwire.v1.Usage
+	26, // 22: agentwire.v1.WarningEntry.details:type_name -> google.protobuf.Value
+	3,  // 23: agentwire.v1.StatsBucket.LatencyEntry.value:type_name -> agentwire.v1.BucketLatency
+	9,  // 24: agentwire.v1.RunService.ListRuns:input_type -> agentwire.v1.ListRunsRequest
+	11, // 25: agentwire.v1.RunService.GetRun:input_type -> agentwire.v1.GetRunRequest
+	7,  // 26: agentwire.v1.RunService.WatchRuns:input_type -> agentwire.v1.WatchRunsRequest
+	0,  // 27: agentwire.v1.RunService.GetStats:input_type -> agentwire.v1.GetStatsRequest
+	10, // 28: agentwire.v1.RunService.ListRuns:output_type -> agentwire.v1.ListRunsResponse
+	12, // 29: agentwire.v1.RunService.GetRun:output_type -> agentwire.v1.RunRecord
+	8,  // 30: agentwire.v1.RunService.WatchRuns:output_type -> agentwire.v1.RunEvent
+	1,  // 31: agentwire.v1.RunService.GetStats:output_type -> agentwire.v1.RunStats
+	28, // [28:32] is the sub-list for method output_type
+	24, // [24:28] is the sub-list for method input_type
+	24, // [24:24] is the sub-list for extension type_name
+	24, // [24:24] is the sub-list for extension extendee
+	0,  // [0:24] is the sub-list for field type_name
 }
 
 func init() { file_agentwire_v1_runs_proto_init() }
@@ -1682,24 +1901,26 @@ func file_agentwire_v1_runs_proto_init() {
 		return
 	}
 	file_agentwire_v1_agent_proto_init()
-	file_agentwire_v1_runs_proto_msgTypes[7].OneofWrappers = []any{
+	file_agentwire_v1_runs_proto_msgTypes[8].OneofWrappers = []any{
 		(*RunEvent_Started)(nil),
 		(*RunEvent_Ended)(nil),
 		(*RunEvent_Missed)(nil),
 	}
-	file_agentwire_v1_runs_proto_msgTypes[12].OneofWrappers = []any{
+	file_agentwire_v1_runs_proto_msgTypes[13].OneofWrappers = []any{
 		(*TimelineEntry_Hook)(nil),
 		(*TimelineEntry_Model)(nil),
 		(*TimelineEntry_Tool)(nil),
+		(*TimelineEntry_Warning)(nil),
 	}
-	file_agentwire_v1_runs_proto_msgTypes[13].OneofWrappers = []any{}
+	file_agentwire_v1_runs_proto_msgTypes[14].OneofWrappers = []any{}
+	file_agentwire_v1_runs_proto_msgTypes[17].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_agentwire_v1_runs_proto_rawDesc), len(file_agentwire_v1_runs_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   20,
+			NumMessages:   23,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

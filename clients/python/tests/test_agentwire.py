@@ -5,9 +5,10 @@ import threading
 import time
 
 import grpc
+import pytest
 
-from agentwire import Client, Processor, abort
-from agentwire.v1 import memory_pb2
+from agentwire import Call, Client, Processor, abort
+from agentwire.v1 import memory_pb2, processor_pb2
 
 
 def test_generate_returns_the_answer(client):
@@ -284,6 +285,34 @@ def test_run_records_name_the_processor_that_blocked_a_run(server, client):
     fetched, runs = asyncio.run(read())
     assert fetched.tripwire.processor_id == "word-guard"
     assert runs == [result.run_id]
+
+
+def test_a_warning_streams_and_stays_in_the_run_record(server, client):
+    """call.warn streams a transient data chunk to the client and leaves a warning in the run's
+    record with the processor, hook, message and details, without stopping the run; a kind the
+    server would refuse is refused in Python already."""
+    guard = Processor("word-guard")
+
+    @guard.on("processInput")
+    def tone(call):
+        if "now" in call.text:
+            call.warn("tone", "the user is in a hurry", {"word": "now"})
+
+    guard.start(server, timeout=5)
+    try:
+        result = client.generate("guarded", "answer me now", resource_id="records-warned")
+    finally:
+        guard.stop()
+    assert not result.HasField("tripwire")
+    assert any(chunk.type == "data-tone" for chunk in result.data)
+    record = _recorded(client, result.run_id)
+    warnings = [entry.warning for entry in record.timeline if entry.WhichOneof("entry") == "warning"]
+    assert [(w.processor_id, w.hook, w.kind, w.message) for w in warnings] == [
+        ("word-guard", "processInput", "tone", "the user is in a hurry")
+    ]
+    assert warnings[0].details.struct_value["word"] == "now"
+    with pytest.raises(ValueError, match="warning kinds"):
+        Call(processor_pb2.HookCall()).warn("Not A Kind", "refused")
 
 
 def test_watch_runs_streams_a_run_as_it_begins_and_ends(server, client):

@@ -64,6 +64,8 @@ import {
   ToolOutputSchema,
   type ToolSpec,
   ToolSpecSchema,
+  type Warning,
+  WarningSchema,
 } from "./gen/agentwire/v1/processor_pb.js";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { type TlsOptions, transportTo } from "./client.js";
@@ -172,6 +174,21 @@ export class Call {
 
   /** Custom chunks to stream with the answer (see `emit`). */
   readonly emitted: Chunk[] = [];
+
+  /** What this call warned of (see `warn`). */
+  readonly warnings: Warning[] = [];
+
+  /**
+   * Warns of what this call found without stopping the run: the client gets a transient
+   * `data-<kind>` chunk with `details`, and the run's record keeps the warning (the console shows
+   * it). `kind` is 1 to 64 lowercase letters, digits or dashes, e.g. `"pii"`.
+   */
+  warn(kind: string, message: string, details: JsonValue = null): void {
+    if (!/^[a-z0-9-]{1,64}$/.test(kind)) {
+      throw new Error(`warning kinds are 1 to 64 lowercase letters, digits or dashes, not ${JSON.stringify(kind)}`);
+    }
+    this.warnings.push(create(WarningSchema, { kind, message, details: fromJson(ValueSchema, details) }));
+  }
 
   /** Streams a custom chunk (`type` starts with `data-`) with the answer; a non-transient one is kept with the run's answer. */
   emit(type: string, data: JsonValue, options: { id?: string; transient?: boolean } = {}): void {
@@ -505,6 +522,7 @@ export class Processor {
     }
     result.callId = raw.callId;
     result.emit.push(...call.emitted);
+    result.warnings.push(...call.warnings);
     if (JSON.stringify(call.state) !== before) result.state = call.state;
     return result;
   }

@@ -14,7 +14,10 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { guard } from "../examples/word-blocker.js";
 import { redactor } from "../examples/stream-redactor.js";
 import { tools } from "../examples/weather-tool.js";
-import { Client, Processor, abort } from "../src/index.js";
+import { create } from "@bufbuild/protobuf";
+
+import { HookCallSchema } from "../src/gen/agentwire/v1/processor_pb.js";
+import { Call, Client, Processor, abort } from "../src/index.js";
 import { config, root, serve, useServer } from "./server.js";
 
 const server = useServer();
@@ -76,6 +79,37 @@ test("run records name the processor that blocked a run", async () => {
   assert.equal(abort?.decision, "abort");
   assert.equal(abort?.reason, "no secrets, please");
   assert.ok(abort?.instanceId.startsWith("word-guard-"), abort?.instanceId);
+});
+
+test("a warning streams and stays in the run record", async () => {
+  const warner = new Processor("word-guard").on("processInput", (call) => {
+    call.warn("tone", "the user is in a hurry", { word: "now" });
+  });
+  await warner.start(server.address);
+  let result;
+  try {
+    result = await server.client.generate("guarded", "answer now", { resourceId: "ts-warned" });
+  } finally {
+    await warner.stop();
+  }
+  assert.equal(result.tripwire, undefined);
+  assert.ok(result.data.some((chunk) => chunk.type === "data-tone"), "streamed as data-tone");
+  const deadline = Date.now() + 10_000;
+  let record;
+  while (!record) {
+    try {
+      record = await server.client.getRun(result.runId);
+    } catch (error) {
+      if (ConnectError.from(error).code !== Code.NotFound || Date.now() > deadline) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  }
+  const warnings = record.timeline.flatMap((entry) => (entry.entry.case === "warning" ? [entry.entry.value] : []));
+  assert.deepEqual(
+    warnings.map((warning) => [warning.processorId, warning.hook, warning.kind, warning.message]),
+    [["word-guard", "processInput", "tone", "the user is in a hurry"]],
+  );
+  assert.throws(() => new Call(create(HookCallSchema)).warn("Not A Kind", "refused"), /warning kinds/);
 });
 
 test("a remote output rewriter (windowed) changes the answer", async () => {

@@ -1,5 +1,6 @@
-// Guardrails: over a window, tripwires by processor and reason and hook latency by processor —
-// as plots over time and as tables — with failures and `open`-policy skips. Refreshes itself.
+// Guardrails: over a window, tripwires by processor and reason, warnings by processor and kind,
+// and hook latency by processor — as plots over time and as tables — with failures and
+// `open`-policy skips. Refreshes itself.
 
 import { call } from "./api.js";
 import { linePlot } from "./plot.js";
@@ -28,6 +29,12 @@ const TRIPWIRES = [
   { title: "Processor", cell: (row) => row.processor_id },
   { title: "Reason", cell: (row) => row.reason },
   { title: "Runs", num: true, cell: (row) => row.count },
+];
+
+const WARNINGS = [
+  { title: "Processor", cell: (row) => row.processor_id },
+  { title: "Kind", cell: (row) => row.kind },
+  { title: "Warnings", num: true, cell: (row) => row.count },
 ];
 
 const HOOKS = [
@@ -72,10 +79,12 @@ export function render(view) {
         h("p", { class: "muted" }, `${stats.runs} runs${tripped ? ` (${tripped})` : ""}${stats.complete ? "" : " — the newest 10,000 of the window"}.`),
         h("div", { class: "grid" },
           h("section", { class: "panel" }, h("h3", {}, "Tripwires per processor"), linePlot(series(buckets, (bucket) => bucket.tripwires, counts), { ...axis, label: "Tripwires per processor over time" })),
+          h("section", { class: "panel" }, h("h3", {}, "Warnings per processor"), linePlot(series(buckets, (bucket) => bucket.warnings, counts), { ...axis, label: "Warnings per processor over time" })),
           h("section", { class: "panel" }, h("h3", {}, "Hook latency p95 per processor"), linePlot(series(buckets, latency("p95_us"), axis), { ...axis, label: "p95 hook latency per processor over time", format: micros })),
           h("section", { class: "panel" }, h("h3", {}, "Runs by outcome"), linePlot(series(buckets, (bucket) => bucket.outcomes, counts), { ...axis, label: "Runs by outcome over time" })),
         ),
         h("section", { class: "panel" }, h("h3", {}, "Tripwires by processor and reason"), table(TRIPWIRES, stats.tripwires, { empty: "No tripwires in this window." })),
+        h("section", { class: "panel warnings-by-kind" }, h("h3", {}, "Warnings by processor and kind"), table(WARNINGS, stats.warnings, { empty: "No warnings in this window." })),
         h("section", { class: "panel" }, h("h3", {}, "Hooks by processor"), table(HOOKS, stats.hooks, { empty: "No hook calls in this window." })),
       );
     } catch (error) {

@@ -1,15 +1,21 @@
-// One run: how it ended, what blocked it, and its timeline as a waterfall — every hook call by
-// processor and step, every model and tool call — with the remote instance that answered.
+// One run: how it ended, what blocked it, what processors warned of, and its timeline as a
+// waterfall — every hook call by processor and step, every model and tool call, every warning —
+// with the remote instance that answered.
 
 import { call } from "./api.js";
 import { badge, dateTime, duration, errorBox, h, micros, table } from "./view.js";
+
+const stepOf = (call) => (call.step === undefined || call.step === null ? "" : ` · step ${call.step}`);
 
 /** What a timeline entry is, for its row label. */
 function describe(entry) {
   if (entry.hook) {
     const hook = entry.hook;
-    const step = hook.step === undefined || hook.step === null ? "" : ` · step ${hook.step}`;
-    return { kind: "hook", label: `${hook.processor_id} · ${hook.hook}${step}`, decision: hook.decision };
+    return { kind: "hook", label: `${hook.processor_id} · ${hook.hook}${stepOf(hook)}`, decision: hook.decision };
+  }
+  if (entry.warning) {
+    const warning = entry.warning;
+    return { kind: "warning", label: `${warning.processor_id} · ${warning.hook}${stepOf(warning)} · ${warning.kind}`, decision: "warned" };
   }
   if (entry.model) return { kind: "model", label: `model ${entry.model.model} · step ${entry.model.step}`, decision: entry.model.error ? "failed" : "continue" };
   return { kind: "tool", label: `tool ${entry.tool.name} · step ${entry.tool.step}`, decision: entry.tool.error ? "failed" : "continue" };
@@ -31,6 +37,10 @@ function detail(entry) {
     const usage = model.usage ? `${model.usage.input_tokens ?? 0} in / ${model.usage.output_tokens ?? 0} out tokens` : "";
     return [model.error, model.first_token_us ? `first token ${micros(model.first_token_us)}` : "", usage, model.from_cache ? "from cache" : ""].filter(Boolean).join(" · ");
   }
+  if (entry.warning) {
+    const warning = entry.warning;
+    return [warning.message, warning.count > 1 ? `${warning.count} warnings (the first shown)` : ""].filter(Boolean).join(" · ");
+  }
   return entry.tool.error || "";
 }
 
@@ -45,9 +55,16 @@ function waterfall(record) {
     const { kind, label, decision } = describe(entry);
     const y = index * row + 4;
     const x = labelWidth + scale(entry.at_us);
+    const text = h("text", { x: 0, y: y + 12 }, label.length > 46 ? label.slice(0, 45) + "…" : label);
+    if (kind === "warning") {
+      const mid = y + (row - 6) / 2;
+      svg.append(text, h("path", { class: "mark warning", d: `M${x} ${mid - 7} L${x + 7} ${mid} L${x} ${mid + 7} L${x - 7} ${mid} Z` },
+        h("title", {}, `${label} at +${micros(entry.at_us)}: ${entry.warning.message}`)));
+      return;
+    }
     const classes = ["bar", kind === "hook" ? "" : kind, ["abort", "failed", "skipped"].includes(decision) ? decision : ""].join(" ");
     svg.append(
-      h("text", { x: 0, y: y + 12 }, label.length > 46 ? label.slice(0, 45) + "…" : label),
+      text,
       h("rect", { class: classes, x, y, width: Math.max(2, scale(entry.duration_us)), height: row - 6 },
         h("title", {}, `${label}: ${micros(entry.duration_us)} at +${micros(entry.at_us)} (${decision})`)),
       h("text", { x: x + Math.max(2, scale(entry.duration_us)) + 4, y: y + 12 }, micros(entry.duration_us)),
@@ -61,7 +78,7 @@ const COLUMNS = [
   { title: "At", num: true, cell: (entry) => `+${micros(entry.at_us)}` },
   { title: "Call", cell: (entry) => describe(entry).label },
   { title: "Decision", cell: (entry) => badge(describe(entry).decision) },
-  { title: "Took", num: true, cell: (entry) => micros(entry.duration_us) },
+  { title: "Took", num: true, cell: (entry) => (entry.warning ? "" : micros(entry.duration_us)) },
   { title: "Instance", cell: (entry) => (entry.hook && entry.hook.instance_id) || (entry.hook ? "in process" : "") },
   { title: "Detail", cell: detail },
 ];
@@ -80,6 +97,18 @@ function blocked(record) {
       trip.metadata !== null && trip.metadata !== undefined ? [h("dt", {}, "Metadata"), h("dd", {}, h("code", {}, JSON.stringify(trip.metadata)))] : null,
       call && call.hook.instance_id ? [h("dt", {}, "Instance"), h("dd", {}, call.hook.instance_id)] : null,
     ));
+}
+
+/** What processors warned of without stopping the run. */
+function warned(record) {
+  const warnings = record.timeline.filter((entry) => entry.warning).map((entry) => entry.warning);
+  if (!warnings.length) return null;
+  return h("section", { class: "panel warnings", "aria-label": "What processors warned of" },
+    h("h3", {}, `Warnings (${warnings.reduce((sum, warning) => sum + warning.count, 0)})`),
+    h("ul", {}, warnings.map((warning) => h("li", { class: "warning" },
+      h("strong", {}, warning.processor_id), ` · ${warning.hook}${stepOf(warning)} · `, badge(warning.kind), " ",
+      warning.message, warning.count > 1 ? ` (×${warning.count})` : "",
+      warning.details !== null && warning.details !== undefined ? [" ", h("code", {}, JSON.stringify(warning.details))] : null))));
 }
 
 export function render(view, runId) {
@@ -101,6 +130,7 @@ export function render(view, runId) {
         record.error && record.error.message ? [h("dt", {}, "Error"), h("dd", {}, `${record.error.origin || record.error.source}: ${record.error.message}`)] : null,
       )),
       blocked(record),
+      warned(record),
       h("section", { class: "panel" }, h("h3", {}, "Timeline"), record.timeline.length ? waterfall(record) : h("p", { class: "muted" }, "No calls recorded.")),
       h("section", { class: "panel" }, h("h3", {}, "Every call"), table(COLUMNS, record.timeline)),
     );

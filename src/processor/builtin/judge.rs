@@ -16,7 +16,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::config::MockScript;
-use crate::domain::{DataChunk, JsonSchema, ModelSettings, Part, PromptMessage, Role, ToolChoice, Usage};
+use crate::domain::{JsonSchema, ModelSettings, Part, PromptMessage, Role, ToolChoice, Usage, Warning};
 use crate::model::{LanguageModel, ModelEvent, ModelRegistry, ModelRequest};
 use crate::processor::{HookContext, HookError};
 
@@ -109,7 +109,8 @@ impl Judge {
         match self.on_failure {
             OnFailure::Block => Err(HookError::Failed(failure)),
             OnFailure::Allow => {
-                ctx.emit(DataChunk::new(report, json!({ "judge_error": failure })).transient());
+                let message = format!("{failure}; allowed (on_failure = \"allow\")");
+                ctx.warn(Warning::new(report, message, json!({ "judge_error": failure })));
                 Ok(None)
             }
         }

@@ -9,7 +9,7 @@ use serde_json::json;
 use whatlang::Lang;
 
 use super::BlockOrWarn;
-use crate::domain::{DataChunk, Hook, HookSet};
+use crate::domain::{Hook, HookSet, Warning};
 use crate::processor::{Abort, BuildError, HookError, InputArgs, InputOutcome, Processor, parse_options};
 
 pub(super) const KIND: &str = "language-detector";
@@ -96,7 +96,8 @@ impl Processor for LanguageDetector {
                 Err(Abort::new(reason).metadata(details).into())
             }
             BlockOrWarn::Warn => {
-                args.ctx.emit(DataChunk::new("language", details).transient());
+                let message = format!("Input language {} is not among those allowed", info.lang().eng_name());
+                args.ctx.warn(Warning::new("language", message, details));
                 Ok(InputOutcome::Unchanged)
             }
         }

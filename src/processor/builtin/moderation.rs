@@ -15,7 +15,7 @@ use serde_json::{Map, Value, json};
 
 use super::BlockOrWarn;
 use super::judge::{Judge, JudgeOptions, Verdict};
-use crate::domain::{Chunk, DataChunk, Hook, HookSet, JsonSchema, RunInfo, StreamWindow};
+use crate::domain::{Chunk, DataChunk, Hook, HookSet, JsonSchema, RunInfo, StreamWindow, Warning};
 use crate::processor::{
     Abort, BuildError, HookContext, HookError, InputArgs, InputOutcome, OutputWindowArgs, Processor,
     ProcessorResources, parse_options,
@@ -141,11 +141,15 @@ impl Moderation {
             "reason": value["reason"],
             "usage": usage,
         });
-        if !flagged.is_empty() && self.strategy == BlockOrWarn::Block {
-            let reason = format!("Moderation flagged {} in {}", flagged.join(", "), hook.name());
+        if flagged.is_empty() {
+            ctx.emit(DataChunk::new("moderation", details).transient());
+            return Ok(());
+        }
+        let reason = format!("Moderation flagged {} in {}", flagged.join(", "), hook.name());
+        if self.strategy == BlockOrWarn::Block {
             return Err(Abort::new(reason).metadata(details).into());
         }
-        ctx.emit(DataChunk::new("moderation", details).transient());
+        ctx.warn(Warning::new("moderation", reason, details));
         Ok(())
     }
 }

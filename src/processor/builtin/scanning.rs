@@ -6,7 +6,7 @@
 use serde_json::json;
 
 use super::scan::{Redaction, Scanner, Strategy, add_kinds, kinds, pass, redact, release};
-use crate::domain::{Chunk, DataChunk, Hook, HookSet, MessageList, Part};
+use crate::domain::{Chunk, Hook, HookSet, MessageList, Part, Warning};
 use crate::processor::{
     Abort, HookContext, HookError, InputArgs, InputOutcome, OutputStreamArgs, OutputStreamEndArgs, Processor,
 };
@@ -46,11 +46,11 @@ impl<S: ScannerFor> Scanning<S> {
             return Ok(());
         }
         let details = json!({ "hook": hook.name(), "found": found, "strategy": self.strategy_name() });
+        let reason = format!("{} detected in {}: {}", self.report, hook.name(), found.join(", "));
         if self.strategy == Strategy::Block {
-            let reason = format!("{} detected in {}: {}", self.report, hook.name(), found.join(", "));
             return Err(Abort::new(reason).metadata(details).into());
         }
-        ctx.emit(DataChunk::new(self.report, details).transient());
+        ctx.warn(Warning::new(self.report, reason, details));
         Ok(())
     }
 

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::domain::{DataChunk, Hook, HookSet, JsonSchema, Message};
+use crate::domain::{DataChunk, Hook, HookSet, JsonSchema, Message, Warning};
 use crate::processor::{
     Abort, BuildError, HookError, InputStepArgs, OutputStepArgs, Processor, StepOverrides, parse_options,
 };
@@ -133,7 +133,8 @@ impl Processor for StructuredOutput {
                 Err(Abort::new(reason).metadata(details).into())
             }
             OnError::Warn => {
-                args.ctx.emit(DataChunk::new("structured-output", details).transient());
+                let message = format!("No answer followed the schema: {problem}");
+                args.ctx.warn(Warning::new("structured-output", message, details));
                 Ok(None)
             }
             OnError::Fallback => {

@@ -1,7 +1,8 @@
 //! A run's record as it goes: every hook call (through `guarded`), model call and tool call,
-//! with when it started and how long it took; `conclude` turns it into the [`RunRecord`] the
-//! run leaves. The continuing calls of a stream processor in one step are counted in one entry,
-//! so a stream of thousands of chunks leaves a short timeline.
+//! with when it started and how long it took, and the warnings of the hook calls; `conclude`
+//! turns it into the [`RunRecord`] the run leaves. The continuing calls of a stream processor in
+//! one step are counted in one entry, and so are its warnings of one kind, so a stream of
+//! thousands of chunks leaves a short timeline.
 
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -9,7 +10,7 @@ use std::time::{Duration, Instant};
 use crate::domain::{FinishReason, Hook, RunFailure, RunInfo, RunStart, Tripwire, Usage};
 use crate::domain::{
     HookCallRecord, HookDecision, ModelCallRecord, RunOutcome, RunRecord, TimelineEntry, ToolCallRecord,
-    now_millis,
+    Warning, WarningRecord, now_millis,
 };
 use crate::processor::{CallNote, CallNoted};
 
@@ -31,6 +32,35 @@ struct Recording {
     step: Option<u32>,
     retry_count: u32,
     timeline: Vec<TimelineEntry>,
+}
+
+impl Recording {
+    /// A warning of a call at `at_us`, counted with an earlier one of the same processor, hook,
+    /// step and kind.
+    fn warned(&mut self, processor_id: &str, hook: Hook, step: Option<u32>, at_us: u64, warning: Warning) {
+        let same = self.timeline.iter_mut().rev().take(MERGE_WINDOW).find_map(|entry| match entry {
+            TimelineEntry::Warning(warned)
+                if warned.hook == hook
+                    && warned.step == step
+                    && warned.processor_id == processor_id
+                    && warned.warning.kind == warning.kind =>
+            {
+                Some(warned)
+            }
+            _ => None,
+        });
+        match same {
+            Some(warned) => warned.count += 1,
+            None => self.timeline.push(TimelineEntry::Warning(WarningRecord {
+                processor_id: processor_id.to_owned(),
+                hook,
+                step,
+                at_us,
+                count: 1,
+                warning,
+            })),
+        }
+    }
 }
 
 impl Recorder {
@@ -68,7 +98,7 @@ impl Recorder {
         elapsed: Duration,
         decision: Option<HookDecision>,
     ) {
-        let CallNoted { instance_id, skipped, observed } = self.note.take();
+        let CallNoted { instance_id, skipped, observed, warnings } = self.note.take();
         let decision = decision.unwrap_or(match (skipped, observed) {
             (Some(cause), _) => HookDecision::Skipped { cause },
             (None, true) => HookDecision::Observed,
@@ -78,6 +108,9 @@ impl Recorder {
         let at_us = self.at_us(started);
         let mut recording = self.recording();
         let (step, retry_count) = (recording.step, recording.retry_count);
+        for warning in warnings {
+            recording.warned(processor_id, hook, step, at_us, warning);
+        }
         let mergeable = matches!(
             decision,
             HookDecision::Continue | HookDecision::Replaced { .. } | HookDecision::Dropped

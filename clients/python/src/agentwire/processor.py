@@ -60,6 +60,7 @@ import inspect
 import logging
 import os
 import queue
+import re
 import threading
 import time
 import socket
@@ -139,6 +140,9 @@ def _resolve(addresses: Sequence[str]) -> Dict[str, Optional[str]]:
     return targets
 
 
+# What the server accepts as a warning's kind.
+_WARNING_KIND = re.compile(r"[a-z0-9-]{1,64}")
+
 # The protocol versions this helper speaks, inclusive.
 MIN_PROTOCOL_VERSION = 1
 PROTOCOL_VERSION = 2
@@ -170,6 +174,17 @@ class Call:
         self.hook = _HOOK_NAMES.get(raw.hook, "unknown")
         self.state: Dict[str, Any] = json_format.MessageToDict(raw.state) if raw.HasField("state") else {}
         self.emitted: List[agent_pb2.Chunk] = []
+        self.warnings: List[processor_pb2.Warning] = []
+
+    def warn(self, kind: str, message: str, details: Any = None) -> None:
+        """Warns of what this call found without stopping the run: the client gets a transient
+        `data-<kind>` chunk with `details`, and the run's record keeps the warning (the console
+        shows it). `kind` is lowercase letters, digits and dashes, e.g. `"pii"`."""
+        if not _WARNING_KIND.fullmatch(kind):
+            raise ValueError(f"warning kinds are 1 to 64 lowercase letters, digits or dashes, not {kind!r}")
+        warning = processor_pb2.Warning(kind=kind, message=message)
+        json_format.ParseDict(details, warning.details)
+        self.warnings.append(warning)
 
     def emit(self, type: str, data: Any, id: str = "", transient: bool = False) -> None:
         """Streams a custom chunk (`type` starts with `data-`) with the answer to this call;
@@ -425,6 +440,7 @@ class Processor:
             result = processor_pb2.HookResult(failure=processor_pb2.Failure(message=f"{type(error).__name__}: {error}"))
         result.call_id = raw.call_id
         result.emit.extend(call.emitted)
+        result.warnings.extend(call.warnings)
         if call.state != before:
             json_format.ParseDict(call.state, result.state)
         return result

@@ -28,7 +28,7 @@ pub use self::ngram::{
 };
 use super::judge::{Judge, JudgeOptions, Verdict, defanged};
 use super::unicode_normalizer::fold;
-use crate::domain::{DataChunk, Hook, HookSet, JsonSchema, Part};
+use crate::domain::{Hook, HookSet, JsonSchema, Part, Warning};
 use crate::processor::{
     Abort, BuildError, HookContext, HookError, InputArgs, InputOutcome, Processor, ProcessorResources,
     ToolResultArgs, ToolResultOutcome, parse_options,
@@ -220,11 +220,11 @@ impl PromptInjectionDetector {
     /// Blocks, or reports (adding the strategy to the details).
     fn act(&self, ctx: &mut HookContext<'_>, hook: Hook, mut details: Value) -> Result<(), HookError> {
         details["strategy"] = json!(self.strategy.name());
+        let reason = format!("Possible prompt injection in {}", hook.name());
         if self.strategy == Strategy::Block {
-            let reason = format!("Possible prompt injection in {}", hook.name());
             return Err(Abort::new(reason).metadata(details).into());
         }
-        ctx.emit(DataChunk::new("prompt-injection", details).transient());
+        ctx.warn(Warning::new("prompt-injection", reason, details));
         Ok(())
     }
 }

@@ -332,7 +332,7 @@ class TaggedSystemMessage(_message.Message):
     def __init__(self, tag: _Optional[str] = ..., text: _Optional[str] = ...) -> None: ...
 
 class HookResult(_message.Message):
-    __slots__ = ("call_id", "state", "abort", "replace", "drop", "retry_api_call", "failure", "emit")
+    __slots__ = ("call_id", "state", "abort", "replace", "drop", "retry_api_call", "failure", "emit", "warnings")
     CALL_ID_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
     CONTINUE_FIELD_NUMBER: _ClassVar[int]
@@ -342,6 +342,7 @@ class HookResult(_message.Message):
     RETRY_API_CALL_FIELD_NUMBER: _ClassVar[int]
     FAILURE_FIELD_NUMBER: _ClassVar[int]
     EMIT_FIELD_NUMBER: _ClassVar[int]
+    WARNINGS_FIELD_NUMBER: _ClassVar[int]
     call_id: int
     state: _struct_pb2.Struct
     abort: Abort
@@ -350,7 +351,18 @@ class HookResult(_message.Message):
     retry_api_call: RetryApiCall
     failure: Failure
     emit: _containers.RepeatedCompositeFieldContainer[_agent_pb2.Chunk]
-    def __init__(self, call_id: _Optional[int] = ..., state: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., abort: _Optional[_Union[Abort, _Mapping]] = ..., replace: _Optional[_Union[Replacement, _Mapping]] = ..., drop: _Optional[_Union[Drop, _Mapping]] = ..., retry_api_call: _Optional[_Union[RetryApiCall, _Mapping]] = ..., failure: _Optional[_Union[Failure, _Mapping]] = ..., emit: _Optional[_Iterable[_Union[_agent_pb2.Chunk, _Mapping]]] = ..., **kwargs) -> None: ...
+    warnings: _containers.RepeatedCompositeFieldContainer[Warning]
+    def __init__(self, call_id: _Optional[int] = ..., state: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., abort: _Optional[_Union[Abort, _Mapping]] = ..., replace: _Optional[_Union[Replacement, _Mapping]] = ..., drop: _Optional[_Union[Drop, _Mapping]] = ..., retry_api_call: _Optional[_Union[RetryApiCall, _Mapping]] = ..., failure: _Optional[_Union[Failure, _Mapping]] = ..., emit: _Optional[_Iterable[_Union[_agent_pb2.Chunk, _Mapping]]] = ..., warnings: _Optional[_Iterable[_Union[Warning, _Mapping]]] = ..., **kwargs) -> None: ...
+
+class Warning(_message.Message):
+    __slots__ = ("kind", "message", "details")
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    DETAILS_FIELD_NUMBER: _ClassVar[int]
+    kind: str
+    message: str
+    details: _struct_pb2.Value
+    def __init__(self, kind: _Optional[str] = ..., message: _Optional[str] = ..., details: _Optional[_Union[_struct_pb2.Value, _Mapping]] = ...) -> None: ...
 
 class Continue(_message.Message):
     __slots__ = ()

@@ -23,7 +23,7 @@ class GetStatsRequest(_message.Message):
     def __init__(self, agent_id: _Optional[str] = ..., resource_id: _Optional[str] = ..., since: _Optional[int] = ..., until: _Optional[int] = ..., bucket_ms: _Optional[int] = ...) -> None: ...
 
 class RunStats(_message.Message):
-    __slots__ = ("runs", "outcomes", "tripwires", "hooks", "complete", "buckets")
+    __slots__ = ("runs", "outcomes", "tripwires", "hooks", "complete", "buckets", "warnings")
     class OutcomesEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -37,16 +37,18 @@ class RunStats(_message.Message):
     HOOKS_FIELD_NUMBER: _ClassVar[int]
     COMPLETE_FIELD_NUMBER: _ClassVar[int]
     BUCKETS_FIELD_NUMBER: _ClassVar[int]
+    WARNINGS_FIELD_NUMBER: _ClassVar[int]
     runs: int
     outcomes: _containers.ScalarMap[str, int]
     tripwires: _containers.RepeatedCompositeFieldContainer[TripwireCount]
     hooks: _containers.RepeatedCompositeFieldContainer[HookLatency]
     complete: bool
     buckets: _containers.RepeatedCompositeFieldContainer[StatsBucket]
-    def __init__(self, runs: _Optional[int] = ..., outcomes: _Optional[_Mapping[str, int]] = ..., tripwires: _Optional[_Iterable[_Union[TripwireCount, _Mapping]]] = ..., hooks: _Optional[_Iterable[_Union[HookLatency, _Mapping]]] = ..., complete: _Optional[bool] = ..., buckets: _Optional[_Iterable[_Union[StatsBucket, _Mapping]]] = ...) -> None: ...
+    warnings: _containers.RepeatedCompositeFieldContainer[WarningCount]
+    def __init__(self, runs: _Optional[int] = ..., outcomes: _Optional[_Mapping[str, int]] = ..., tripwires: _Optional[_Iterable[_Union[TripwireCount, _Mapping]]] = ..., hooks: _Optional[_Iterable[_Union[HookLatency, _Mapping]]] = ..., complete: _Optional[bool] = ..., buckets: _Optional[_Iterable[_Union[StatsBucket, _Mapping]]] = ..., warnings: _Optional[_Iterable[_Union[WarningCount, _Mapping]]] = ...) -> None: ...
 
 class StatsBucket(_message.Message):
-    __slots__ = ("start", "runs", "outcomes", "tripwires", "latency")
+    __slots__ = ("start", "runs", "outcomes", "tripwires", "latency", "warnings")
     class OutcomesEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -68,17 +70,26 @@ class StatsBucket(_message.Message):
         key: str
         value: BucketLatency
         def __init__(self, key: _Optional[str] = ..., value: _Optional[_Union[BucketLatency, _Mapping]] = ...) -> None: ...
+    class WarningsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: int
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[int] = ...) -> None: ...
     START_FIELD_NUMBER: _ClassVar[int]
     RUNS_FIELD_NUMBER: _ClassVar[int]
     OUTCOMES_FIELD_NUMBER: _ClassVar[int]
     TRIPWIRES_FIELD_NUMBER: _ClassVar[int]
     LATENCY_FIELD_NUMBER: _ClassVar[int]
+    WARNINGS_FIELD_NUMBER: _ClassVar[int]
     start: int
     runs: int
     outcomes: _containers.ScalarMap[str, int]
     tripwires: _containers.ScalarMap[str, int]
     latency: _containers.MessageMap[str, BucketLatency]
-    def __init__(self, start: _Optional[int] = ..., runs: _Optional[int] = ..., outcomes: _Optional[_Mapping[str, int]] = ..., tripwires: _Optional[_Mapping[str, int]] = ..., latency: _Optional[_Mapping[str, BucketLatency]] = ...) -> None: ...
+    warnings: _containers.ScalarMap[str, int]
+    def __init__(self, start: _Optional[int] = ..., runs: _Optional[int] = ..., outcomes: _Optional[_Mapping[str, int]] = ..., tripwires: _Optional[_Mapping[str, int]] = ..., latency: _Optional[_Mapping[str, BucketLatency]] = ..., warnings: _Optional[_Mapping[str, int]] = ...) -> None: ...
 
 class BucketLatency(_message.Message):
     __slots__ = ("calls", "p50_us", "p95_us")
@@ -99,6 +110,16 @@ class TripwireCount(_message.Message):
     reason: str
     count: int
     def __init__(self, processor_id: _Optional[str] = ..., reason: _Optional[str] = ..., count: _Optional[int] = ...) -> None: ...
+
+class WarningCount(_message.Message):
+    __slots__ = ("processor_id", "kind", "count")
+    PROCESSOR_ID_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    COUNT_FIELD_NUMBER: _ClassVar[int]
+    processor_id: str
+    kind: str
+    count: int
+    def __init__(self, processor_id: _Optional[str] = ..., kind: _Optional[str] = ..., count: _Optional[int] = ...) -> None: ...
 
 class HookLatency(_message.Message):
     __slots__ = ("processor_id", "hook", "calls", "p50_us", "p95_us", "p99_us", "max_us", "aborts", "failures", "skipped")
@@ -215,18 +236,20 @@ class RunRecord(_message.Message):
     def __init__(self, run_id: _Optional[str] = ..., agent_id: _Optional[str] = ..., thread_id: _Optional[str] = ..., resource_id: _Optional[str] = ..., key_name: _Optional[str] = ..., started_at: _Optional[int] = ..., ended_at: _Optional[int] = ..., outcome: _Optional[str] = ..., finish_reason: _Optional[str] = ..., usage: _Optional[_Union[_agent_pb2.Usage, _Mapping]] = ..., tripwire: _Optional[_Union[_agent_pb2.Tripwire, _Mapping]] = ..., error: _Optional[_Union[_agent_pb2.ErrorPayload, _Mapping]] = ..., timeline: _Optional[_Iterable[_Union[TimelineEntry, _Mapping]]] = ...) -> None: ...
 
 class TimelineEntry(_message.Message):
-    __slots__ = ("at_us", "duration_us", "hook", "model", "tool")
+    __slots__ = ("at_us", "duration_us", "hook", "model", "tool", "warning")
     AT_US_FIELD_NUMBER: _ClassVar[int]
     DURATION_US_FIELD_NUMBER: _ClassVar[int]
     HOOK_FIELD_NUMBER: _ClassVar[int]
     MODEL_FIELD_NUMBER: _ClassVar[int]
     TOOL_FIELD_NUMBER: _ClassVar[int]
+    WARNING_FIELD_NUMBER: _ClassVar[int]
     at_us: int
     duration_us: int
     hook: HookCallEntry
     model: ModelCallEntry
     tool: ToolCallEntry
-    def __init__(self, at_us: _Optional[int] = ..., duration_us: _Optional[int] = ..., hook: _Optional[_Union[HookCallEntry, _Mapping]] = ..., model: _Optional[_Union[ModelCallEntry, _Mapping]] = ..., tool: _Optional[_Union[ToolCallEntry, _Mapping]] = ...) -> None: ...
+    warning: WarningEntry
+    def __init__(self, at_us: _Optional[int] = ..., duration_us: _Optional[int] = ..., hook: _Optional[_Union[HookCallEntry, _Mapping]] = ..., model: _Optional[_Union[ModelCallEntry, _Mapping]] = ..., tool: _Optional[_Union[ToolCallEntry, _Mapping]] = ..., warning: _Optional[_Union[WarningEntry, _Mapping]] = ...) -> None: ...
 
 class HookCallEntry(_message.Message):
     __slots__ = ("processor_id", "hook", "step", "retry_count", "instance_id", "calls", "max_us", "decision", "reason", "retry", "metadata")
@@ -279,3 +302,21 @@ class ToolCallEntry(_message.Message):
     step: int
     error: str
     def __init__(self, name: _Optional[str] = ..., step: _Optional[int] = ..., error: _Optional[str] = ...) -> None: ...
+
+class WarningEntry(_message.Message):
+    __slots__ = ("processor_id", "hook", "step", "kind", "message", "details", "count")
+    PROCESSOR_ID_FIELD_NUMBER: _ClassVar[int]
+    HOOK_FIELD_NUMBER: _ClassVar[int]
+    STEP_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    DETAILS_FIELD_NUMBER: _ClassVar[int]
+    COUNT_FIELD_NUMBER: _ClassVar[int]
+    processor_id: str
+    hook: str
+    step: int
+    kind: str
+    message: str
+    details: _struct_pb2.Value
+    count: int
+    def __init__(self, processor_id: _Optional[str] = ..., hook: _Optional[str] = ..., step: _Optional[int] = ..., kind: _Optional[str] = ..., message: _Optional[str] = ..., details: _Optional[_Union[_struct_pb2.Value, _Mapping]] = ..., count: _Optional[int] = ...) -> None: ...

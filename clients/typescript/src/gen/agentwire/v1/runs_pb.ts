@@ -17,7 +17,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file agentwire/v1/runs.proto.
  */
 export const file_agentwire_v1_runs: GenFile = /*@__PURE__*/
-  fileDesc("ChdhZ2VudHdpcmUvdjEvcnVucy5wcm90bxIMYWdlbnR3aXJlLnYxImkKD0dldFN0YXRzUmVxdWVzdBIQCghhZ2VudF9pZBgBIAEoCRITCgtyZXNvdXJjZV9pZBgCIAEoCRINCgVzaW5jZRgDIAEoAxINCgV1bnRpbBgEIAEoAxIRCglidWNrZXRfbXMYBSABKAMimQIKCFJ1blN0YXRzEgwKBHJ1bnMYASABKAQSNgoIb3V0Y29tZXMYAiADKAsyJC5hZ2VudHdpcmUudjEuUnVuU3RhdHMuT3V0Y29tZXNFbnRyeRIuCgl0cmlwd2lyZXMYAyADKAsyGy5hZ2VudHdpcmUudjEuVHJpcHdpcmVDb3VudBIoCgVob29rcxgEIAMoCzIZLmFnZW50d2lyZS52MS5Ib29rTGF0ZW5jeRIQCghjb21wbGV0ZRgFIAEoCBIqCgdidWNrZXRzGAYgAygLMhkuYWdlbnR3aXJlLnYxLlN0YXRzQnVja2V0Gi8KDU91dGNvbWVzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgEOgI4ASKLAwoLU3RhdHNCdWNrZXQSDQoFc3RhcnQYASABKAMSDAoEcnVucxgCIAEoBBI5CghvdXRjb21lcxgDIAMoCzInLmFnZW50d2lyZS52MS5TdGF0c0J1Y2tldC5PdXRjb21lc0VudHJ5EjsKCXRyaXB3aXJlcxgEIAMoCzIoLmFnZW50d2lyZS52MS5TdGF0c0J1Y2tldC5Ucmlwd2lyZXNFbnRyeRI3CgdsYXRlbmN5GAUgAygLMiYuYWdlbnR3aXJlLnYxLlN0YXRzQnVja2V0LkxhdGVuY3lFbnRyeRovCg1PdXRjb21lc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoBDoCOAEaMAoOVHJpcHdpcmVzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgEOgI4ARpLCgxMYXRlbmN5RW50cnkSCwoDa2V5GAEgASgJEioKBXZhbHVlGAIgASgLMhsuYWdlbnR3aXJlLnYxLkJ1Y2tldExhdGVuY3k6AjgBIj4KDUJ1Y2tldExhdGVuY3kSDQoFY2FsbHMYASABKAQSDgoGcDUwX3VzGAIgASgEEg4KBnA5NV91cxgDIAEoBCJECg1Ucmlwd2lyZUNvdW50EhQKDHByb2Nlc3Nvcl9pZBgBIAEoCRIOCgZyZWFzb24YAiABKAkSDQoFY291bnQYAyABKAQiswEKC0hvb2tMYXRlbmN5EhQKDHByb2Nlc3Nvcl9pZBgBIAEoCRIMCgRob29rGAIgASgJEg0KBWNhbGxzGAMgASgEEg4KBnA1MF91cxgEIAEoBBIOCgZwOTVfdXMYBSABKAQSDgoGcDk5X3VzGAYgASgEEg4KBm1heF91cxgHIAEoBBIOCgZhYm9ydHMYCCABKAQSEAoIZmFpbHVyZXMYCSABKAQSDwoHc2tpcHBlZBgKIAEoBCJzChBXYXRjaFJ1bnNSZXF1ZXN0EhAKCGFnZW50X2lkGAEgASgJEhMKC3Jlc291cmNlX2lkGAIgASgJEhEKCXRocmVhZF9pZBgDIAEoCRIPCgdvdXRjb21lGAQgASgJEhQKDHByb2Nlc3Nvcl9pZBgFIAEoCSJ7CghSdW5FdmVudBIqCgdzdGFydGVkGAEgASgLMhcuYWdlbnR3aXJlLnYxLlJ1blJlY29yZEgAEigKBWVuZGVkGAIgASgLMhcuYWdlbnR3aXJlLnYxLlJ1blJlY29yZEgAEhAKBm1pc3NlZBgDIAEoBEgAQgcKBWV2ZW50IrcBCg9MaXN0UnVuc1JlcXVlc3QSEAoIYWdlbnRfaWQYASABKAkSEwoLcmVzb3VyY2VfaWQYAiABKAkSEQoJdGhyZWFkX2lkGAMgASgJEg8KB291dGNvbWUYBCABKAkSFAoMcHJvY2Vzc29yX2lkGAUgASgJEg0KBXNpbmNlGAYgASgDEg0KBXVudGlsGAcgASgDEhEKCXBhZ2Vfc2l6ZRgIIAEoDRISCgpwYWdlX3Rva2VuGAkgASgJIlIKEExpc3RSdW5zUmVzcG9uc2USJQoEcnVucxgBIAMoCzIXLmFnZW50d2lyZS52MS5SdW5SZWNvcmQSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIh8KDUdldFJ1blJlcXVlc3QSDgoGcnVuX2lkGAEgASgJIt0CCglSdW5SZWNvcmQSDgoGcnVuX2lkGAEgASgJEhAKCGFnZW50X2lkGAIgASgJEhEKCXRocmVhZF9pZBgDIAEoCRITCgtyZXNvdXJjZV9pZBgEIAEoCRIQCghrZXlfbmFtZRgFIAEoCRISCgpzdGFydGVkX2F0GAYgASgDEhAKCGVuZGVkX2F0GAcgASgDEg8KB291dGNvbWUYCCABKAkSFQoNZmluaXNoX3JlYXNvbhgJIAEoCRIiCgV1c2FnZRgKIAEoCzITLmFnZW50d2lyZS52MS5Vc2FnZRIoCgh0cmlwd2lyZRgLIAEoCzIWLmFnZW50d2lyZS52MS5Ucmlwd2lyZRIpCgVlcnJvchgMIAEoCzIaLmFnZW50d2lyZS52MS5FcnJvclBheWxvYWQSLQoIdGltZWxpbmUYDSADKAsyGy5hZ2VudHdpcmUudjEuVGltZWxpbmVFbnRyeSLFAQoNVGltZWxpbmVFbnRyeRINCgVhdF91cxgBIAEoBBITCgtkdXJhdGlvbl91cxgCIAEoBBIrCgRob29rGAMgASgLMhsuYWdlbnR3aXJlLnYxLkhvb2tDYWxsRW50cnlIABItCgVtb2RlbBgEIAEoCzIcLmFnZW50d2lyZS52MS5Nb2RlbENhbGxFbnRyeUgAEisKBHRvb2wYBSABKAsyGy5hZ2VudHdpcmUudjEuVG9vbENhbGxFbnRyeUgAQgcKBWVudHJ5IvMBCg1Ib29rQ2FsbEVudHJ5EhQKDHByb2Nlc3Nvcl9pZBgBIAEoCRIMCgRob29rGAIgASgJEhEKBHN0ZXAYAyABKA1IAIgBARITCgtyZXRyeV9jb3VudBgEIAEoDRITCgtpbnN0YW5jZV9pZBgFIAEoCRINCgVjYWxscxgGIAEoDRIOCgZtYXhfdXMYByABKAQSEAoIZGVjaXNpb24YCCABKAkSDgoGcmVhc29uGAkgASgJEg0KBXJldHJ5GAogASgIEigKCG1ldGFkYXRhGAsgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlQgcKBV9zdGVwIowBCg5Nb2RlbENhbGxFbnRyeRINCgVtb2RlbBgBIAEoCRIMCgRzdGVwGAIgASgNEhYKDmZpcnN0X3Rva2VuX3VzGAMgASgEEiIKBXVzYWdlGAQgASgLMhMuYWdlbnR3aXJlLnYxLlVzYWdlEhIKCmZyb21fY2FjaGUYBSABKAgSDQoFZXJyb3IYBiABKAkiOgoNVG9vbENhbGxFbnRyeRIMCgRuYW1lGAEgASgJEgwKBHN0ZXAYAiABKA0SDQoFZXJyb3IYAyABKAkyoQIKClJ1blNlcnZpY2USSQoITGlzdFJ1bnMSHS5hZ2VudHdpcmUudjEuTGlzdFJ1bnNSZXF1ZXN0Gh4uYWdlbnR3aXJlLnYxLkxpc3RSdW5zUmVzcG9uc2USPgoGR2V0UnVuEhsuYWdlbnR3aXJlLnYxLkdldFJ1blJlcXVlc3QaFy5hZ2VudHdpcmUudjEuUnVuUmVjb3JkEkUKCVdhdGNoUnVucxIeLmFnZW50d2lyZS52MS5XYXRjaFJ1bnNSZXF1ZXN0GhYuYWdlbnR3aXJlLnYxLlJ1bkV2ZW50MAESQQoIR2V0U3RhdHMSHS5hZ2VudHdpcmUudjEuR2V0U3RhdHNSZXF1ZXN0GhYuYWdlbnR3aXJlLnYxLlJ1blN0YXRzYgZwcm90bzM", [file_agentwire_v1_agent, file_google_protobuf_struct]);
+  fileDesc("ChdhZ2VudHdpcmUvdjEvcnVucy5wcm90bxIMYWdlbnR3aXJlLnYxImkKD0dldFN0YXRzUmVxdWVzdBIQCghhZ2VudF9pZBgBIAEoCRITCgtyZXNvdXJjZV9pZBgCIAEoCRINCgVzaW5jZRgDIAEoAxINCgV1bnRpbBgEIAEoAxIRCglidWNrZXRfbXMYBSABKAMixwIKCFJ1blN0YXRzEgwKBHJ1bnMYASABKAQSNgoIb3V0Y29tZXMYAiADKAsyJC5hZ2VudHdpcmUudjEuUnVuU3RhdHMuT3V0Y29tZXNFbnRyeRIuCgl0cmlwd2lyZXMYAyADKAsyGy5hZ2VudHdpcmUudjEuVHJpcHdpcmVDb3VudBIoCgVob29rcxgEIAMoCzIZLmFnZW50d2lyZS52MS5Ib29rTGF0ZW5jeRIQCghjb21wbGV0ZRgFIAEoCBIqCgdidWNrZXRzGAYgAygLMhkuYWdlbnR3aXJlLnYxLlN0YXRzQnVja2V0EiwKCHdhcm5pbmdzGAcgAygLMhouYWdlbnR3aXJlLnYxLldhcm5pbmdDb3VudBovCg1PdXRjb21lc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoBDoCOAEi9wMKC1N0YXRzQnVja2V0Eg0KBXN0YXJ0GAEgASgDEgwKBHJ1bnMYAiABKAQSOQoIb3V0Y29tZXMYAyADKAsyJy5hZ2VudHdpcmUudjEuU3RhdHNCdWNrZXQuT3V0Y29tZXNFbnRyeRI7Cgl0cmlwd2lyZXMYBCADKAsyKC5hZ2VudHdpcmUudjEuU3RhdHNCdWNrZXQuVHJpcHdpcmVzRW50cnkSNwoHbGF0ZW5jeRgFIAMoCzImLmFnZW50d2lyZS52MS5TdGF0c0J1Y2tldC5MYXRlbmN5RW50cnkSOQoId2FybmluZ3MYBiADKAsyJy5hZ2VudHdpcmUudjEuU3RhdHNCdWNrZXQuV2FybmluZ3NFbnRyeRovCg1PdXRjb21lc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoBDoCOAEaMAoOVHJpcHdpcmVzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgEOgI4ARpLCgxMYXRlbmN5RW50cnkSCwoDa2V5GAEgASgJEioKBXZhbHVlGAIgASgLMhsuYWdlbnR3aXJlLnYxLkJ1Y2tldExhdGVuY3k6AjgBGi8KDVdhcm5pbmdzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgEOgI4ASI+Cg1CdWNrZXRMYXRlbmN5Eg0KBWNhbGxzGAEgASgEEg4KBnA1MF91cxgCIAEoBBIOCgZwOTVfdXMYAyABKAQiRAoNVHJpcHdpcmVDb3VudBIUCgxwcm9jZXNzb3JfaWQYASABKAkSDgoGcmVhc29uGAIgASgJEg0KBWNvdW50GAMgASgEIkEKDFdhcm5pbmdDb3VudBIUCgxwcm9jZXNzb3JfaWQYASABKAkSDAoEa2luZBgCIAEoCRINCgVjb3VudBgDIAEoBCKzAQoLSG9va0xhdGVuY3kSFAoMcHJvY2Vzc29yX2lkGAEgASgJEgwKBGhvb2sYAiABKAkSDQoFY2FsbHMYAyABKAQSDgoGcDUwX3VzGAQgASgEEg4KBnA5NV91cxgFIAEoBBIOCgZwOTlfdXMYBiABKAQSDgoGbWF4X3VzGAcgASgEEg4KBmFib3J0cxgIIAEoBBIQCghmYWlsdXJlcxgJIAEoBBIPCgdza2lwcGVkGAogASgEInMKEFdhdGNoUnVuc1JlcXVlc3QSEAoIYWdlbnRfaWQYASABKAkSEwoLcmVzb3VyY2VfaWQYAiABKAkSEQoJdGhyZWFkX2lkGAMgASgJEg8KB291dGNvbWUYBCABKAkSFAoMcHJvY2Vzc29yX2lkGAUgASgJInsKCFJ1bkV2ZW50EioKB3N0YXJ0ZWQYASABKAsyFy5hZ2VudHdpcmUudjEuUnVuUmVjb3JkSAASKAoFZW5kZWQYAiABKAsyFy5hZ2VudHdpcmUudjEuUnVuUmVjb3JkSAASEAoGbWlzc2VkGAMgASgESABCBwoFZXZlbnQitwEKD0xpc3RSdW5zUmVxdWVzdBIQCghhZ2VudF9pZBgBIAEoCRITCgtyZXNvdXJjZV9pZBgCIAEoCRIRCgl0aHJlYWRfaWQYAyABKAkSDwoHb3V0Y29tZRgEIAEoCRIUCgxwcm9jZXNzb3JfaWQYBSABKAkSDQoFc2luY2UYBiABKAMSDQoFdW50aWwYByABKAMSEQoJcGFnZV9zaXplGAggASgNEhIKCnBhZ2VfdG9rZW4YCSABKAkiUgoQTGlzdFJ1bnNSZXNwb25zZRIlCgRydW5zGAEgAygLMhcuYWdlbnR3aXJlLnYxLlJ1blJlY29yZBIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiHwoNR2V0UnVuUmVxdWVzdBIOCgZydW5faWQYASABKAki3QIKCVJ1blJlY29yZBIOCgZydW5faWQYASABKAkSEAoIYWdlbnRfaWQYAiABKAkSEQoJdGhyZWFkX2lkGAMgASgJEhMKC3Jlc291cmNlX2lkGAQgASgJEhAKCGtleV9uYW1lGAUgASgJEhIKCnN0YXJ0ZWRfYXQYBiABKAMSEAoIZW5kZWRfYXQYByABKAMSDwoHb3V0Y29tZRgIIAEoCRIVCg1maW5pc2hfcmVhc29uGAkgASgJEiIKBXVzYWdlGAogASgLMhMuYWdlbnR3aXJlLnYxLlVzYWdlEigKCHRyaXB3aXJlGAsgASgLMhYuYWdlbnR3aXJlLnYxLlRyaXB3aXJlEikKBWVycm9yGAwgASgLMhouYWdlbnR3aXJlLnYxLkVycm9yUGF5bG9hZBItCgh0aW1lbGluZRgNIAMoCzIbLmFnZW50d2lyZS52MS5UaW1lbGluZUVudHJ5IvQBCg1UaW1lbGluZUVudHJ5Eg0KBWF0X3VzGAEgASgEEhMKC2R1cmF0aW9uX3VzGAIgASgEEisKBGhvb2sYAyABKAsyGy5hZ2VudHdpcmUudjEuSG9va0NhbGxFbnRyeUgAEi0KBW1vZGVsGAQgASgLMhwuYWdlbnR3aXJlLnYxLk1vZGVsQ2FsbEVudHJ5SAASKwoEdG9vbBgFIAEoCzIbLmFnZW50d2lyZS52MS5Ub29sQ2FsbEVudHJ5SAASLQoHd2FybmluZxgGIAEoCzIaLmFnZW50d2lyZS52MS5XYXJuaW5nRW50cnlIAEIHCgVlbnRyeSLzAQoNSG9va0NhbGxFbnRyeRIUCgxwcm9jZXNzb3JfaWQYASABKAkSDAoEaG9vaxgCIAEoCRIRCgRzdGVwGAMgASgNSACIAQESEwoLcmV0cnlfY291bnQYBCABKA0SEwoLaW5zdGFuY2VfaWQYBSABKAkSDQoFY2FsbHMYBiABKA0SDgoGbWF4X3VzGAcgASgEEhAKCGRlY2lzaW9uGAggASgJEg4KBnJlYXNvbhgJIAEoCRINCgVyZXRyeRgKIAEoCBIoCghtZXRhZGF0YRgLIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZUIHCgVfc3RlcCKMAQoOTW9kZWxDYWxsRW50cnkSDQoFbW9kZWwYASABKAkSDAoEc3RlcBgCIAEoDRIWCg5maXJzdF90b2tlbl91cxgDIAEoBBIiCgV1c2FnZRgEIAEoCzITLmFnZW50d2lyZS52MS5Vc2FnZRISCgpmcm9tX2NhY2hlGAUgASgIEg0KBWVycm9yGAYgASgJIjoKDVRvb2xDYWxsRW50cnkSDAoEbmFtZRgBIAEoCRIMCgRzdGVwGAIgASgNEg0KBWVycm9yGAMgASgJIqUBCgxXYXJuaW5nRW50cnkSFAoMcHJvY2Vzc29yX2lkGAEgASgJEgwKBGhvb2sYAiABKAkSEQoEc3RlcBgDIAEoDUgAiAEBEgwKBGtpbmQYBCABKAkSDwoHbWVzc2FnZRgFIAEoCRInCgdkZXRhaWxzGAYgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlEg0KBWNvdW50GAcgASgNQgcKBV9zdGVwMqECCgpSdW5TZXJ2aWNlEkkKCExpc3RSdW5zEh0uYWdlbnR3aXJlLnYxLkxpc3RSdW5zUmVxdWVzdBoeLmFnZW50d2lyZS52MS5MaXN0UnVuc1Jlc3BvbnNlEj4KBkdldFJ1bhIbLmFnZW50d2lyZS52MS5HZXRSdW5SZXF1ZXN0GhcuYWdlbnR3aXJlLnYxLlJ1blJlY29yZBJFCglXYXRjaFJ1bnMSHi5hZ2VudHdpcmUudjEuV2F0Y2hSdW5zUmVxdWVzdBoWLmFnZW50d2lyZS52MS5SdW5FdmVudDABEkEKCEdldFN0YXRzEh0uYWdlbnR3aXJlLnYxLkdldFN0YXRzUmVxdWVzdBoWLmFnZW50d2lyZS52MS5SdW5TdGF0c2IGcHJvdG8z", [file_agentwire_v1_agent, file_google_protobuf_struct]);
 
 /**
  * @generated from message agentwire.v1.GetStatsRequest
@@ -105,6 +105,13 @@ export type RunStats = Message<"agentwire.v1.RunStats"> & {
    * @generated from field: repeated agentwire.v1.StatsBucket buckets = 6;
    */
   buckets: StatsBucket[];
+
+  /**
+   * Warnings by processor and kind, most first.
+   *
+   * @generated from field: repeated agentwire.v1.WarningCount warnings = 7;
+   */
+  warnings: WarningCount[];
 };
 
 /**
@@ -152,6 +159,13 @@ export type StatsBucket = Message<"agentwire.v1.StatsBucket"> & {
    * @generated from field: map<string, agentwire.v1.BucketLatency> latency = 5;
    */
   latency: { [key: string]: BucketLatency };
+
+  /**
+   * Warnings by processor.
+   *
+   * @generated from field: map<string, uint64> warnings = 6;
+   */
+  warnings: { [key: string]: bigint };
 };
 
 /**
@@ -218,6 +232,36 @@ export const TripwireCountSchema: GenMessage<TripwireCount> = /*@__PURE__*/
   messageDesc(file_agentwire_v1_runs, 4);
 
 /**
+ * Runs' warnings of one processor and kind (each warning counted, also those counted together in
+ * one timeline entry).
+ *
+ * @generated from message agentwire.v1.WarningCount
+ */
+export type WarningCount = Message<"agentwire.v1.WarningCount"> & {
+  /**
+   * @generated from field: string processor_id = 1;
+   */
+  processorId: string;
+
+  /**
+   * @generated from field: string kind = 2;
+   */
+  kind: string;
+
+  /**
+   * @generated from field: uint64 count = 3;
+   */
+  count: bigint;
+};
+
+/**
+ * Describes the message agentwire.v1.WarningCount.
+ * Use `create(WarningCountSchema)` to create a new message.
+ */
+export const WarningCountSchema: GenMessage<WarningCount> = /*@__PURE__*/
+  messageDesc(file_agentwire_v1_runs, 5);
+
+/**
  * The calls of one processor's hook; times in microseconds (the continuing calls of a stream
  * entry each count as its mean).
  *
@@ -280,7 +324,7 @@ export type HookLatency = Message<"agentwire.v1.HookLatency"> & {
  * Use `create(HookLatencySchema)` to create a new message.
  */
 export const HookLatencySchema: GenMessage<HookLatency> = /*@__PURE__*/
-  messageDesc(file_agentwire_v1_runs, 5);
+  messageDesc(file_agentwire_v1_runs, 6);
 
 /**
  * @generated from message agentwire.v1.WatchRunsRequest
@@ -319,7 +363,7 @@ export type WatchRunsRequest = Message<"agentwire.v1.WatchRunsRequest"> & {
  * Use `create(WatchRunsRequestSchema)` to create a new message.
  */
 export const WatchRunsRequestSchema: GenMessage<WatchRunsRequest> = /*@__PURE__*/
-  messageDesc(file_agentwire_v1_runs, 6);
+  messageDesc(file_agentwire_v1_runs, 7);
 
 /**
  * A run beginning or ending.
@@ -362,7 +406,7 @@ export type RunEvent = Message<"agentwire.v1.RunEvent"> & {
  * Use `create(RunEventSchema)` to create a new message.
  */
 export const RunEventSchema: GenMessage<RunEvent> = /*@__PURE__*/
-  messageDesc(file_agentwire_v1_runs, 7);
+  messageDesc(file_agentwire_v1_runs, 8);
 
 /**
  * @generated from message agentwire.v1.ListRunsRequest
@@ -435,7 +479,7 @@ export type ListRunsRequest = Message<"agentwire.v1.ListRunsRequest"> & {
  * Use `create(ListRunsRequestSchema)` to create a new message.
  */
 export const ListRunsRequestSchema: GenMessage<ListRunsRequest> = /*@__PURE__*/
-  messageDesc(file_agentwire_v1_runs, 8);
+  messageDesc(file_agentwire_v1_runs, 9);
 
 /**
  * @generated from message agentwire.v1.ListRunsResponse
@@ -461,7 +505,7 @@ export type ListRunsResponse = Message<"agentwire.v1.ListRunsResponse"> & {
  * Use `create(ListRunsResponseSchema)` to create a new message.
  */
 export const ListRunsResponseSchema: GenMessage<ListRunsResponse> = /*@__PURE__*/
-  messageDesc(file_agentwire_v1_runs, 9);
+  messageDesc(file_agentwire_v1_runs, 10);
 
 /**
  * @generated from message agentwire.v1.GetRunRequest
@@ -478,7 +522,7 @@ export type GetRunRequest = Message<"agentwire.v1.GetRunRequest"> & {
  * Use `create(GetRunRequestSchema)` to create a new message.
  */
 export const GetRunRequestSchema: GenMessage<GetRunRequest> = /*@__PURE__*/
-  messageDesc(file_agentwire_v1_runs, 10);
+  messageDesc(file_agentwire_v1_runs, 11);
 
 /**
  * What a run left behind.
@@ -565,7 +609,7 @@ export type RunRecord = Message<"agentwire.v1.RunRecord"> & {
  * Use `create(RunRecordSchema)` to create a new message.
  */
 export const RunRecordSchema: GenMessage<RunRecord> = /*@__PURE__*/
-  messageDesc(file_agentwire_v1_runs, 11);
+  messageDesc(file_agentwire_v1_runs, 12);
 
 /**
  * One entry of a run's timeline.
@@ -608,6 +652,12 @@ export type TimelineEntry = Message<"agentwire.v1.TimelineEntry"> & {
      */
     value: ToolCallEntry;
     case: "tool";
+  } | {
+    /**
+     * @generated from field: agentwire.v1.WarningEntry warning = 6;
+     */
+    value: WarningEntry;
+    case: "warning";
   } | { case: undefined; value?: undefined };
 };
 
@@ -616,7 +666,7 @@ export type TimelineEntry = Message<"agentwire.v1.TimelineEntry"> & {
  * Use `create(TimelineEntrySchema)` to create a new message.
  */
 export const TimelineEntrySchema: GenMessage<TimelineEntry> = /*@__PURE__*/
-  messageDesc(file_agentwire_v1_runs, 12);
+  messageDesc(file_agentwire_v1_runs, 13);
 
 /**
  * A hook call (for `processOutputStream`, the processor's calls in the step with one decision
@@ -704,7 +754,7 @@ export type HookCallEntry = Message<"agentwire.v1.HookCallEntry"> & {
  * Use `create(HookCallEntrySchema)` to create a new message.
  */
 export const HookCallEntrySchema: GenMessage<HookCallEntry> = /*@__PURE__*/
-  messageDesc(file_agentwire_v1_runs, 13);
+  messageDesc(file_agentwire_v1_runs, 14);
 
 /**
  * A model call.
@@ -754,7 +804,7 @@ export type ModelCallEntry = Message<"agentwire.v1.ModelCallEntry"> & {
  * Use `create(ModelCallEntrySchema)` to create a new message.
  */
 export const ModelCallEntrySchema: GenMessage<ModelCallEntry> = /*@__PURE__*/
-  messageDesc(file_agentwire_v1_runs, 14);
+  messageDesc(file_agentwire_v1_runs, 15);
 
 /**
  * A tool call.
@@ -785,7 +835,62 @@ export type ToolCallEntry = Message<"agentwire.v1.ToolCallEntry"> & {
  * Use `create(ToolCallEntrySchema)` to create a new message.
  */
 export const ToolCallEntrySchema: GenMessage<ToolCallEntry> = /*@__PURE__*/
-  messageDesc(file_agentwire_v1_runs, 15);
+  messageDesc(file_agentwire_v1_runs, 16);
+
+/**
+ * What a hook call warned of without stopping the run (a `warn` strategy's finding: PII, a
+ * suspected injection, ...). For `processOutputStream`, a processor's warnings of one kind in one
+ * step are counted together; the first one's message and details are kept.
+ *
+ * @generated from message agentwire.v1.WarningEntry
+ */
+export type WarningEntry = Message<"agentwire.v1.WarningEntry"> & {
+  /**
+   * @generated from field: string processor_id = 1;
+   */
+  processorId: string;
+
+  /**
+   * @generated from field: string hook = 2;
+   */
+  hook: string;
+
+  /**
+   * The step, absent for `processInput` and `processOutputResult`.
+   *
+   * @generated from field: optional uint32 step = 3;
+   */
+  step?: number | undefined;
+
+  /**
+   * The `data-` chunk it streamed as, without the prefix (`pii`, `prompt-injection`, ...).
+   *
+   * @generated from field: string kind = 4;
+   */
+  kind: string;
+
+  /**
+   * @generated from field: string message = 5;
+   */
+  message: string;
+
+  /**
+   * @generated from field: google.protobuf.Value details = 6;
+   */
+  details?: Value | undefined;
+
+  /**
+   * @generated from field: uint32 count = 7;
+   */
+  count: number;
+};
+
+/**
+ * Describes the message agentwire.v1.WarningEntry.
+ * Use `create(WarningEntrySchema)` to create a new message.
+ */
+export const WarningEntrySchema: GenMessage<WarningEntry> = /*@__PURE__*/
+  messageDesc(file_agentwire_v1_runs, 17);
 
 /**
  * Lets operators look at what runs did.
