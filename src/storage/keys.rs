@@ -156,23 +156,6 @@ pub(super) fn cache(scope: &CacheScope, key: &str) -> Vec<u8> {
     entry
 }
 
-/// `runs`: run id → its record (run ids are UUIDv7: key order is the order runs began).
-pub(super) fn run_id(run_id: &str) -> Vec<u8> {
-    string_key(run_id)
-}
-
-/// `resource_runs` prefix of a resource.
-pub(super) fn resource_runs_prefix(resource_id: &str) -> Vec<u8> {
-    string_key(resource_id)
-}
-
-/// `resource_runs`: resource | `runs` key → (), for a resource's records.
-pub(super) fn resource_run(resource_id: &str, run_key: &[u8]) -> Vec<u8> {
-    let mut key = resource_runs_prefix(resource_id);
-    key.extend_from_slice(run_key);
-    key
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -3,7 +3,8 @@
 //! Trees: `threads` (resource | id → thread), `resource_threads` (resource | created_at | thread → ()),
 //! `messages` (resource | thread | seq → message), `resource_message_ids` (resource | id → message key), `vectors`
 //! (resource | thread | seq → f32 vector), `working_memory` (scope → record), `resource_usage` (resource → threads, messages, bytes, for quotas), `response_cache`
-//! (scope | key → expiry and value), `meta` (format version, embedder). Multi-tree writes are one sled transaction; sled calls run on blocking
+//! (scope | key → expiry and value), `run_pages` and `run_page_index` (run records, a page per batch:
+//! `sled_store/run_pages.rs`), `meta` (format version, embedder). Multi-tree writes are one sled transaction; sled calls run on blocking
 //! threads; writes return once group-committed to disk.
 
 use std::collections::{BTreeMap, HashMap};
@@ -19,6 +20,7 @@ use super::reopening::Reopening;
 use super::sled_codec::{decode, encode, engine, open_waiting_for_lock};
 use super::upgrade;
 
+mod run_pages;
 mod runs;
 use super::vector_index::{DEFAULT_INDEX_BYTES, VectorIndex};
 use super::vectors::ResourceVectors;
@@ -65,11 +67,11 @@ struct Inner {
     group_commit: GroupCommit,
     /// Vectors of the resources searched so far, kept in step with every write.
     index: Mutex<VectorIndex>,
-    /// Run records (`runs.rs`): by run id (time-ordered), and by resource.
-    runs: sled::Tree,
-    resource_runs: sled::Tree,
-    /// How many records `runs` holds, counted once and then kept up (`runs::UNCOUNTED` before).
-    run_count: AtomicU64,
+    /// Run records (`runs.rs`): pages of records, each page's runs, and where each run is
+    /// (built on first use).
+    run_pages: sled::Tree,
+    run_page_index: sled::Tree,
+    run_index: Mutex<Option<run_pages::RunIndex>>,
 }
 
 fn vector_bytes(vector: &[f32]) -> Vec<u8> {
@@ -279,9 +281,9 @@ impl Inner {
             working_memory: tree("working_memory")?,
             response_cache: tree("response_cache")?,
             resource_usage: tree("resource_usage")?,
-            runs: tree("runs")?,
-            resource_runs: tree("resource_runs")?,
-            run_count: AtomicU64::new(runs::UNCOUNTED),
+            run_pages: tree("run_pages")?,
+            run_page_index: tree("run_page_index")?,
+            run_index: Mutex::new(None),
             cache_puts: AtomicU64::new(0),
             group_commit: GroupCommit::start(db.clone())?,
             index: Mutex::new(VectorIndex::new(recall_budget)),

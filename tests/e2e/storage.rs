@@ -673,3 +673,64 @@ async fn run_records_are_kept_listed_and_pruned() {
         assert_eq!(store.get_run_record("r3").await.unwrap(), None);
     }
 }
+
+/// sled keeps run records a page per batch: after reopening, every record is found again where
+/// pruning and `DeleteResource` left it (pages rewritten without the removed records), and a
+/// store written before pages (a `runs` tree, a key per record) has its records moved into pages.
+#[tokio::test]
+async fn sled_run_records_survive_reopening_and_older_stores_are_moved_into_pages() {
+    let dir = tempfile::tempdir().unwrap();
+    let records: Vec<RunRecord> = (0..10)
+        .map(|index| {
+            let resource = if index % 2 == 0 { "even" } else { "odd" };
+            run_record(
+                &format!("r{index:02}"),
+                1_000 * (index + 1),
+                "echo",
+                resource,
+                RunOutcome::Finished,
+                "probe",
+            )
+        })
+        .collect();
+    {
+        let store = SledStore::open(dir.path()).unwrap();
+        store.save_run_records(records[..6].to_vec()).await.unwrap();
+        store.save_run_records(records[6..].to_vec()).await.unwrap();
+        assert_eq!(store.prune_run_records(None, Some(8)).await.unwrap(), 2, "r00 and r01 go");
+        store.delete_resource("odd").await.unwrap();
+    }
+    let store = SledStore::open(dir.path()).unwrap();
+    let listed = store.list_run_records(&RunFilter::default(), "", 100).await.unwrap();
+    let ids: Vec<&str> = listed.runs.iter().map(|run| run.run_id.as_str()).collect();
+    assert_eq!(ids, ["r08", "r06", "r04", "r02"]);
+    assert_eq!(store.get_run_record("r04").await.unwrap().as_ref(), Some(&records[4]));
+    assert_eq!(store.get_run_record("r05").await.unwrap(), None);
+    store.save_run_records(vec![records[9].clone()]).await.unwrap();
+    let odd = RunFilter { resource_id: "odd".into(), ..Default::default() };
+    assert_eq!(store.list_run_records(&odd, "", 10).await.unwrap().runs, [records[9].clone()]);
+    drop(store);
+
+    let legacy_dir = tempfile::tempdir().unwrap();
+    {
+        let db = sled::open(legacy_dir.path()).unwrap();
+        let runs = db.open_tree("runs").unwrap();
+        for record in &records[..3] {
+            runs.insert(record.run_id.as_bytes(), serde_json::to_vec(record).unwrap()).unwrap();
+        }
+        db.open_tree("resource_runs").unwrap().insert(b"even|r00", &[]).unwrap();
+        db.flush().unwrap();
+    }
+    let store = SledStore::open(legacy_dir.path()).unwrap();
+    let moved = store.list_run_records(&RunFilter::default(), "", 10).await.unwrap();
+    assert_eq!(moved.runs, [records[2].clone(), records[1].clone(), records[0].clone()]);
+    let even = RunFilter { resource_id: "even".into(), ..Default::default() };
+    assert_eq!(store.list_run_records(&even, "", 10).await.unwrap().runs.len(), 2);
+    drop(store);
+    let store = SledStore::open(legacy_dir.path()).unwrap();
+    assert_eq!(
+        store.list_run_records(&RunFilter::default(), "", 10).await.unwrap().runs.len(),
+        3,
+        "moved once"
+    );
+}

@@ -1,51 +1,81 @@
-//! Run records in sled: `runs` (run id → record; run ids are UUIDv7, ordered by the time they
-//! were made, so a reverse scan is newest first) and `resource_runs` (resource | run id → (),
-//! for a resource's runs and for deleting them with it). A record is written before its index
-//! entry: a crash in between leaves a record only the full list finds, never an entry without
-//! its record.
+//! Run records in sled, a page per batch (`run_pages.rs`): saving a batch is one transaction of
+//! two inserts, listing walks the in-memory index newest first and reads each record from its
+//! page, and removing records (retention, `DeleteResource`) rewrites the pages they were in.
+//! Stores written before pages (a `runs` tree, a key per record) are moved into pages when the
+//! index is first built.
 
-use std::sync::atomic::Ordering;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::MutexGuard;
 
-use super::{Inner, StoreError, decode, encode, engine, keys};
+use sled::Transactional;
+
+use super::run_pages::{PagedRun, RunIndex, encode_page, page_record, page_records};
+use super::{Inner, StoreError, decode, encode, engine, keys, transaction};
 use crate::domain::RunRecord;
 use crate::storage::{RunFilter, RunPage};
 
-/// `run_count` before it was counted.
-pub(super) const UNCOUNTED: u64 = u64::MAX;
+/// Records moved into one page from a store written before pages.
+const LEGACY_PAGE: usize = 256;
+
+/// Pages a listing keeps read at once (the newest runs lie in a few pages).
+const PAGES_HELD: usize = 8;
+
+fn page_key(page: u64) -> [u8; 8] {
+    page.to_be_bytes()
+}
+
+fn page_of(key: &[u8]) -> Result<u64, StoreError> {
+    let bytes: [u8; 8] = key.try_into().map_err(|_| StoreError::Corrupt {
+        tree: "run_pages",
+        reason: format!("a page key of {} bytes", key.len()),
+    })?;
+    Ok(u64::from_be_bytes(bytes))
+}
 
 impl Inner {
-    /// How many records are kept: counted once (a scan), then kept up by saves and removals.
-    fn run_count(&self) -> u64 {
-        let count = self.run_count.load(Ordering::Relaxed);
-        if count != UNCOUNTED {
-            return count;
+    /// The index of every run's place, built on first use.
+    fn run_index(&self) -> Result<MutexGuard<'_, Option<RunIndex>>, StoreError> {
+        let mut index = self.run_index.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if index.is_none() {
+            let entries = self.run_page_index.iter().map(|entry| {
+                let (key, value) = entry.map_err(engine)?;
+                Ok((page_of(&key)?, value.to_vec()))
+            });
+            let mut loaded = RunIndex::load(entries)?;
+            self.move_legacy_runs(&mut loaded)?;
+            *index = Some(loaded);
         }
-        let counted = self.runs.len() as u64;
-        let _ = self.run_count.compare_exchange(UNCOUNTED, counted, Ordering::Relaxed, Ordering::Relaxed);
-        self.run_count.load(Ordering::Relaxed)
+        Ok(index)
     }
 
-    fn count_runs(&self, change: impl Fn(u64) -> u64) {
-        let _ = self.run_count.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |count| {
-            (count != UNCOUNTED).then(|| change(count))
-        });
+    /// Writes `records` as page `page` (replacing it), and tells `index`.
+    fn write_page(&self, index: &mut RunIndex, page: u64, records: &[RunRecord]) -> Result<(), StoreError> {
+        let runs: Vec<PagedRun> = records.iter().map(PagedRun::of).collect();
+        let (body, listed) = (encode_page(records), encode(&runs));
+        transaction((&self.run_pages, &self.run_page_index).transaction(|(pages, listing)| {
+            pages.insert(&page_key(page), body.as_slice())?;
+            listing.insert(&page_key(page), listed.as_slice())?;
+            Ok(())
+        }))?;
+        index.add(page, runs);
+        Ok(())
     }
 
     pub(super) fn save_run_records(&self, records: &[RunRecord]) -> Result<(), StoreError> {
-        let mut new = 0;
-        for record in records {
-            let key = keys::run_id(&record.run_id);
-            if self.runs.insert(&key, encode(record)).map_err(engine)?.is_none() {
-                new += 1;
-            }
-            if !record.resource_id.is_empty() {
-                self.resource_runs
-                    .insert(keys::resource_run(&record.resource_id, &key), &[])
-                    .map_err(engine)?;
-            }
+        if records.is_empty() {
+            return Ok(());
         }
-        self.count_runs(|count| count + new);
-        Ok(())
+        let mut index = self.run_index()?;
+        let index = index.as_mut().expect("loaded");
+        let page = index.take_page();
+        self.write_page(index, page, records)
+    }
+
+    fn read_page(&self, page: u64) -> Result<sled::IVec, StoreError> {
+        self.run_pages.get(page_key(page)).map_err(engine)?.ok_or_else(|| StoreError::Corrupt {
+            tree: "run_pages",
+            reason: format!("page {page} is indexed but missing"),
+        })
     }
 
     pub(super) fn list_run_records(
@@ -54,33 +84,31 @@ impl Inner {
         cursor: &str,
         limit: usize,
     ) -> Result<RunPage, StoreError> {
-        let after = keys::decode_cursor(cursor).unwrap_or_default();
-        let run_keys: Box<dyn Iterator<Item = sled::Result<sled::IVec>>> = if filter.resource_id.is_empty() {
-            Box::new(
-                if after.is_empty() { self.runs.iter() } else { self.runs.range(..after.clone()) }
-                    .keys()
-                    .rev(),
-            )
-        } else {
-            let prefix = keys::resource_runs_prefix(&filter.resource_id);
-            let skip = prefix.len();
-            let scan = if after.is_empty() {
-                self.resource_runs.scan_prefix(&prefix)
-            } else {
-                self.resource_runs.range(prefix.clone()..[prefix.as_slice(), &after].concat())
-            };
-            Box::new(scan.keys().rev().map(move |key| key.map(|key| sled::IVec::from(&key[skip..]))))
-        };
+        let before =
+            keys::decode_cursor(cursor).and_then(|bytes| String::from_utf8(bytes).ok()).unwrap_or_default();
+        let index = self.run_index()?;
+        let index = index.as_ref().expect("loaded");
+        let mut held: HashMap<u64, sled::IVec> = HashMap::new();
         let mut runs: Vec<RunRecord> = Vec::new();
-        for key in run_keys {
-            let key = key.map_err(engine)?;
-            let Some(bytes) = self.runs.get(&key).map_err(engine)? else { continue };
-            let record: RunRecord = decode("runs", &bytes)?;
-            if !filter.matches(&record) {
+        for (run_id, place) in index.newest_first(&filter.resource_id, &before) {
+            // The index knows when each run began: a window skips runs without reading them.
+            if filter.since.is_some_and(|since| place.started_at < since)
+                || filter.until.is_some_and(|until| place.started_at >= until)
+            {
+                continue;
+            }
+            if !held.contains_key(&place.page) {
+                if held.len() == PAGES_HELD {
+                    held.clear();
+                }
+                held.insert(place.page, self.read_page(place.page)?);
+            }
+            let record = page_record(&held[&place.page], place.slot)?;
+            if record.run_id != run_id || !filter.matches(&record) {
                 continue;
             }
             if runs.len() == limit {
-                let next_cursor = keys::encode_cursor(&keys::run_id(&runs.last().expect("limit > 0").run_id));
+                let next_cursor = keys::encode_cursor(runs.last().expect("limit > 0").run_id.as_bytes());
                 return Ok(RunPage { runs, next_cursor });
             }
             runs.push(record);
@@ -89,10 +117,9 @@ impl Inner {
     }
 
     pub(super) fn get_run_record(&self, run_id: &str) -> Result<Option<RunRecord>, StoreError> {
-        match self.runs.get(keys::run_id(run_id)).map_err(engine)? {
-            Some(bytes) => decode("runs", &bytes).map(Some),
-            None => Ok(None),
-        }
+        let index = self.run_index()?;
+        let Some(place) = index.as_ref().expect("loaded").place(run_id) else { return Ok(None) };
+        page_record(&self.read_page(place.page)?, place.slot).map(Some)
     }
 
     pub(super) fn prune_run_records(
@@ -100,49 +127,88 @@ impl Inner {
         before: Option<i64>,
         keep: Option<u64>,
     ) -> Result<u64, StoreError> {
-        let mut doomed = Vec::new();
-        // Oldest first, while too old.
-        for entry in self.runs.iter() {
-            let (key, bytes) = entry.map_err(engine)?;
-            let record: RunRecord = decode("runs", &bytes)?;
-            if before.is_none_or(|before| record.started_at >= before) {
+        let mut index = self.run_index()?;
+        let index = index.as_mut().expect("loaded");
+        // Oldest first: those too old, then those beyond `keep`.
+        let mut doomed: Vec<String> = Vec::new();
+        let excess =
+            keep.map_or(0, |keep| index.len().saturating_sub(usize::try_from(keep).unwrap_or(usize::MAX)));
+        for (position, (run_id, place)) in index.oldest_first().enumerate() {
+            let too_old = before.is_some_and(|before| place.started_at < before);
+            if !too_old && position >= excess {
                 break;
             }
-            doomed.push((key.to_vec(), record.resource_id));
+            doomed.push(run_id.to_owned());
         }
-        if let Some(keep) = keep {
-            let excess = self.run_count().saturating_sub(doomed.len() as u64).saturating_sub(keep) as usize;
-            for entry in self.runs.iter().skip(doomed.len()).take(excess) {
-                let (key, bytes) = entry.map_err(engine)?;
-                let record: RunRecord = decode("runs", &bytes)?;
-                doomed.push((key.to_vec(), record.resource_id));
-            }
-        }
-        self.remove_run_records(&doomed)?;
+        self.remove_runs(index, &doomed)?;
         Ok(doomed.len() as u64)
     }
 
     pub(super) fn delete_resource_runs(&self, resource_id: &str) -> Result<(), StoreError> {
-        let prefix = keys::resource_runs_prefix(resource_id);
-        let mut doomed = Vec::new();
-        for key in self.resource_runs.scan_prefix(&prefix).keys() {
-            doomed.push((key.map_err(engine)?[prefix.len()..].to_vec(), resource_id.to_owned()));
-        }
-        self.remove_run_records(&doomed)
+        let mut index = self.run_index()?;
+        let index = index.as_mut().expect("loaded");
+        let doomed = index.of_resource(resource_id);
+        self.remove_runs(index, &doomed)
     }
 
-    /// Removes records (by `runs` key, with their resource): the index entry first.
-    fn remove_run_records(&self, doomed: &[(Vec<u8>, String)]) -> Result<(), StoreError> {
-        let mut removed = 0;
-        for (key, resource_id) in doomed {
-            if !resource_id.is_empty() {
-                self.resource_runs.remove(keys::resource_run(resource_id, key)).map_err(engine)?;
-            }
-            if self.runs.remove(key).map_err(engine)?.is_some() {
-                removed += 1;
+    /// Removes the records of `run_ids`: each page they were in is rewritten without them, or
+    /// deleted when nothing of it is left.
+    fn remove_runs(&self, index: &mut RunIndex, run_ids: &[String]) -> Result<(), StoreError> {
+        let mut by_page: BTreeMap<u64, Vec<&str>> = BTreeMap::new();
+        for run_id in run_ids {
+            if let Some(place) = index.place(run_id) {
+                by_page.entry(place.page).or_default().push(run_id);
             }
         }
-        self.count_runs(|count| count.saturating_sub(removed));
+        for (page, leaving) in by_page {
+            let staying: Vec<String> = index
+                .page_runs(page)
+                .iter()
+                .filter(|run| index.place(&run.run_id).is_some_and(|place| place.page == page))
+                .map(|run| run.run_id.clone())
+                .filter(|run_id| !leaving.contains(&run_id.as_str()))
+                .collect();
+            if staying.is_empty() {
+                transaction((&self.run_pages, &self.run_page_index).transaction(|(pages, listing)| {
+                    pages.remove(&page_key(page))?;
+                    listing.remove(&page_key(page))?;
+                    Ok(())
+                }))?;
+                index.remove_page(page);
+                continue;
+            }
+            let kept: Vec<RunRecord> = page_records(&self.read_page(page)?)?
+                .into_iter()
+                .filter(|record| staying.contains(&record.run_id))
+                .collect();
+            self.write_page(index, page, &kept)?;
+        }
+        Ok(())
+    }
+
+    /// Moves the records of a store written before pages (`runs`: a key per record) into pages,
+    /// then empties the old trees.
+    fn move_legacy_runs(&self, index: &mut RunIndex) -> Result<(), StoreError> {
+        let names = self.db.tree_names();
+        if !names.iter().any(|name| name.as_ref() == b"runs") {
+            return Ok(());
+        }
+        let legacy = self.db.open_tree("runs").map_err(engine)?;
+        let mut page = Vec::with_capacity(LEGACY_PAGE);
+        for entry in legacy.iter().values() {
+            page.push(decode::<RunRecord>("runs", &entry.map_err(engine)?)?);
+            if page.len() == LEGACY_PAGE {
+                let number = index.take_page();
+                self.write_page(index, number, &std::mem::take(&mut page))?;
+            }
+        }
+        if !page.is_empty() {
+            let number = index.take_page();
+            self.write_page(index, number, &page)?;
+        }
+        for old in ["runs", "resource_runs"] {
+            self.db.drop_tree(old).map_err(engine)?;
+        }
         Ok(())
     }
 }
