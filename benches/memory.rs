@@ -174,6 +174,7 @@ fn run_record(index: u64) -> RunRecord {
             hook("pass-stream", Hook::ProcessOutputStream, Some(0), 25),
             hook("pass-result", Hook::ProcessOutputResult, None, 70),
         ],
+        content: None,
     }
 }
 

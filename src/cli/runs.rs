@@ -218,7 +218,48 @@ fn render_run(run: &pb::RunRecord) -> String {
         );
         let _ = writeln!(out, "{}", line.trim_end());
     }
+    if let Some(content) = &run.content {
+        write_content(&mut out, content);
+    }
     out
+}
+
+/// What the model saw and the client got, for an agent that keeps it.
+fn write_content(out: &mut String, content: &pb::RunContent) {
+    for prompt in &content.prompts {
+        let _ = writeln!(out, "\nprompt of step {}", prompt.step);
+        for message in &prompt.messages {
+            let text: Vec<String> = message.parts.iter().map(part_text).collect();
+            let _ =
+                writeln!(out, "  {:<9}  {}", message.role, text.join(" ").replace('\n', "\n             "));
+        }
+    }
+    let answer: String = content
+        .chunks
+        .iter()
+        .filter_map(|chunk| match &chunk.payload {
+            Some(pb::chunk::Payload::TextDelta(delta)) => Some(delta.text.as_str()),
+            _ => None,
+        })
+        .collect();
+    let _ = writeln!(out, "\nthe client got\n  {answer}");
+    if content.truncated {
+        let _ = writeln!(out, "  (truncated: more was sent than a record keeps)");
+    }
+}
+
+/// A part as a line of text.
+fn part_text(part: &pb::Part) -> String {
+    use pb::part::Part as Kind;
+    match &part.part {
+        Some(Kind::Text(text)) => text.text.clone(),
+        Some(Kind::Reasoning(reasoning)) => format!("(reasoning) {}", reasoning.text),
+        Some(Kind::ToolCall(call)) => format!("→ {}", call.tool_name),
+        Some(Kind::ToolResult(result)) => format!("← {}", result.tool_name),
+        Some(Kind::File(file)) => format!("(file {})", file.media_type),
+        Some(Kind::Data(data)) => format!("({})", data.r#type),
+        None => String::new(),
+    }
 }
 
 #[cfg(test)]

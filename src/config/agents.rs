@@ -67,6 +67,19 @@ pub struct AgentConfig {
     /// A JSON schema every final answer must follow (structured output).
     #[serde(default)]
     pub output_schema: Option<Spanned<serde_json::Value>>,
+    /// What this agent's run records keep beyond ids and decisions (`[agents.record]`).
+    #[serde(default)]
+    pub record: AgentRecordConfig,
+}
+
+/// `[agents.record]`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentRecordConfig {
+    /// Keep the prompt the model saw at each step and the chunks the client got. Default false:
+    /// records hold ids, times and decisions only, never message texts.
+    #[serde(default)]
+    pub content: bool,
 }
 
 /// A default has no place in the file: its span is empty.

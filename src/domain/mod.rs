@@ -39,8 +39,8 @@ pub use self::prompt::{
 pub use self::quota::ResourceQuota;
 pub use self::run_info::{RunInfo, TraceContext, thread_owner};
 pub use self::run_record::{
-    HookCallRecord, HookDecision, ModelCallRecord, RunEvent, RunOutcome, RunRecord, RunStart, TimelineEntry,
-    ToolCallRecord, WarningRecord,
+    HookCallRecord, HookDecision, ModelCallRecord, PromptRecord, RunContent, RunEvent, RunOutcome, RunRecord,
+    RunStart, TimelineEntry, ToolCallRecord, WarningRecord,
 };
 pub use self::run_stats::{
     BucketLatency, HookLatency, RunStats, StatsBucket, TripwireCount, WarningCount, buckets,

@@ -1,11 +1,12 @@
 //! The record a run leaves: who ran what, how it ended, and its timeline — every hook call,
 //! model call and tool call with how long it took and what it decided. Ids and decisions are
-//! always kept; message texts never are here (the run's messages are memory's).
+//! always kept; message texts only when the agent opts in (`[agents.record] content = true`:
+//! [`RunContent`]).
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{FinishReason, Hook, RunFailure, Tripwire, Usage, Warning};
+use super::{Chunk, FinishReason, Hook, PromptMessage, RunFailure, Tripwire, Usage, Warning};
 
 /// How a run ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -223,6 +224,29 @@ pub struct RunRecord {
     pub error: Option<RunFailure>,
     /// Its hook, model and tool calls, in the order they started.
     pub timeline: Vec<TimelineEntry>,
+    /// What the model saw and the client got, for an agent that keeps it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content: Option<RunContent>,
+}
+
+/// The prompt of one model call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PromptRecord {
+    /// The step.
+    pub step: u32,
+    /// The messages sent, after every `processLLMRequest`.
+    pub messages: Vec<PromptMessage>,
+}
+
+/// What a run's model saw and its client got.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunContent {
+    /// Each model call's prompt, in order (none for a call a processor answered).
+    pub prompts: Vec<PromptRecord>,
+    /// The chunks the client got, in order; consecutive text deltas of one text are kept as one.
+    pub chunks: Vec<Chunk>,
+    /// Whether more was seen than a record keeps (the rest is left out).
+    pub truncated: bool,
 }
 
 impl RunRecord {

@@ -70,4 +70,6 @@ pub struct Agent {
     pub embedder: Arc<dyn Embedder>,
     /// The JSON schema every final answer must follow, if any.
     pub output_schema: Option<super::JsonSchema>,
+    /// Whether its run records keep what the model saw and the client got.
+    pub record_content: bool,
 }

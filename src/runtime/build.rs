@@ -370,6 +370,7 @@ impl Runtime {
             memory: config.memory.as_ref().map(|memory| Arc::new(memory.get_ref().clone())),
             embedder,
             output_schema,
+            record_content: config.record.content,
         })
     }
 }

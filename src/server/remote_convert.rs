@@ -33,7 +33,8 @@ pub(super) fn hook_from_pb(hook: pb::Hook) -> Option<Hook> {
     Hook::ALL.into_iter().find(|candidate| pb::Hook::from(*candidate) == hook)
 }
 
-fn prompt_to_pb(message: &PromptMessage) -> pb::Message {
+/// A prompt message on the wire (a `Message` without ids).
+pub(super) fn prompt_to_pb(message: &PromptMessage) -> pb::Message {
     pb::Message {
         role: message.role.as_str().to_owned(),
         parts: message.parts.iter().cloned().map(pb::Part::from).collect(),

@@ -1,13 +1,27 @@
 //! Run records on the wire: [`RunRecord`] → `pb::RunRecord`.
 
+use super::convert::chunk_to_pb;
 use super::pb;
+use super::remote_convert::prompt_to_pb;
 use super::value::to_proto;
 use crate::domain::{HookDecision, RunRecord, RunStart, RunStats, StatsBucket, TimelineEntry};
 
-/// A record, with its timeline or without (a list shows none).
+/// A record, with its timeline and content or without (a list shows neither).
 pub(super) fn record_to_pb(record: RunRecord, with_timeline: bool) -> pb::RunRecord {
     let timeline =
         if with_timeline { record.timeline.into_iter().map(entry_to_pb).collect() } else { Vec::new() };
+    let content = record.content.filter(|_| with_timeline).map(|content| pb::RunContent {
+        prompts: content
+            .prompts
+            .iter()
+            .map(|prompt| pb::PromptRecord {
+                step: prompt.step,
+                messages: prompt.messages.iter().map(prompt_to_pb).collect(),
+            })
+            .collect(),
+        chunks: content.chunks.into_iter().map(|chunk| chunk_to_pb(&record.run_id, chunk)).collect(),
+        truncated: content.truncated,
+    });
     pb::RunRecord {
         run_id: record.run_id,
         agent_id: record.agent_id,
@@ -22,6 +36,7 @@ pub(super) fn record_to_pb(record: RunRecord, with_timeline: bool) -> pb::RunRec
         tripwire: record.tripwire.map(Into::into),
         error: record.error.map(Into::into),
         timeline,
+        content,
     }
 }
 

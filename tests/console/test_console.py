@@ -2,6 +2,8 @@
 
 import time
 
+import grpc
+
 from agentwire import Client
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
@@ -21,6 +23,18 @@ def open_page(browser, server, page, key=ADMIN_KEY):
     if key:
         field.send_keys(key)
     field.send_keys(Keys.ENTER)
+
+
+def recorded(client, run_id):
+    """Waits until the server has written the run's record (records are written in batches)."""
+    deadline = time.monotonic() + WAIT
+    while True:
+        try:
+            return client.get_run(run_id)
+        except grpc.RpcError as error:
+            if error.code() != grpc.StatusCode.NOT_FOUND or time.monotonic() > deadline:
+                raise
+            time.sleep(0.02)
 
 
 def wait_text(browser, selector, text):
@@ -116,6 +130,7 @@ def test_warnings_show_on_the_run_and_the_guardrails_pages(browser, server, guar
     by processor and kind on the guardrails page."""
     with Client(server.address, api_key=ADMIN_KEY) as client:
         result = client.generate("guarded", "write to ann@example.com", resource_id="tenant-bob")
+        recorded(client, result.run_id)
     assert not result.HasField("tripwire")
     open_page(browser, server, f"runs/{result.run_id}")
     warnings = wait_text(browser, ".warnings", "pii-warn")
@@ -126,6 +141,23 @@ def test_warnings_show_on_the_run_and_the_guardrails_pages(browser, server, guar
     by_kind = wait_text(browser, ".warnings-by-kind table", "pii-warn")
     assert "pii" in by_kind
     shot("guardrails-warnings")
+
+
+def test_a_run_of_an_agent_that_keeps_content_shows_the_prompt_and_the_answer(browser, server, guard, shot):
+    """With `[agents.record] content = true`, the run's page shows what the model saw and what the
+    client got; an agent without it says the content is not kept."""
+    with Client(server.address, api_key=ADMIN_KEY) as client:
+        kept = client.generate("echo", "show me the prompt", resource_id="tenant-ada")
+        plain = client.generate("guarded", "nothing kept here", resource_id="tenant-ada")
+        recorded(client, kept.run_id)
+        recorded(client, plain.run_id)
+    open_page(browser, server, f"runs/{kept.run_id}")
+    assert "show me the prompt" in wait_text(browser, ".prompts", "show me the prompt")
+    assert "echo: show me the prompt" in browser.find_element(By.CSS_SELECTOR, ".delivered .answer").text
+    assert "null" not in browser.find_element(By.TAG_NAME, "main").text
+    shot("content")
+    open_page(browser, server, f"runs/{plain.run_id}")
+    assert "Not kept" in wait_text(browser, "main", "Not kept")
 
 
 def test_the_memory_page_shows_a_resources_threads_and_messages(browser, server, guard, shot):

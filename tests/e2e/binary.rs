@@ -36,7 +36,8 @@ fn serve_then_run_and_list() {
 }
 
 /// `agentwire runs` lists a blocked run with the processor and reason that ended it, and
-/// `agentwire runs show` prints its timeline: the hook that aborted, in which step, and why.
+/// `agentwire runs show` prints its timeline: the hook that aborted, in which step, and why —
+/// and, for an agent that keeps content, what the client got.
 #[test]
 fn runs_lists_and_shows_what_blocked_a_run() {
     let served = Served::start(&["--config", &example_config(), "--console", "127.0.0.1:0"]);
@@ -66,6 +67,7 @@ fn runs_lists_and_shows_what_blocked_a_run() {
     assert!(shown.contains(&format!("run       {run_id}")), "{shown}");
     let abort = shown.lines().find(|line| line.contains(" abort ")).unwrap_or_else(|| panic!("{shown}"));
     assert!(abort.contains("no-secrets") && abort.contains("processInput"), "{abort}");
+    assert!(shown.contains("the client got"), "the example's guarded agent keeps content: {shown}");
 }
 
 /// SIGTERM stops the server gracefully with exit code 0.

@@ -112,6 +112,12 @@ detectors = ["email"]
 kind = "remote"
 
 [[agents]]
+id = "kept"
+model = "mock/echo"
+instructions = "Be brief."
+record = { content = true }
+
+[[agents]]
 id = "warned"
 model = "mock/echo"
 input_processors = ["pii-warn", "warner"]
@@ -638,4 +644,53 @@ async fn warnings_are_recorded_streamed_and_counted() {
     let refused = server.generate(request("warned", "BAD KIND")).await;
     let error = refused.error.expect("a malformed warning fails the call");
     assert!(error.message.contains("warnings[0].kind"), "{error:?}");
+}
+
+/// An agent with `[agents.record] content = true` keeps the prompt its model saw and the chunks
+/// its client got (text deltas of one text joined) in `GetRun`, never in `ListRuns`; any other
+/// agent's record holds no text at all.
+#[tokio::test]
+async fn content_is_kept_only_for_agents_that_ask() {
+    let server = TestServer::start(CONFIG).await;
+    let chunks = server.stream(request("kept", "hello kept words")).await;
+    let run_id = chunks[0].run_id.clone();
+    let record = record(&server, &run_id).await;
+    let content = record.content.expect("the agent keeps content");
+    assert!(!content.truncated);
+    assert_eq!(content.prompts.len(), 1);
+    let prompt: Vec<(String, String)> = content.prompts[0]
+        .messages
+        .iter()
+        .map(|message| (message.role.clone(), common::message_text(message)))
+        .collect();
+    assert_eq!(
+        prompt,
+        [("system".to_owned(), "Be brief.".to_owned()), ("user".to_owned(), "hello kept words".to_owned())]
+    );
+    let types: Vec<&str> = content.chunks.iter().map(|chunk| chunk.r#type.as_str()).collect();
+    assert_eq!(types.first(), Some(&"start"));
+    assert_eq!(types.last(), Some(&"finish"));
+    let texts: Vec<&str> = content
+        .chunks
+        .iter()
+        .filter_map(|chunk| match &chunk.payload {
+            Some(pb::chunk::Payload::TextDelta(delta)) => Some(delta.text.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(texts, ["echo: hello kept words"], "the deltas of one text are one chunk");
+    assert!(chunks.iter().filter(|chunk| chunk.r#type == "text-delta").count() > 1, "the client got several");
+
+    let mut client = runs(&server).await;
+    let listed = client.list_runs(pb::ListRunsRequest { agent_id: "kept".into(), ..Default::default() });
+    let listed = listed.await.unwrap().into_inner();
+    assert!(listed.runs[0].content.is_none(), "lists leave content out");
+    let plain = record_of(&server, "echo").await;
+    assert!(plain.content.is_none(), "an agent that does not ask keeps no text");
+}
+
+/// The record of a fresh run of `agent`.
+async fn record_of(server: &TestServer, agent: &str) -> pb::RunRecord {
+    let run_id = server.generate(request(agent, "plain")).await.run_id;
+    record(server, &run_id).await
 }

@@ -619,6 +619,7 @@ fn run_record(
             max_us: 10,
             decision: HookDecision::Continue,
         })],
+        content: None,
     }
 }
 

@@ -1006,7 +1006,10 @@ type RunRecord struct {
 	Tripwire     *Tripwire     `protobuf:"bytes,11,opt,name=tripwire,proto3" json:"tripwire,omitempty"`
 	Error        *ErrorPayload `protobuf:"bytes,12,opt,name=error,proto3" json:"error,omitempty"`
 	// In the order the calls started.
-	Timeline      []*TimelineEntry `protobuf:"bytes,13,rep,name=timeline,proto3" json:"timeline,omitempty"`
+	Timeline []*TimelineEntry `protobuf:"bytes,13,rep,name=timeline,proto3" json:"timeline,omitempty"`
+	// What the model saw and the client got: only for agents with `[agents.record] content = true`,
+	// and only in GetRun and WatchRuns (ListRuns leaves it out, like the timeline).
+	Content       *RunContent `protobuf:"bytes,14,opt,name=content,proto3" json:"content,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1132,6 +1135,129 @@ func (x *RunRecord) GetTimeline() []*TimelineEntry {
 	return nil
 }
 
+func (x *RunRecord) GetContent() *RunContent {
+	if x != nil {
+		return x.Content
+	}
+	return nil
+}
+
+type RunContent struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Each model call's prompt, after every processLLMRequest (none for a call a processor
+	// answered in the model's place).
+	Prompts []*PromptRecord `protobuf:"bytes,1,rep,name=prompts,proto3" json:"prompts,omitempty"`
+	// The chunks the client got, in order; consecutive text deltas of one text joined into one.
+	Chunks []*Chunk `protobuf:"bytes,2,rep,name=chunks,proto3" json:"chunks,omitempty"`
+	// More was seen than a record keeps (1 MiB of text); the rest is left out.
+	Truncated     bool `protobuf:"varint,3,opt,name=truncated,proto3" json:"truncated,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RunContent) Reset() {
+	*x = RunContent{}
+	mi := &file_agentwire_v1_runs_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RunContent) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RunContent) ProtoMessage() {}
+
+func (x *RunContent) ProtoReflect() protoreflect.Message {
+	mi := &file_agentwire_v1_runs_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RunContent.ProtoReflect.Descriptor instead.
+func (*RunContent) Descriptor() ([]byte, []int) {
+	return file_agentwire_v1_runs_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *RunContent) GetPrompts() []*PromptRecord {
+	if x != nil {
+		return x.Prompts
+	}
+	return nil
+}
+
+func (x *RunContent) GetChunks() []*Chunk {
+	if x != nil {
+		return x.Chunks
+	}
+	return nil
+}
+
+func (x *RunContent) GetTruncated() bool {
+	if x != nil {
+		return x.Truncated
+	}
+	return false
+}
+
+type PromptRecord struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Step          uint32                 `protobuf:"varint,1,opt,name=step,proto3" json:"step,omitempty"`
+	Messages      []*Message             `protobuf:"bytes,2,rep,name=messages,proto3" json:"messages,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PromptRecord) Reset() {
+	*x = PromptRecord{}
+	mi := &file_agentwire_v1_runs_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PromptRecord) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PromptRecord) ProtoMessage() {}
+
+func (x *PromptRecord) ProtoReflect() protoreflect.Message {
+	mi := &file_agentwire_v1_runs_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PromptRecord.ProtoReflect.Descriptor instead.
+func (*PromptRecord) Descriptor() ([]byte, []int) {
+	return file_agentwire_v1_runs_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *PromptRecord) GetStep() uint32 {
+	if x != nil {
+		return x.Step
+	}
+	return 0
+}
+
+func (x *PromptRecord) GetMessages() []*Message {
+	if x != nil {
+		return x.Messages
+	}
+	return nil
+}
+
 // One entry of a run's timeline.
 type TimelineEntry struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1152,7 +1278,7 @@ type TimelineEntry struct {
 
 func (x *TimelineEntry) Reset() {
 	*x = TimelineEntry{}
-	mi := &file_agentwire_v1_runs_proto_msgTypes[13]
+	mi := &file_agentwire_v1_runs_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1164,7 +1290,7 @@ func (x *TimelineEntry) String() string {
 func (*TimelineEntry) ProtoMessage() {}
 
 func (x *TimelineEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_agentwire_v1_runs_proto_msgTypes[13]
+	mi := &file_agentwire_v1_runs_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1177,7 +1303,7 @@ func (x *TimelineEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TimelineEntry.ProtoReflect.Descriptor instead.
 func (*TimelineEntry) Descriptor() ([]byte, []int) {
-	return file_agentwire_v1_runs_proto_rawDescGZIP(), []int{13}
+	return file_agentwire_v1_runs_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *TimelineEntry) GetAtUs() uint64 {
@@ -1296,7 +1422,7 @@ type HookCallEntry struct {
 
 func (x *HookCallEntry) Reset() {
 	*x = HookCallEntry{}
-	mi := &file_agentwire_v1_runs_proto_msgTypes[14]
+	mi := &file_agentwire_v1_runs_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1308,7 +1434,7 @@ func (x *HookCallEntry) String() string {
 func (*HookCallEntry) ProtoMessage() {}
 
 func (x *HookCallEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_agentwire_v1_runs_proto_msgTypes[14]
+	mi := &file_agentwire_v1_runs_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1321,7 +1447,7 @@ func (x *HookCallEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HookCallEntry.ProtoReflect.Descriptor instead.
 func (*HookCallEntry) Descriptor() ([]byte, []int) {
-	return file_agentwire_v1_runs_proto_rawDescGZIP(), []int{14}
+	return file_agentwire_v1_runs_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *HookCallEntry) GetProcessorId() string {
@@ -1419,7 +1545,7 @@ type ModelCallEntry struct {
 
 func (x *ModelCallEntry) Reset() {
 	*x = ModelCallEntry{}
-	mi := &file_agentwire_v1_runs_proto_msgTypes[15]
+	mi := &file_agentwire_v1_runs_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1431,7 +1557,7 @@ func (x *ModelCallEntry) String() string {
 func (*ModelCallEntry) ProtoMessage() {}
 
 func (x *ModelCallEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_agentwire_v1_runs_proto_msgTypes[15]
+	mi := &file_agentwire_v1_runs_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1444,7 +1570,7 @@ func (x *ModelCallEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModelCallEntry.ProtoReflect.Descriptor instead.
 func (*ModelCallEntry) Descriptor() ([]byte, []int) {
-	return file_agentwire_v1_runs_proto_rawDescGZIP(), []int{15}
+	return file_agentwire_v1_runs_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ModelCallEntry) GetModel() string {
@@ -1502,7 +1628,7 @@ type ToolCallEntry struct {
 
 func (x *ToolCallEntry) Reset() {
 	*x = ToolCallEntry{}
-	mi := &file_agentwire_v1_runs_proto_msgTypes[16]
+	mi := &file_agentwire_v1_runs_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1514,7 +1640,7 @@ func (x *ToolCallEntry) String() string {
 func (*ToolCallEntry) ProtoMessage() {}
 
 func (x *ToolCallEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_agentwire_v1_runs_proto_msgTypes[16]
+	mi := &file_agentwire_v1_runs_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1527,7 +1653,7 @@ func (x *ToolCallEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolCallEntry.ProtoReflect.Descriptor instead.
 func (*ToolCallEntry) Descriptor() ([]byte, []int) {
-	return file_agentwire_v1_runs_proto_rawDescGZIP(), []int{16}
+	return file_agentwire_v1_runs_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ToolCallEntry) GetName() string {
@@ -1571,7 +1697,7 @@ type WarningEntry struct {
 
 func (x *WarningEntry) Reset() {
 	*x = WarningEntry{}
-	mi := &file_agentwire_v1_runs_proto_msgTypes[17]
+	mi := &file_agentwire_v1_runs_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1583,7 +1709,7 @@ func (x *WarningEntry) String() string {
 func (*WarningEntry) ProtoMessage() {}
 
 func (x *WarningEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_agentwire_v1_runs_proto_msgTypes[17]
+	mi := &file_agentwire_v1_runs_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1596,7 +1722,7 @@ func (x *WarningEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WarningEntry.ProtoReflect.Descriptor instead.
 func (*WarningEntry) Descriptor() ([]byte, []int) {
-	return file_agentwire_v1_runs_proto_rawDescGZIP(), []int{17}
+	return file_agentwire_v1_runs_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *WarningEntry) GetProcessorId() string {
@@ -1742,7 +1868,7 @@ const file_agentwire_v1_runs_proto_rawDesc = "" +
 	"\x04runs\x18\x01 \x03(\v2\x17.agentwire.v1.RunRecordR\x04runs\x12&\n" +
 	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"&\n" +
 	"\rGetRunRequest\x12\x15\n" +
-	"\x06run_id\x18\x01 \x01(\tR\x05runId\"\xd9\x03\n" +
+	"\x06run_id\x18\x01 \x01(\tR\x05runId\"\x8d\x04\n" +
 	"\tRunRecord\x12\x15\n" +
 	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12\x19\n" +
 	"\bagent_id\x18\x02 \x01(\tR\aagentId\x12\x1b\n" +
@@ -1759,7 +1885,16 @@ const file_agentwire_v1_runs_proto_rawDesc = "" +
 	" \x01(\v2\x13.agentwire.v1.UsageR\x05usage\x122\n" +
 	"\btripwire\x18\v \x01(\v2\x16.agentwire.v1.TripwireR\btripwire\x120\n" +
 	"\x05error\x18\f \x01(\v2\x1a.agentwire.v1.ErrorPayloadR\x05error\x127\n" +
-	"\btimeline\x18\r \x03(\v2\x1b.agentwire.v1.TimelineEntryR\btimeline\"\xa2\x02\n" +
+	"\btimeline\x18\r \x03(\v2\x1b.agentwire.v1.TimelineEntryR\btimeline\x122\n" +
+	"\acontent\x18\x0e \x01(\v2\x18.agentwire.v1.RunContentR\acontent\"\x8d\x01\n" +
+	"\n" +
+	"RunContent\x124\n" +
+	"\aprompts\x18\x01 \x03(\v2\x1a.agentwire.v1.PromptRecordR\aprompts\x12+\n" +
+	"\x06chunks\x18\x02 \x03(\v2\x13.agentwire.v1.ChunkR\x06chunks\x12\x1c\n" +
+	"\ttruncated\x18\x03 \x01(\bR\ttruncated\"U\n" +
+	"\fPromptRecord\x12\x12\n" +
+	"\x04step\x18\x01 \x01(\rR\x04step\x121\n" +
+	"\bmessages\x18\x02 \x03(\v2\x15.agentwire.v1.MessageR\bmessages\"\xa2\x02\n" +
 	"\rTimelineEntry\x12\x13\n" +
 	"\x05at_us\x18\x01 \x01(\x04R\x04atUs\x12\x1f\n" +
 	"\vduration_us\x18\x02 \x01(\x04R\n" +
@@ -1825,7 +1960,7 @@ func file_agentwire_v1_runs_proto_rawDescGZIP() []byte {
 	return file_agentwire_v1_runs_proto_rawDescData
 }
 
-var file_agentwire_v1_runs_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
+var file_agentwire_v1_runs_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
 var file_agentwire_v1_runs_proto_goTypes = []any{
 	(*GetStatsRequest)(nil),  // 0: agentwire.v1.GetStatsRequest
 	(*RunStats)(nil),         // 1: agentwire.v1.RunStats
@@ -1840,59 +1975,67 @@ var file_agentwire_v1_runs_proto_goTypes = []any{
 	(*ListRunsResponse)(nil), // 10: agentwire.v1.ListRunsResponse
 	(*GetRunRequest)(nil),    // 11: agentwire.v1.GetRunRequest
 	(*RunRecord)(nil),        // 12: agentwire.v1.RunRecord
-	(*TimelineEntry)(nil),    // 13: agentwire.v1.TimelineEntry
-	(*HookCallEntry)(nil),    // 14: agentwire.v1.HookCallEntry
-	(*ModelCallEntry)(nil),   // 15: agentwire.v1.ModelCallEntry
-	(*ToolCallEntry)(nil),    // 16: agentwire.v1.ToolCallEntry
-	(*WarningEntry)(nil),     // 17: agentwire.v1.WarningEntry
-	nil,                      // 18: agentwire.v1.RunStats.OutcomesEntry
-	nil,                      // 19: agentwire.v1.StatsBucket.OutcomesEntry
-	nil,                      // 20: agentwire.v1.StatsBucket.TripwiresEntry
-	nil,                      // 21: agentwire.v1.StatsBucket.LatencyEntry
-	nil,                      // 22: agentwire.v1.StatsBucket.WarningsEntry
-	(*Usage)(nil),            // 23: agentwire.v1.Usage
-	(*Tripwire)(nil),         // 24: agentwire.v1.Tripwire
-	(*ErrorPayload)(nil),     // 25: agentwire.v1.ErrorPayload
-	(*structpb.Value)(nil),   // 26: google.protobuf.Value
+	(*RunContent)(nil),       // 13: agentwire.v1.RunContent
+	(*PromptRecord)(nil),     // 14: agentwire.v1.PromptRecord
+	(*TimelineEntry)(nil),    // 15: agentwire.v1.TimelineEntry
+	(*HookCallEntry)(nil),    // 16: agentwire.v1.HookCallEntry
+	(*ModelCallEntry)(nil),   // 17: agentwire.v1.ModelCallEntry
+	(*ToolCallEntry)(nil),    // 18: agentwire.v1.ToolCallEntry
+	(*WarningEntry)(nil),     // 19: agentwire.v1.WarningEntry
+	nil,                      // 20: agentwire.v1.RunStats.OutcomesEntry
+	nil,                      // 21: agentwire.v1.StatsBucket.OutcomesEntry
+	nil,                      // 22: agentwire.v1.StatsBucket.TripwiresEntry
+	nil,                      // 23: agentwire.v1.StatsBucket.LatencyEntry
+	nil,                      // 24: agentwire.v1.StatsBucket.WarningsEntry
+	(*Usage)(nil),            // 25: agentwire.v1.Usage
+	(*Tripwire)(nil),         // 26: agentwire.v1.Tripwire
+	(*ErrorPayload)(nil),     // 27: agentwire.v1.ErrorPayload
+	(*Chunk)(nil),            // 28: agentwire.v1.Chunk
+	(*Message)(nil),          // 29: agentwire.v1.Message
+	(*structpb.Value)(nil),   // 30: google.protobuf.Value
 }
 var file_agentwire_v1_runs_proto_depIdxs = []int32{
-	18, // 0: agentwire.v1.RunStats.outcomes:type_name -> agentwire.v1.RunStats.OutcomesEntry
+	20, // 0: agentwire.v1.RunStats.outcomes:type_name -> agentwire.v1.RunStats.OutcomesEntry
 	4,  // 1: agentwire.v1.RunStats.tripwires:type_name -> agentwire.v1.TripwireCount
 	6,  // 2: agentwire.v1.RunStats.hooks:type_name -> agentwire.v1.HookLatency
 	2,  // 3: agentwire.v1.RunStats.buckets:type_name -> agentwire.v1.StatsBucket
 	5,  // 4: agentwire.v1.RunStats.warnings:type_name -> agentwire.v1.WarningCount
-	19, // 5: agentwire.v1.StatsBucket.outcomes:type_name -> agentwire.v1.StatsBucket.OutcomesEntry
-	20, // 6: agentwire.v1.StatsBucket.tripwires:type_name -> agentwire.v1.StatsBucket.TripwiresEntry
-	21, // 7: agentwire.v1.StatsBucket.latency:type_name -> agentwire.v1.StatsBucket.LatencyEntry
-	22, // 8: agentwire.v1.StatsBucket.warnings:type_name -> agentwire.v1.StatsBucket.WarningsEntry
+	21, // 5: agentwire.v1.StatsBucket.outcomes:type_name -> agentwire.v1.StatsBucket.OutcomesEntry
+	22, // 6: agentwire.v1.StatsBucket.tripwires:type_name -> agentwire.v1.StatsBucket.TripwiresEntry
+	23, // 7: agentwire.v1.StatsBucket.latency:type_name -> agentwire.v1.StatsBucket.LatencyEntry
+	24, // 8: agentwire.v1.StatsBucket.warnings:type_name -> agentwire.v1.StatsBucket.WarningsEntry
 	12, // 9: agentwire.v1.RunEvent.started:type_name -> agentwire.v1.RunRecord
 	12, // 10: agentwire.v1.RunEvent.ended:type_name -> agentwire.v1.RunRecord
 	12, // 11: agentwire.v1.ListRunsResponse.runs:type_name -> agentwire.v1.RunRecord
-	23, // 12: agentwire.v1.RunRecord.usage:type_name -> agentwire.v1.Usage
-	24, // 13: agentwire.v1.RunRecord.tripwire:type_name -> agentwire.v1.Tripwire
-	25, // 14: agentwire.v1.RunRecord.error:type_name -> agentwire.v1.ErrorPayload
-	13, // 15: agentwire.v1.RunRecord.timeline:type_name -> agentwire.v1.TimelineEntry
-	14, // 16: agentwire.v1.TimelineEntry.hook:type_name -> agentwire.v1.HookCallEntry
-	15, // 17: agentwire.v1.TimelineEntry.model:type_name -> agentwire.v1.ModelCallEntry
-	16, // 18: agentwire.v1.TimelineEntry.tool:type_name -> agentwire.v1.ToolCallEntry
-	17, // 19: agentwire.v1.TimelineEntry.warning:type_name -> agentwire.v1.WarningEntry
-	26, // 20: agentwire.v1.HookCallEntry.metadata:type_name -> google.protobuf.Value
-	23, // 21: agentwire.v1.ModelCallEntry.usage:type_name -> agentwire.v1.Usage
-	26, // 22: agentwire.v1.WarningEntry.details:type_name -> google.protobuf.Value
-	3,  // 23: agentwire.v1.StatsBucket.LatencyEntry.value:type_name -> agentwire.v1.BucketLatency
-	9,  // 24: agentwire.v1.RunService.ListRuns:input_type -> agentwire.v1.ListRunsRequest
-	11, // 25: agentwire.v1.RunService.GetRun:input_type -> agentwire.v1.GetRunRequest
-	7,  // 26: agentwire.v1.RunService.WatchRuns:input_type -> agentwire.v1.WatchRunsRequest
-	0,  // 27: agentwire.v1.RunService.GetStats:input_type -> agentwire.v1.GetStatsRequest
-	10, // 28: agentwire.v1.RunService.ListRuns:output_type -> agentwire.v1.ListRunsResponse
-	12, // 29: agentwire.v1.RunService.GetRun:output_type -> agentwire.v1.RunRecord
-	8,  // 30: agentwire.v1.RunService.WatchRuns:output_type -> agentwire.v1.RunEvent
-	1,  // 31: agentwire.v1.RunService.GetStats:output_type -> agentwire.v1.RunStats
-	28, // [28:32] is the sub-list for method output_type
-	24, // [24:28] is the sub-list for method input_type
-	24, // [24:24] is the sub-list for extension type_name
-	24, // [24:24] is the sub-list for extension extendee
-	0,  // [0:24] is the sub-list for field type_name
+	25, // 12: agentwire.v1.RunRecord.usage:type_name -> agentwire.v1.Usage
+	26, // 13: agentwire.v1.RunRecord.tripwire:type_name -> agentwire.v1.Tripwire
+	27, // 14: agentwire.v1.RunRecord.error:type_name -> agentwire.v1.ErrorPayload
+	15, // 15: agentwire.v1.RunRecord.timeline:type_name -> agentwire.v1.TimelineEntry
+	13, // 16: agentwire.v1.RunRecord.content:type_name -> agentwire.v1.RunContent
+	14, // 17: agentwire.v1.RunContent.prompts:type_name -> agentwire.v1.PromptRecord
+	28, // 18: agentwire.v1.RunContent.chunks:type_name -> agentwire.v1.Chunk
+	29, // 19: agentwire.v1.PromptRecord.messages:type_name -> agentwire.v1.Message
+	16, // 20: agentwire.v1.TimelineEntry.hook:type_name -> agentwire.v1.HookCallEntry
+	17, // 21: agentwire.v1.TimelineEntry.model:type_name -> agentwire.v1.ModelCallEntry
+	18, // 22: agentwire.v1.TimelineEntry.tool:type_name -> agentwire.v1.ToolCallEntry
+	19, // 23: agentwire.v1.TimelineEntry.warning:type_name -> agentwire.v1.WarningEntry
+	30, // 24: agentwire.v1.HookCallEntry.metadata:type_name -> google.protobuf.Value
+	25, // 25: agentwire.v1.ModelCallEntry.usage:type_name -> agentwire.v1.Usage
+	30, // 26: agentwire.v1.WarningEntry.details:type_name -> google.protobuf.Value
+	3,  // 27: agentwire.v1.StatsBucket.LatencyEntry.value:type_name -> agentwire.v1.BucketLatency
+	9,  // 28: agentwire.v1.RunService.ListRuns:input_type -> agentwire.v1.ListRunsRequest
+	11, // 29: agentwire.v1.RunService.GetRun:input_type -> agentwire.v1.GetRunRequest
+	7,  // 30: agentwire.v1.RunService.WatchRuns:input_type -> agentwire.v1.WatchRunsRequest
+	0,  // 31: agentwire.v1.RunService.GetStats:input_type -> agentwire.v1.GetStatsRequest
+	10, // 32: agentwire.v1.RunService.ListRuns:output_type -> agentwire.v1.ListRunsResponse
+	12, // 33: agentwire.v1.RunService.GetRun:output_type -> agentwire.v1.RunRecord
+	8,  // 34: agentwire.v1.RunService.WatchRuns:output_type -> agentwire.v1.RunEvent
+	1,  // 35: agentwire.v1.RunService.GetStats:output_type -> agentwire.v1.RunStats
+	32, // [32:36] is the sub-list for method output_type
+	28, // [28:32] is the sub-list for method input_type
+	28, // [28:28] is the sub-list for extension type_name
+	28, // [28:28] is the sub-list for extension extendee
+	0,  // [0:28] is the sub-list for field type_name
 }
 
 func init() { file_agentwire_v1_runs_proto_init() }
@@ -1906,21 +2049,21 @@ func file_agentwire_v1_runs_proto_init() {
 		(*RunEvent_Ended)(nil),
 		(*RunEvent_Missed)(nil),
 	}
-	file_agentwire_v1_runs_proto_msgTypes[13].OneofWrappers = []any{
+	file_agentwire_v1_runs_proto_msgTypes[15].OneofWrappers = []any{
 		(*TimelineEntry_Hook)(nil),
 		(*TimelineEntry_Model)(nil),
 		(*TimelineEntry_Tool)(nil),
 		(*TimelineEntry_Warning)(nil),
 	}
-	file_agentwire_v1_runs_proto_msgTypes[14].OneofWrappers = []any{}
-	file_agentwire_v1_runs_proto_msgTypes[17].OneofWrappers = []any{}
+	file_agentwire_v1_runs_proto_msgTypes[16].OneofWrappers = []any{}
+	file_agentwire_v1_runs_proto_msgTypes[19].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_agentwire_v1_runs_proto_rawDesc), len(file_agentwire_v1_runs_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   23,
+			NumMessages:   25,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -2,18 +2,7 @@
 // thread's).
 
 import { call } from "./api.js";
-import { dateTime, errorBox, field, fill, h, hashQuery, table } from "./view.js";
-
-function text(message) {
-  return message.parts.map((part) => {
-    if (part.text) return part.text.text;
-    if (part.reasoning) return `(reasoning) ${part.reasoning.text}`;
-    if (part.tool_call) return `→ ${part.tool_call.tool_name}(${JSON.stringify(part.tool_call.args ?? {})})`;
-    if (part.tool_result) return `← ${part.tool_result.tool_name}: ${JSON.stringify(part.tool_result.result ?? "")}`;
-    if (part.file) return `(file ${part.file.media_type || ""})`;
-    return JSON.stringify(part);
-  }).join("\n");
-}
+import { dateTime, errorBox, field, fill, h, hashQuery, messageText, table } from "./view.js";
 
 async function workingMemory(scope, resourceId) {
   try {
@@ -43,7 +32,7 @@ export function render(view) {
         h("h3", {}, row.title ? `${row.title} (${row.id})` : `Thread ${row.id}`),
         messages.map((message) => h("div", { class: "message" },
           h("span", { class: "role" }, message.role), h("span", { class: "muted" }, dateTime(message.created_at)),
-          h("pre", {}, text(message)))),
+          h("pre", {}, messageText(message)))),
         messages.length ? null : h("p", { class: "muted" }, "No messages."),
         h("h3", {}, "Thread working memory"), await workingMemory({ thread_id: row.id }, row.resource_id)));
     } catch (error) {

@@ -3,7 +3,7 @@
 // with the remote instance that answered.
 
 import { call } from "./api.js";
-import { badge, dateTime, duration, errorBox, h, micros, table } from "./view.js";
+import { badge, dateTime, duration, errorBox, fill, h, messageText, micros, table } from "./view.js";
 
 const stepOf = (call) => (call.step === undefined || call.step === null ? "" : ` · step ${call.step}`);
 
@@ -111,6 +111,29 @@ function warned(record) {
       warning.details !== null && warning.details !== undefined ? [" ", h("code", {}, JSON.stringify(warning.details))] : null))));
 }
 
+/** What the model saw at each step and what the client got, for an agent that keeps it. */
+function content(record) {
+  const kept = record.content;
+  if (!kept) {
+    return h("section", { class: "panel" }, h("h3", {}, "Content"),
+      h("p", { class: "muted" }, "Not kept: set [agents.record] content = true on the agent to keep the prompt the model saw and the chunks the client got."));
+  }
+  const answer = kept.chunks.filter((chunk) => chunk.text_delta).map((chunk) => chunk.text_delta.text).join("");
+  const others = kept.chunks.filter((chunk) => !chunk.text_delta).map((chunk) => chunk.type);
+  return [
+    h("section", { class: "panel prompts", "aria-label": "What the model saw" },
+      h("h3", {}, "What the model saw"),
+      kept.prompts.length ? kept.prompts.map((prompt) => h("div", { class: "prompt" },
+        h("h4", {}, `Step ${prompt.step}`),
+        h("dl", { class: "kv" }, prompt.messages.map((message) => [h("dt", {}, message.role), h("dd", {}, h("pre", {}, messageText(message)))]))))
+        : h("p", { class: "muted" }, "No model call (blocked before one, or answered by a processor).")),
+    h("section", { class: "panel delivered", "aria-label": "What the client got" },
+      h("h3", {}, "What the client got"),
+      h("pre", { class: "answer" }, answer || "(no text)"),
+      h("p", { class: "muted" }, `Chunks: ${others.join(", ")}${kept.truncated ? " — truncated: more was sent than a record keeps" : ""}`)),
+  ];
+}
+
 export function render(view, runId) {
   view.append(h("p", {}, h("a", { href: "#/runs" }, "← Live runs")), h("h2", {}, "Run ", h("code", {}, runId)));
   const body = h("div", { "aria-busy": "true" });
@@ -118,7 +141,8 @@ export function render(view, runId) {
   call("RunService/GetRun", { run_id: runId }).then((record) => {
     body.removeAttribute("aria-busy");
     const usage = record.usage || {};
-    body.append(
+    // `fill` leaves out the panels a record has nothing for (null).
+    fill(body,
       h("section", { class: "panel" }, h("dl", { class: "kv" },
         h("dt", {}, "Outcome"), h("dd", {}, badge(record.outcome), record.finish_reason ? ` (${record.finish_reason})` : ""),
         h("dt", {}, "Agent"), h("dd", {}, h("a", { href: `#/agents?agent=${encodeURIComponent(record.agent_id)}` }, record.agent_id)),
@@ -133,6 +157,7 @@ export function render(view, runId) {
       warned(record),
       h("section", { class: "panel" }, h("h3", {}, "Timeline"), record.timeline.length ? waterfall(record) : h("p", { class: "muted" }, "No calls recorded.")),
       h("section", { class: "panel" }, h("h3", {}, "Every call"), table(COLUMNS, record.timeline)),
+      content(record),
     );
   }).catch((error) => {
     body.removeAttribute("aria-busy");

@@ -90,3 +90,15 @@ export function field(label, input) {
 export function hashQuery() {
   return new URLSearchParams(location.hash.split("?")[1] || "");
 }
+
+/** A message's parts as text: tool calls and results, files and reasoning marked. */
+export function messageText(message) {
+  return message.parts.map((part) => {
+    if (part.text) return part.text.text;
+    if (part.reasoning) return `(reasoning) ${part.reasoning.text}`;
+    if (part.tool_call) return `→ ${part.tool_call.tool_name}(${JSON.stringify(part.tool_call.args ?? {})})`;
+    if (part.tool_result) return `← ${part.tool_result.tool_name}: ${JSON.stringify(part.tool_result.result ?? "")}`;
+    if (part.file) return `(file ${part.file.media_type || ""})`;
+    return JSON.stringify(part);
+  }).join("\n");
+}

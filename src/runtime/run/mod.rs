@@ -30,6 +30,7 @@ use crate::processor::{Abort, CallNote, HookContext, HookError, Processor, Skipp
 use crate::telemetry::spans;
 use crate::tool::Tool;
 
+mod content;
 mod decided;
 mod hooks;
 mod model_step;
@@ -225,6 +226,7 @@ impl PreparedRun {
             message.resource_id.clone_from(&info.resource_id);
             list.add(message, MessageSource::Input);
         }
+        let recorder = Recorder::new(agent.record_content);
         let run = Run {
             max_processor_retries: request.max_processor_retries.or(agent.max_processor_retries),
             max_steps: request.max_steps.unwrap_or(agent.max_steps),
@@ -247,7 +249,7 @@ impl PreparedRun {
             data: Vec::new(),
             pending_data_parts: Vec::new(),
             span: Span::none(),
-            recorder: Recorder::new(),
+            recorder,
             key_name: request.key_name,
         };
         PreparedRun { run, admitted: None }
@@ -453,6 +455,7 @@ impl Run {
             stop.cancelled().await;
             tokio::time::sleep(super::lifecycle::CONCLUDE_GRACE).await;
         };
+        self.recorder.delivered(&chunk);
         tokio::select! {
             _ = self.sink.send(chunk) => {}
             () = shutdown_over => {}

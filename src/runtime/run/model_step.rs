@@ -36,6 +36,7 @@ impl Run {
             if let Some(chunks) = replay {
                 break 'call StepSource::Replay(chunks);
             }
+            self.recorder.prompt(step_number, &prompt);
             let request = ModelRequest {
                 prompt,
                 tools: offered_tools.clone(),

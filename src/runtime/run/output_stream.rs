@@ -187,6 +187,7 @@ impl Run {
                 });
             }
         }
+        self.recorder.delivered(&chunk);
         self.sink.send(chunk).await.map_err(|_| RunStop::Cancelled)
     }
 

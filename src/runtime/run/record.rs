@@ -7,7 +7,10 @@
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use crate::domain::{FinishReason, Hook, RunFailure, RunInfo, RunStart, Tripwire, Usage};
+use super::content::ContentLog;
+use crate::domain::{
+    Chunk, FinishReason, Hook, PromptMessage, RunFailure, RunInfo, RunStart, Tripwire, Usage,
+};
 use crate::domain::{
     HookCallRecord, HookDecision, ModelCallRecord, RunOutcome, RunRecord, TimelineEntry, ToolCallRecord,
     Warning, WarningRecord, now_millis,
@@ -25,6 +28,8 @@ pub(super) struct Recorder {
     /// What the hook call in progress notes (its remote instance, a skip).
     pub(super) note: CallNote,
     recording: Mutex<Recording>,
+    /// What the model saw and the client got, when the agent keeps it.
+    content: Option<Mutex<ContentLog>>,
 }
 
 #[derive(Debug, Default)]
@@ -64,12 +69,32 @@ impl Recording {
 }
 
 impl Recorder {
-    pub(super) fn new() -> Recorder {
+    /// A run's recorder; `content`: keep prompts and delivered chunks too.
+    pub(super) fn new(content: bool) -> Recorder {
         Recorder {
             started: Instant::now(),
             started_at: now_millis(),
             note: CallNote::default(),
             recording: Mutex::default(),
+            content: content.then(Mutex::default),
+        }
+    }
+
+    fn content(&self) -> Option<std::sync::MutexGuard<'_, ContentLog>> {
+        self.content.as_ref().map(|log| log.lock().unwrap_or_else(std::sync::PoisonError::into_inner))
+    }
+
+    /// The prompt of the model call of `step`, for an agent that keeps content.
+    pub(super) fn prompt(&self, step: u32, messages: &[PromptMessage]) {
+        if let Some(mut log) = self.content() {
+            log.prompt(step, messages);
+        }
+    }
+
+    /// A chunk the client got, for an agent that keeps content.
+    pub(super) fn delivered(&self, chunk: &Chunk) {
+        if let Some(mut log) = self.content() {
+            log.chunk(chunk);
         }
     }
 
@@ -220,6 +245,7 @@ impl Recorder {
             tripwire: ended.tripwire,
             error: ended.error,
             timeline,
+            content: self.content().map(|mut log| std::mem::take(&mut *log).finish()),
         }
     }
 }

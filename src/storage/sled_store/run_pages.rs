@@ -225,6 +225,7 @@ mod tests {
             tripwire: None,
             error: None,
             timeline: Vec::new(),
+            content: None,
         }
     }
 

@@ -206,7 +206,7 @@ class GetRunRequest(_message.Message):
     def __init__(self, run_id: _Optional[str] = ...) -> None: ...
 
 class RunRecord(_message.Message):
-    __slots__ = ("run_id", "agent_id", "thread_id", "resource_id", "key_name", "started_at", "ended_at", "outcome", "finish_reason", "usage", "tripwire", "error", "timeline")
+    __slots__ = ("run_id", "agent_id", "thread_id", "resource_id", "key_name", "started_at", "ended_at", "outcome", "finish_reason", "usage", "tripwire", "error", "timeline", "content")
     RUN_ID_FIELD_NUMBER: _ClassVar[int]
     AGENT_ID_FIELD_NUMBER: _ClassVar[int]
     THREAD_ID_FIELD_NUMBER: _ClassVar[int]
@@ -220,6 +220,7 @@ class RunRecord(_message.Message):
     TRIPWIRE_FIELD_NUMBER: _ClassVar[int]
     ERROR_FIELD_NUMBER: _ClassVar[int]
     TIMELINE_FIELD_NUMBER: _ClassVar[int]
+    CONTENT_FIELD_NUMBER: _ClassVar[int]
     run_id: str
     agent_id: str
     thread_id: str
@@ -233,7 +234,26 @@ class RunRecord(_message.Message):
     tripwire: _agent_pb2.Tripwire
     error: _agent_pb2.ErrorPayload
     timeline: _containers.RepeatedCompositeFieldContainer[TimelineEntry]
-    def __init__(self, run_id: _Optional[str] = ..., agent_id: _Optional[str] = ..., thread_id: _Optional[str] = ..., resource_id: _Optional[str] = ..., key_name: _Optional[str] = ..., started_at: _Optional[int] = ..., ended_at: _Optional[int] = ..., outcome: _Optional[str] = ..., finish_reason: _Optional[str] = ..., usage: _Optional[_Union[_agent_pb2.Usage, _Mapping]] = ..., tripwire: _Optional[_Union[_agent_pb2.Tripwire, _Mapping]] = ..., error: _Optional[_Union[_agent_pb2.ErrorPayload, _Mapping]] = ..., timeline: _Optional[_Iterable[_Union[TimelineEntry, _Mapping]]] = ...) -> None: ...
+    content: RunContent
+    def __init__(self, run_id: _Optional[str] = ..., agent_id: _Optional[str] = ..., thread_id: _Optional[str] = ..., resource_id: _Optional[str] = ..., key_name: _Optional[str] = ..., started_at: _Optional[int] = ..., ended_at: _Optional[int] = ..., outcome: _Optional[str] = ..., finish_reason: _Optional[str] = ..., usage: _Optional[_Union[_agent_pb2.Usage, _Mapping]] = ..., tripwire: _Optional[_Union[_agent_pb2.Tripwire, _Mapping]] = ..., error: _Optional[_Union[_agent_pb2.ErrorPayload, _Mapping]] = ..., timeline: _Optional[_Iterable[_Union[TimelineEntry, _Mapping]]] = ..., content: _Optional[_Union[RunContent, _Mapping]] = ...) -> None: ...
+
+class RunContent(_message.Message):
+    __slots__ = ("prompts", "chunks", "truncated")
+    PROMPTS_FIELD_NUMBER: _ClassVar[int]
+    CHUNKS_FIELD_NUMBER: _ClassVar[int]
+    TRUNCATED_FIELD_NUMBER: _ClassVar[int]
+    prompts: _containers.RepeatedCompositeFieldContainer[PromptRecord]
+    chunks: _containers.RepeatedCompositeFieldContainer[_agent_pb2.Chunk]
+    truncated: bool
+    def __init__(self, prompts: _Optional[_Iterable[_Union[PromptRecord, _Mapping]]] = ..., chunks: _Optional[_Iterable[_Union[_agent_pb2.Chunk, _Mapping]]] = ..., truncated: _Optional[bool] = ...) -> None: ...
+
+class PromptRecord(_message.Message):
+    __slots__ = ("step", "messages")
+    STEP_FIELD_NUMBER: _ClassVar[int]
+    MESSAGES_FIELD_NUMBER: _ClassVar[int]
+    step: int
+    messages: _containers.RepeatedCompositeFieldContainer[_agent_pb2.Message]
+    def __init__(self, step: _Optional[int] = ..., messages: _Optional[_Iterable[_Union[_agent_pb2.Message, _Mapping]]] = ...) -> None: ...
 
 class TimelineEntry(_message.Message):
     __slots__ = ("at_us", "duration_us", "hook", "model", "tool", "warning")

@@ -7,7 +7,7 @@
 
 import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
-import type { ErrorPayload, Tripwire, Usage } from "./agent_pb.js";
+import type { Chunk, ErrorPayload, Message as Message$1, Tripwire, Usage } from "./agent_pb.js";
 import { file_agentwire_v1_agent } from "./agent_pb.js";
 import type { Value } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_struct } from "@bufbuild/protobuf/wkt";
@@ -17,7 +17,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file agentwire/v1/runs.proto.
  */
 export const file_agentwire_v1_runs: GenFile = /*@__PURE__*/
-  fileDesc("ChdhZ2VudHdpcmUvdjEvcnVucy5wcm90bxIMYWdlbnR3aXJlLnYxImkKD0dldFN0YXRzUmVxdWVzdBIQCghhZ2VudF9pZBgBIAEoCRITCgtyZXNvdXJjZV9pZBgCIAEoCRINCgVzaW5jZRgDIAEoAxINCgV1bnRpbBgEIAEoAxIRCglidWNrZXRfbXMYBSABKAMixwIKCFJ1blN0YXRzEgwKBHJ1bnMYASABKAQSNgoIb3V0Y29tZXMYAiADKAsyJC5hZ2VudHdpcmUudjEuUnVuU3RhdHMuT3V0Y29tZXNFbnRyeRIuCgl0cmlwd2lyZXMYAyADKAsyGy5hZ2VudHdpcmUudjEuVHJpcHdpcmVDb3VudBIoCgVob29rcxgEIAMoCzIZLmFnZW50d2lyZS52MS5Ib29rTGF0ZW5jeRIQCghjb21wbGV0ZRgFIAEoCBIqCgdidWNrZXRzGAYgAygLMhkuYWdlbnR3aXJlLnYxLlN0YXRzQnVja2V0EiwKCHdhcm5pbmdzGAcgAygLMhouYWdlbnR3aXJlLnYxLldhcm5pbmdDb3VudBovCg1PdXRjb21lc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoBDoCOAEi9wMKC1N0YXRzQnVja2V0Eg0KBXN0YXJ0GAEgASgDEgwKBHJ1bnMYAiABKAQSOQoIb3V0Y29tZXMYAyADKAsyJy5hZ2VudHdpcmUudjEuU3RhdHNCdWNrZXQuT3V0Y29tZXNFbnRyeRI7Cgl0cmlwd2lyZXMYBCADKAsyKC5hZ2VudHdpcmUudjEuU3RhdHNCdWNrZXQuVHJpcHdpcmVzRW50cnkSNwoHbGF0ZW5jeRgFIAMoCzImLmFnZW50d2lyZS52MS5TdGF0c0J1Y2tldC5MYXRlbmN5RW50cnkSOQoId2FybmluZ3MYBiADKAsyJy5hZ2VudHdpcmUudjEuU3RhdHNCdWNrZXQuV2FybmluZ3NFbnRyeRovCg1PdXRjb21lc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoBDoCOAEaMAoOVHJpcHdpcmVzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgEOgI4ARpLCgxMYXRlbmN5RW50cnkSCwoDa2V5GAEgASgJEioKBXZhbHVlGAIgASgLMhsuYWdlbnR3aXJlLnYxLkJ1Y2tldExhdGVuY3k6AjgBGi8KDVdhcm5pbmdzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgEOgI4ASI+Cg1CdWNrZXRMYXRlbmN5Eg0KBWNhbGxzGAEgASgEEg4KBnA1MF91cxgCIAEoBBIOCgZwOTVfdXMYAyABKAQiRAoNVHJpcHdpcmVDb3VudBIUCgxwcm9jZXNzb3JfaWQYASABKAkSDgoGcmVhc29uGAIgASgJEg0KBWNvdW50GAMgASgEIkEKDFdhcm5pbmdDb3VudBIUCgxwcm9jZXNzb3JfaWQYASABKAkSDAoEa2luZBgCIAEoCRINCgVjb3VudBgDIAEoBCKzAQoLSG9va0xhdGVuY3kSFAoMcHJvY2Vzc29yX2lkGAEgASgJEgwKBGhvb2sYAiABKAkSDQoFY2FsbHMYAyABKAQSDgoGcDUwX3VzGAQgASgEEg4KBnA5NV91cxgFIAEoBBIOCgZwOTlfdXMYBiABKAQSDgoGbWF4X3VzGAcgASgEEg4KBmFib3J0cxgIIAEoBBIQCghmYWlsdXJlcxgJIAEoBBIPCgdza2lwcGVkGAogASgEInMKEFdhdGNoUnVuc1JlcXVlc3QSEAoIYWdlbnRfaWQYASABKAkSEwoLcmVzb3VyY2VfaWQYAiABKAkSEQoJdGhyZWFkX2lkGAMgASgJEg8KB291dGNvbWUYBCABKAkSFAoMcHJvY2Vzc29yX2lkGAUgASgJInsKCFJ1bkV2ZW50EioKB3N0YXJ0ZWQYASABKAsyFy5hZ2VudHdpcmUudjEuUnVuUmVjb3JkSAASKAoFZW5kZWQYAiABKAsyFy5hZ2VudHdpcmUudjEuUnVuUmVjb3JkSAASEAoGbWlzc2VkGAMgASgESABCBwoFZXZlbnQitwEKD0xpc3RSdW5zUmVxdWVzdBIQCghhZ2VudF9pZBgBIAEoCRITCgtyZXNvdXJjZV9pZBgCIAEoCRIRCgl0aHJlYWRfaWQYAyABKAkSDwoHb3V0Y29tZRgEIAEoCRIUCgxwcm9jZXNzb3JfaWQYBSABKAkSDQoFc2luY2UYBiABKAMSDQoFdW50aWwYByABKAMSEQoJcGFnZV9zaXplGAggASgNEhIKCnBhZ2VfdG9rZW4YCSABKAkiUgoQTGlzdFJ1bnNSZXNwb25zZRIlCgRydW5zGAEgAygLMhcuYWdlbnR3aXJlLnYxLlJ1blJlY29yZBIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiHwoNR2V0UnVuUmVxdWVzdBIOCgZydW5faWQYASABKAki3QIKCVJ1blJlY29yZBIOCgZydW5faWQYASABKAkSEAoIYWdlbnRfaWQYAiABKAkSEQoJdGhyZWFkX2lkGAMgASgJEhMKC3Jlc291cmNlX2lkGAQgASgJEhAKCGtleV9uYW1lGAUgASgJEhIKCnN0YXJ0ZWRfYXQYBiABKAMSEAoIZW5kZWRfYXQYByABKAMSDwoHb3V0Y29tZRgIIAEoCRIVCg1maW5pc2hfcmVhc29uGAkgASgJEiIKBXVzYWdlGAogASgLMhMuYWdlbnR3aXJlLnYxLlVzYWdlEigKCHRyaXB3aXJlGAsgASgLMhYuYWdlbnR3aXJlLnYxLlRyaXB3aXJlEikKBWVycm9yGAwgASgLMhouYWdlbnR3aXJlLnYxLkVycm9yUGF5bG9hZBItCgh0aW1lbGluZRgNIAMoCzIbLmFnZW50d2lyZS52MS5UaW1lbGluZUVudHJ5IvQBCg1UaW1lbGluZUVudHJ5Eg0KBWF0X3VzGAEgASgEEhMKC2R1cmF0aW9uX3VzGAIgASgEEisKBGhvb2sYAyABKAsyGy5hZ2VudHdpcmUudjEuSG9va0NhbGxFbnRyeUgAEi0KBW1vZGVsGAQgASgLMhwuYWdlbnR3aXJlLnYxLk1vZGVsQ2FsbEVudHJ5SAASKwoEdG9vbBgFIAEoCzIbLmFnZW50d2lyZS52MS5Ub29sQ2FsbEVudHJ5SAASLQoHd2FybmluZxgGIAEoCzIaLmFnZW50d2lyZS52MS5XYXJuaW5nRW50cnlIAEIHCgVlbnRyeSLzAQoNSG9va0NhbGxFbnRyeRIUCgxwcm9jZXNzb3JfaWQYASABKAkSDAoEaG9vaxgCIAEoCRIRCgRzdGVwGAMgASgNSACIAQESEwoLcmV0cnlfY291bnQYBCABKA0SEwoLaW5zdGFuY2VfaWQYBSABKAkSDQoFY2FsbHMYBiABKA0SDgoGbWF4X3VzGAcgASgEEhAKCGRlY2lzaW9uGAggASgJEg4KBnJlYXNvbhgJIAEoCRINCgVyZXRyeRgKIAEoCBIoCghtZXRhZGF0YRgLIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZUIHCgVfc3RlcCKMAQoOTW9kZWxDYWxsRW50cnkSDQoFbW9kZWwYASABKAkSDAoEc3RlcBgCIAEoDRIWCg5maXJzdF90b2tlbl91cxgDIAEoBBIiCgV1c2FnZRgEIAEoCzITLmFnZW50d2lyZS52MS5Vc2FnZRISCgpmcm9tX2NhY2hlGAUgASgIEg0KBWVycm9yGAYgASgJIjoKDVRvb2xDYWxsRW50cnkSDAoEbmFtZRgBIAEoCRIMCgRzdGVwGAIgASgNEg0KBWVycm9yGAMgASgJIqUBCgxXYXJuaW5nRW50cnkSFAoMcHJvY2Vzc29yX2lkGAEgASgJEgwKBGhvb2sYAiABKAkSEQoEc3RlcBgDIAEoDUgAiAEBEgwKBGtpbmQYBCABKAkSDwoHbWVzc2FnZRgFIAEoCRInCgdkZXRhaWxzGAYgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlEg0KBWNvdW50GAcgASgNQgcKBV9zdGVwMqECCgpSdW5TZXJ2aWNlEkkKCExpc3RSdW5zEh0uYWdlbnR3aXJlLnYxLkxpc3RSdW5zUmVxdWVzdBoeLmFnZW50d2lyZS52MS5MaXN0UnVuc1Jlc3BvbnNlEj4KBkdldFJ1bhIbLmFnZW50d2lyZS52MS5HZXRSdW5SZXF1ZXN0GhcuYWdlbnR3aXJlLnYxLlJ1blJlY29yZBJFCglXYXRjaFJ1bnMSHi5hZ2VudHdpcmUudjEuV2F0Y2hSdW5zUmVxdWVzdBoWLmFnZW50d2lyZS52MS5SdW5FdmVudDABEkEKCEdldFN0YXRzEh0uYWdlbnR3aXJlLnYxLkdldFN0YXRzUmVxdWVzdBoWLmFnZW50d2lyZS52MS5SdW5TdGF0c2IGcHJvdG8z", [file_agentwire_v1_agent, file_google_protobuf_struct]);
+  fileDesc("ChdhZ2VudHdpcmUvdjEvcnVucy5wcm90bxIMYWdlbnR3aXJlLnYxImkKD0dldFN0YXRzUmVxdWVzdBIQCghhZ2VudF9pZBgBIAEoCRITCgtyZXNvdXJjZV9pZBgCIAEoCRINCgVzaW5jZRgDIAEoAxINCgV1bnRpbBgEIAEoAxIRCglidWNrZXRfbXMYBSABKAMixwIKCFJ1blN0YXRzEgwKBHJ1bnMYASABKAQSNgoIb3V0Y29tZXMYAiADKAsyJC5hZ2VudHdpcmUudjEuUnVuU3RhdHMuT3V0Y29tZXNFbnRyeRIuCgl0cmlwd2lyZXMYAyADKAsyGy5hZ2VudHdpcmUudjEuVHJpcHdpcmVDb3VudBIoCgVob29rcxgEIAMoCzIZLmFnZW50d2lyZS52MS5Ib29rTGF0ZW5jeRIQCghjb21wbGV0ZRgFIAEoCBIqCgdidWNrZXRzGAYgAygLMhkuYWdlbnR3aXJlLnYxLlN0YXRzQnVja2V0EiwKCHdhcm5pbmdzGAcgAygLMhouYWdlbnR3aXJlLnYxLldhcm5pbmdDb3VudBovCg1PdXRjb21lc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoBDoCOAEi9wMKC1N0YXRzQnVja2V0Eg0KBXN0YXJ0GAEgASgDEgwKBHJ1bnMYAiABKAQSOQoIb3V0Y29tZXMYAyADKAsyJy5hZ2VudHdpcmUudjEuU3RhdHNCdWNrZXQuT3V0Y29tZXNFbnRyeRI7Cgl0cmlwd2lyZXMYBCADKAsyKC5hZ2VudHdpcmUudjEuU3RhdHNCdWNrZXQuVHJpcHdpcmVzRW50cnkSNwoHbGF0ZW5jeRgFIAMoCzImLmFnZW50d2lyZS52MS5TdGF0c0J1Y2tldC5MYXRlbmN5RW50cnkSOQoId2FybmluZ3MYBiADKAsyJy5hZ2VudHdpcmUudjEuU3RhdHNCdWNrZXQuV2FybmluZ3NFbnRyeRovCg1PdXRjb21lc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoBDoCOAEaMAoOVHJpcHdpcmVzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgEOgI4ARpLCgxMYXRlbmN5RW50cnkSCwoDa2V5GAEgASgJEioKBXZhbHVlGAIgASgLMhsuYWdlbnR3aXJlLnYxLkJ1Y2tldExhdGVuY3k6AjgBGi8KDVdhcm5pbmdzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgEOgI4ASI+Cg1CdWNrZXRMYXRlbmN5Eg0KBWNhbGxzGAEgASgEEg4KBnA1MF91cxgCIAEoBBIOCgZwOTVfdXMYAyABKAQiRAoNVHJpcHdpcmVDb3VudBIUCgxwcm9jZXNzb3JfaWQYASABKAkSDgoGcmVhc29uGAIgASgJEg0KBWNvdW50GAMgASgEIkEKDFdhcm5pbmdDb3VudBIUCgxwcm9jZXNzb3JfaWQYASABKAkSDAoEa2luZBgCIAEoCRINCgVjb3VudBgDIAEoBCKzAQoLSG9va0xhdGVuY3kSFAoMcHJvY2Vzc29yX2lkGAEgASgJEgwKBGhvb2sYAiABKAkSDQoFY2FsbHMYAyABKAQSDgoGcDUwX3VzGAQgASgEEg4KBnA5NV91cxgFIAEoBBIOCgZwOTlfdXMYBiABKAQSDgoGbWF4X3VzGAcgASgEEg4KBmFib3J0cxgIIAEoBBIQCghmYWlsdXJlcxgJIAEoBBIPCgdza2lwcGVkGAogASgEInMKEFdhdGNoUnVuc1JlcXVlc3QSEAoIYWdlbnRfaWQYASABKAkSEwoLcmVzb3VyY2VfaWQYAiABKAkSEQoJdGhyZWFkX2lkGAMgASgJEg8KB291dGNvbWUYBCABKAkSFAoMcHJvY2Vzc29yX2lkGAUgASgJInsKCFJ1bkV2ZW50EioKB3N0YXJ0ZWQYASABKAsyFy5hZ2VudHdpcmUudjEuUnVuUmVjb3JkSAASKAoFZW5kZWQYAiABKAsyFy5hZ2VudHdpcmUudjEuUnVuUmVjb3JkSAASEAoGbWlzc2VkGAMgASgESABCBwoFZXZlbnQitwEKD0xpc3RSdW5zUmVxdWVzdBIQCghhZ2VudF9pZBgBIAEoCRITCgtyZXNvdXJjZV9pZBgCIAEoCRIRCgl0aHJlYWRfaWQYAyABKAkSDwoHb3V0Y29tZRgEIAEoCRIUCgxwcm9jZXNzb3JfaWQYBSABKAkSDQoFc2luY2UYBiABKAMSDQoFdW50aWwYByABKAMSEQoJcGFnZV9zaXplGAggASgNEhIKCnBhZ2VfdG9rZW4YCSABKAkiUgoQTGlzdFJ1bnNSZXNwb25zZRIlCgRydW5zGAEgAygLMhcuYWdlbnR3aXJlLnYxLlJ1blJlY29yZBIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiHwoNR2V0UnVuUmVxdWVzdBIOCgZydW5faWQYASABKAkiiAMKCVJ1blJlY29yZBIOCgZydW5faWQYASABKAkSEAoIYWdlbnRfaWQYAiABKAkSEQoJdGhyZWFkX2lkGAMgASgJEhMKC3Jlc291cmNlX2lkGAQgASgJEhAKCGtleV9uYW1lGAUgASgJEhIKCnN0YXJ0ZWRfYXQYBiABKAMSEAoIZW5kZWRfYXQYByABKAMSDwoHb3V0Y29tZRgIIAEoCRIVCg1maW5pc2hfcmVhc29uGAkgASgJEiIKBXVzYWdlGAogASgLMhMuYWdlbnR3aXJlLnYxLlVzYWdlEigKCHRyaXB3aXJlGAsgASgLMhYuYWdlbnR3aXJlLnYxLlRyaXB3aXJlEikKBWVycm9yGAwgASgLMhouYWdlbnR3aXJlLnYxLkVycm9yUGF5bG9hZBItCgh0aW1lbGluZRgNIAMoCzIbLmFnZW50d2lyZS52MS5UaW1lbGluZUVudHJ5EikKB2NvbnRlbnQYDiABKAsyGC5hZ2VudHdpcmUudjEuUnVuQ29udGVudCJxCgpSdW5Db250ZW50EisKB3Byb21wdHMYASADKAsyGi5hZ2VudHdpcmUudjEuUHJvbXB0UmVjb3JkEiMKBmNodW5rcxgCIAMoCzITLmFnZW50d2lyZS52MS5DaHVuaxIRCgl0cnVuY2F0ZWQYAyABKAgiRQoMUHJvbXB0UmVjb3JkEgwKBHN0ZXAYASABKA0SJwoIbWVzc2FnZXMYAiADKAsyFS5hZ2VudHdpcmUudjEuTWVzc2FnZSL0AQoNVGltZWxpbmVFbnRyeRINCgVhdF91cxgBIAEoBBITCgtkdXJhdGlvbl91cxgCIAEoBBIrCgRob29rGAMgASgLMhsuYWdlbnR3aXJlLnYxLkhvb2tDYWxsRW50cnlIABItCgVtb2RlbBgEIAEoCzIcLmFnZW50d2lyZS52MS5Nb2RlbENhbGxFbnRyeUgAEisKBHRvb2wYBSABKAsyGy5hZ2VudHdpcmUudjEuVG9vbENhbGxFbnRyeUgAEi0KB3dhcm5pbmcYBiABKAsyGi5hZ2VudHdpcmUudjEuV2FybmluZ0VudHJ5SABCBwoFZW50cnki8wEKDUhvb2tDYWxsRW50cnkSFAoMcHJvY2Vzc29yX2lkGAEgASgJEgwKBGhvb2sYAiABKAkSEQoEc3RlcBgDIAEoDUgAiAEBEhMKC3JldHJ5X2NvdW50GAQgASgNEhMKC2luc3RhbmNlX2lkGAUgASgJEg0KBWNhbGxzGAYgASgNEg4KBm1heF91cxgHIAEoBBIQCghkZWNpc2lvbhgIIAEoCRIOCgZyZWFzb24YCSABKAkSDQoFcmV0cnkYCiABKAgSKAoIbWV0YWRhdGEYCyABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWVCBwoFX3N0ZXAijAEKDk1vZGVsQ2FsbEVudHJ5Eg0KBW1vZGVsGAEgASgJEgwKBHN0ZXAYAiABKA0SFgoOZmlyc3RfdG9rZW5fdXMYAyABKAQSIgoFdXNhZ2UYBCABKAsyEy5hZ2VudHdpcmUudjEuVXNhZ2USEgoKZnJvbV9jYWNoZRgFIAEoCBINCgVlcnJvchgGIAEoCSI6Cg1Ub29sQ2FsbEVudHJ5EgwKBG5hbWUYASABKAkSDAoEc3RlcBgCIAEoDRINCgVlcnJvchgDIAEoCSKlAQoMV2FybmluZ0VudHJ5EhQKDHByb2Nlc3Nvcl9pZBgBIAEoCRIMCgRob29rGAIgASgJEhEKBHN0ZXAYAyABKA1IAIgBARIMCgRraW5kGAQgASgJEg8KB21lc3NhZ2UYBSABKAkSJwoHZGV0YWlscxgGIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZRINCgVjb3VudBgHIAEoDUIHCgVfc3RlcDKhAgoKUnVuU2VydmljZRJJCghMaXN0UnVucxIdLmFnZW50d2lyZS52MS5MaXN0UnVuc1JlcXVlc3QaHi5hZ2VudHdpcmUudjEuTGlzdFJ1bnNSZXNwb25zZRI+CgZHZXRSdW4SGy5hZ2VudHdpcmUudjEuR2V0UnVuUmVxdWVzdBoXLmFnZW50d2lyZS52MS5SdW5SZWNvcmQSRQoJV2F0Y2hSdW5zEh4uYWdlbnR3aXJlLnYxLldhdGNoUnVuc1JlcXVlc3QaFi5hZ2VudHdpcmUudjEuUnVuRXZlbnQwARJBCghHZXRTdGF0cxIdLmFnZW50d2lyZS52MS5HZXRTdGF0c1JlcXVlc3QaFi5hZ2VudHdpcmUudjEuUnVuU3RhdHNiBnByb3RvMw", [file_agentwire_v1_agent, file_google_protobuf_struct]);
 
 /**
  * @generated from message agentwire.v1.GetStatsRequest
@@ -602,6 +602,14 @@ export type RunRecord = Message<"agentwire.v1.RunRecord"> & {
    * @generated from field: repeated agentwire.v1.TimelineEntry timeline = 13;
    */
   timeline: TimelineEntry[];
+
+  /**
+   * What the model saw and the client got: only for agents with `[agents.record] content = true`,
+   * and only in GetRun and WatchRuns (ListRuns leaves it out, like the timeline).
+   *
+   * @generated from field: agentwire.v1.RunContent content = 14;
+   */
+  content?: RunContent | undefined;
 };
 
 /**
@@ -610,6 +618,62 @@ export type RunRecord = Message<"agentwire.v1.RunRecord"> & {
  */
 export const RunRecordSchema: GenMessage<RunRecord> = /*@__PURE__*/
   messageDesc(file_agentwire_v1_runs, 12);
+
+/**
+ * @generated from message agentwire.v1.RunContent
+ */
+export type RunContent = Message<"agentwire.v1.RunContent"> & {
+  /**
+   * Each model call's prompt, after every processLLMRequest (none for a call a processor
+   * answered in the model's place).
+   *
+   * @generated from field: repeated agentwire.v1.PromptRecord prompts = 1;
+   */
+  prompts: PromptRecord[];
+
+  /**
+   * The chunks the client got, in order; consecutive text deltas of one text joined into one.
+   *
+   * @generated from field: repeated agentwire.v1.Chunk chunks = 2;
+   */
+  chunks: Chunk[];
+
+  /**
+   * More was seen than a record keeps (1 MiB of text); the rest is left out.
+   *
+   * @generated from field: bool truncated = 3;
+   */
+  truncated: boolean;
+};
+
+/**
+ * Describes the message agentwire.v1.RunContent.
+ * Use `create(RunContentSchema)` to create a new message.
+ */
+export const RunContentSchema: GenMessage<RunContent> = /*@__PURE__*/
+  messageDesc(file_agentwire_v1_runs, 13);
+
+/**
+ * @generated from message agentwire.v1.PromptRecord
+ */
+export type PromptRecord = Message<"agentwire.v1.PromptRecord"> & {
+  /**
+   * @generated from field: uint32 step = 1;
+   */
+  step: number;
+
+  /**
+   * @generated from field: repeated agentwire.v1.Message messages = 2;
+   */
+  messages: Message$1[];
+};
+
+/**
+ * Describes the message agentwire.v1.PromptRecord.
+ * Use `create(PromptRecordSchema)` to create a new message.
+ */
+export const PromptRecordSchema: GenMessage<PromptRecord> = /*@__PURE__*/
+  messageDesc(file_agentwire_v1_runs, 14);
 
 /**
  * One entry of a run's timeline.
@@ -666,7 +730,7 @@ export type TimelineEntry = Message<"agentwire.v1.TimelineEntry"> & {
  * Use `create(TimelineEntrySchema)` to create a new message.
  */
 export const TimelineEntrySchema: GenMessage<TimelineEntry> = /*@__PURE__*/
-  messageDesc(file_agentwire_v1_runs, 13);
+  messageDesc(file_agentwire_v1_runs, 15);
 
 /**
  * A hook call (for `processOutputStream`, the processor's calls in the step with one decision
@@ -754,7 +818,7 @@ export type HookCallEntry = Message<"agentwire.v1.HookCallEntry"> & {
  * Use `create(HookCallEntrySchema)` to create a new message.
  */
 export const HookCallEntrySchema: GenMessage<HookCallEntry> = /*@__PURE__*/
-  messageDesc(file_agentwire_v1_runs, 14);
+  messageDesc(file_agentwire_v1_runs, 16);
 
 /**
  * A model call.
@@ -804,7 +868,7 @@ export type ModelCallEntry = Message<"agentwire.v1.ModelCallEntry"> & {
  * Use `create(ModelCallEntrySchema)` to create a new message.
  */
 export const ModelCallEntrySchema: GenMessage<ModelCallEntry> = /*@__PURE__*/
-  messageDesc(file_agentwire_v1_runs, 15);
+  messageDesc(file_agentwire_v1_runs, 17);
 
 /**
  * A tool call.
@@ -835,7 +899,7 @@ export type ToolCallEntry = Message<"agentwire.v1.ToolCallEntry"> & {
  * Use `create(ToolCallEntrySchema)` to create a new message.
  */
 export const ToolCallEntrySchema: GenMessage<ToolCallEntry> = /*@__PURE__*/
-  messageDesc(file_agentwire_v1_runs, 16);
+  messageDesc(file_agentwire_v1_runs, 18);
 
 /**
  * What a hook call warned of without stopping the run (a `warn` strategy's finding: PII, a
@@ -890,7 +954,7 @@ export type WarningEntry = Message<"agentwire.v1.WarningEntry"> & {
  * Use `create(WarningEntrySchema)` to create a new message.
  */
 export const WarningEntrySchema: GenMessage<WarningEntry> = /*@__PURE__*/
-  messageDesc(file_agentwire_v1_runs, 17);
+  messageDesc(file_agentwire_v1_runs, 19);
 
 /**
  * Lets operators look at what runs did.
