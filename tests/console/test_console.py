@@ -76,6 +76,19 @@ def test_the_live_page_is_usable_from_the_keyboard(browser, server, guard):
     assert "#/runs/" in browser.current_url
 
 
+def test_the_live_page_filters_by_thread(browser, server, guard):
+    """A thread filter (with its resource) shows that thread's runs only; without the resource the
+    page says which field is missing."""
+    with Client(server.address, api_key=ADMIN_KEY) as client:
+        for thread in ("t-one", "t-two"):
+            recorded(client, client.generate("echo", f"hello {thread}", thread_id=thread, resource_id="tenant-dee").run_id)
+    open_page(browser, server, "runs?resource=tenant-dee&thread=t-two")
+    rows = wait_text(browser, "main tbody", "t-two")
+    assert "t-one" not in rows
+    open_page(browser, server, "runs?thread=t-two")
+    assert "thread_id" in wait_text(browser, ".error-box", "thread_id")
+
+
 def test_the_processors_page_shows_the_connected_python_guard(browser, server, guard, shot):
     """The pool lists the Python guard's instance and its hook."""
     open_page(browser, server, "processors")

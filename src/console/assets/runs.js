@@ -33,6 +33,7 @@ export function render(view) {
   const inputs = {
     agent_id: h("input", { name: "agent", value: query.get("agent") || "", size: 14 }),
     resource_id: h("input", { name: "resource", value: query.get("resource") || "", size: 14 }),
+    thread_id: h("input", { name: "thread", value: query.get("thread") || "", size: 14, title: "A thread of the resource" }),
     outcome: h("select", { name: "outcome" }, OUTCOMES.map((outcome) => h("option", { value: outcome, selected: outcome === (query.get("outcome") || "") }, outcome || "any"))),
     processor_id: h("input", { name: "processor", value: query.get("processor") || "", size: 14 }),
   };
@@ -40,7 +41,7 @@ export function render(view) {
   const problem = h("div");
   const list = h("div", { class: "panel" });
   const form = h("form", { class: "filters", onsubmit: (event) => { event.preventDefault(); start(); } },
-    field("Agent", inputs.agent_id), field("Resource", inputs.resource_id), field("Outcome", inputs.outcome),
+    field("Agent", inputs.agent_id), field("Resource", inputs.resource_id), field("Thread", inputs.thread_id), field("Outcome", inputs.outcome),
     field("Processor", inputs.processor_id), h("button", { type: "submit" }, "Filter"), status);
   view.append(h("h2", {}, "Live runs"), form, problem, list);
 
