@@ -694,3 +694,56 @@ async fn record_of(server: &TestServer, agent: &str) -> pb::RunRecord {
     let run_id = server.generate(request(agent, "plain")).await.run_id;
     record(server, &run_id).await
 }
+
+/// A tripwire in each of the nine hooks is recorded as such: the run's outcome, the processor
+/// and reason of its tripwire, and an `abort` entry of that hook (with its step where it has
+/// one) as the last hook call of that processor (a stream processor passes chunks before).
+#[tokio::test]
+async fn a_tripwire_in_each_hook_is_recorded_in_that_hook() {
+    use agentwire::domain::Hook;
+    let mut config = String::new();
+    for hook in Hook::ALL {
+        let name = hook.name();
+        let list = match agentwire::runtime::Stage::of(hook).name() {
+            "input" => "input_processors",
+            "output" => "output_processors",
+            _ => "error_processors",
+        };
+        let script = match hook {
+            Hook::ProcessToolResult => {
+                r#"[{ tool_calls = [{ name = "calculator", args = { expression = "1 + 1" } }] }, { text = "two" }]"#
+            }
+            Hook::ProcessApiError => r#"[{ error = { status = 500, message = "down" } }, { text = "up" }]"#,
+            _ => r#"[{ text = "fine" }]"#,
+        };
+        config.push_str(&format!(
+            "[processors.trap-{name}]\nkind = \"abort-in\"\nhook = \"{name}\"\n\n[[agents]]\nid = \"trip-{name}\"\n\
+             model = \"mock/script\"\ntools = [\"calculator\"]\n{list} = [\"trap-{name}\"]\nscript = {script}\n\n"
+        ));
+    }
+    let server = TestServer::start(&config).await;
+    for hook in Hook::ALL {
+        let name = hook.name();
+        let run_id = server.generate(request(&format!("trip-{name}"), "hi")).await.run_id;
+        let record = record(&server, &run_id).await;
+        assert_eq!(record.outcome, "tripwire", "{name}: {record:?}");
+        let tripwire = record.tripwire.as_ref().unwrap();
+        assert_eq!(
+            (tripwire.processor_id.clone(), tripwire.reason.clone()),
+            (format!("trap-{name}"), format!("aborted in {name}"))
+        );
+        let trap = format!("trap-{name}");
+        let calls: Vec<&pb::HookCallEntry> = record
+            .timeline
+            .iter()
+            .filter_map(|entry| match &entry.entry {
+                Some(Entry::Hook(call)) if call.processor_id == trap => Some(call),
+                _ => None,
+            })
+            .collect();
+        let abort = *calls.last().unwrap_or_else(|| panic!("{name}: no call of the trap"));
+        assert_eq!((abort.hook.as_str(), abort.decision.as_str()), (name, "abort"), "{name}: {calls:?}");
+        let stepped = !matches!(hook, Hook::ProcessInput | Hook::ProcessOutputResult);
+        assert_eq!(abort.step.is_some(), stepped, "{name}: {abort:?}");
+    }
+}
