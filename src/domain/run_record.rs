@@ -98,10 +98,12 @@ pub struct HookCallRecord {
     /// The hook.
     pub hook: Hook,
     /// The step it ran in; `None` for `processInput` and `processOutputResult`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub step: Option<u32>,
     /// The run's processor retry count at the call.
     pub retry_count: u32,
     /// The remote instance that answered, for a remote processor.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub instance_id: Option<String>,
     /// Microseconds from the run's start to the (first) call.
     pub at_us: u64,
@@ -127,12 +129,14 @@ pub struct ModelCallRecord {
     /// How long it took, to its last event, in microseconds.
     pub duration_us: u64,
     /// Microseconds to its first text or tool-call event, if it had one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub first_token_us: Option<u64>,
     /// The tokens it reported.
     pub usage: Usage,
     /// Whether a processor's `processLLMRequest` answered in its place (a cached response).
     pub from_cache: bool,
     /// The provider's error, when it was rejected.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
 }
 
@@ -148,6 +152,7 @@ pub struct ToolCallRecord {
     /// How long it took, in microseconds.
     pub duration_us: u64,
     /// Its error, when it failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
 }
 
@@ -160,6 +165,7 @@ pub struct WarningRecord {
     /// The hook.
     pub hook: Hook,
     /// The step it ran in; `None` for `processInput` and `processOutputResult`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub step: Option<u32>,
     /// Microseconds from the run's start to the (first) call that warned.
     pub at_us: u64,
@@ -219,8 +225,10 @@ pub struct RunRecord {
     /// The tokens of its model calls.
     pub usage: Usage,
     /// The tripwire that ended it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tripwire: Option<Tripwire>,
     /// The failure that ended it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<RunFailure>,
     /// Its hook, model and tool calls, in the order they started.
     pub timeline: Vec<TimelineEntry>,
