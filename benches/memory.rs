@@ -7,7 +7,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use agentwire::bench::{fill, sentence};
+use agentwire::bench::{fill, process_cpu, sentence};
 use agentwire::domain::{
     FinishReason, Hook, HookCallRecord, HookDecision, Message, ModelCallRecord, Part, Role, RunOutcome,
     RunRecord, TimelineEntry, Usage, new_id, now_millis,
@@ -178,26 +178,18 @@ fn run_record(index: u64) -> RunRecord {
     }
 }
 
-/// CPU time of this whole process so far (every thread: sled's flusher too), from `/proc`.
-fn process_cpu() -> Duration {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    let fields: Vec<&str> = stat.rsplit(')').next().unwrap_or_default().split(' ').collect();
-    let ticks: u64 =
-        fields.get(12..14).map_or(0, |times| times.iter().filter_map(|t| t.parse::<u64>().ok()).sum());
-    Duration::from_millis(ticks * 10)
-}
-
 /// What writing a run's record costs the process, in the batches the runtime's writer writes.
 async fn record_writes(store: &SledStore, records: usize) {
     const BATCH: usize = 256;
     let batches: Vec<Vec<RunRecord>> =
         (0..records as u64).map(run_record).collect::<Vec<_>>().chunks(BATCH).map(<[_]>::to_vec).collect();
-    let (cpu, start) = (process_cpu(), Instant::now());
+    let cpu_now = || process_cpu().expect("/proc tells this process's CPU time");
+    let (cpu, start) = (cpu_now(), Instant::now());
     for batch in batches {
         store.save_run_records(batch).await.unwrap();
     }
     let wall = start.elapsed().as_secs_f64() * 1e6 / records as f64;
-    let cpu = (process_cpu() - cpu).as_secs_f64() * 1e6 / records as f64;
+    let cpu = (cpu_now() - cpu).as_secs_f64() * 1e6 / records as f64;
     println!("| run records written in batches of {BATCH}, per record | {wall:.1} µs ({cpu:.1} µs CPU) | |");
 }
 

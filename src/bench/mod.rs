@@ -24,7 +24,7 @@ pub use self::fixtures::{STREAM_CHUNKS, config, pass_through_instance};
 pub use self::load::Measured;
 use self::load::{CLIENT_THREADS, Call, Phases, measure};
 use self::scenarios::{Ask, Scenario, Threads};
-pub use self::usage::resident_of;
+pub use self::usage::{process_cpu, resident_of};
 use crate::server::pb::agent_service_client::AgentServiceClient;
 use crate::server::pb::memory_service_client::MemoryServiceClient;
 use crate::server::{InProcess, pb};

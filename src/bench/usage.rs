@@ -40,6 +40,12 @@ impl Cpu {
     }
 }
 
+/// The CPU time this whole process has used so far (every thread), from `/proc`.
+pub fn process_cpu() -> Option<Duration> {
+    let ticks = ticks_of(&std::fs::read_to_string("/proc/self/stat").ok()?)?.1;
+    Some(Duration::from_millis(ticks * 1000 / TICKS_PER_SECOND))
+}
+
 /// A `stat` line's command name and its user + system ticks.
 fn ticks_of(stat: &str) -> Option<(&str, u64)> {
     let open = stat.find('(')?;
