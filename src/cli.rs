@@ -143,10 +143,14 @@ enum Command {
         /// what recording costs against a run with them.
         #[arg(long)]
         no_records: bool,
+        /// The gateway scenarios (G) are also measured at this many concurrent clients (0: not).
+        #[arg(long, default_value_t = 512)]
+        wide: usize,
         /// Every scenario, briefly: checks that the bench works (what CI runs).
         #[arg(long)]
         smoke: bool,
-        /// Print the bench's agents config and exit.
+        /// Print the bench's agents config and exit (the gateway scenarios' agents need the
+        /// fake provider the bench starts for an in-process server only).
         #[arg(long)]
         print_config: bool,
     },
@@ -233,11 +237,12 @@ pub async fn main() -> ExitCode {
             only,
             recall_sizes,
             no_records,
+            wide,
             smoke,
             print_config,
         } => {
             if print_config {
-                print!("{}", crate::bench::config());
+                print!("{}", crate::bench::config(None));
                 return ExitCode::SUCCESS;
             }
             let postgres = match postgres.then(|| std::env::var("AGENTWIRE_POSTGRES_URL")) {
@@ -270,6 +275,7 @@ pub async fn main() -> ExitCode {
                     only,
                     recall_sizes,
                     records: !no_records,
+                    wide: (wide > 0).then_some(wide),
                     ..defaults
                 }
             };

@@ -16,8 +16,11 @@ use crate::server::pb::processor_service_client::ProcessorServiceClient;
 use crate::server::pb::processor_service_server::{ProcessorService, ProcessorServiceServer};
 use crate::server::{connect, pb};
 
-/// The text deltas of a streamed scenario (S4, R2).
+/// The text deltas of a streamed scenario (S4, R2, G2).
 pub const STREAM_CHUNKS: usize = 200;
+
+/// The tokens of the fake provider's answer in G1 and G3: a short answer.
+pub(super) const GATEWAY_TOKENS: usize = 20;
 
 /// The mock answer of most scenarios: about 50 tokens.
 const ANSWER: &str = "Thanks for asking. Here is a short answer that stands in for what a real model would \
@@ -30,8 +33,57 @@ pub(super) const BLOCKED_WORD: &str = "forbidden";
 /// The processor kind of the pass-through processors.
 const PASS_THROUGH: &str = "pass-through";
 
-/// The bench's agents, one per scenario.
-pub fn config() -> String {
+/// The bench's agents, one per scenario; with the fake provider's base URL, the gateway
+/// scenarios' agents too.
+pub fn config(fake_provider: Option<&str>) -> String {
+    let mut config = agents();
+    if let Some(base_url) = fake_provider {
+        config.push_str(&gateway_agents(base_url));
+    }
+    config
+}
+
+/// The agents of the G scenarios, calling the fake provider at `base_url`.
+fn gateway_agents(base_url: &str) -> String {
+    let short = super::fake_provider::model(GATEWAY_TOKENS);
+    let long = super::fake_provider::model(STREAM_CHUNKS);
+    format!(
+        r#"
+[providers.fake]
+api = "openai"
+base_url = "{base_url}"
+
+[processors.g-normalize]
+kind = "unicode-normalizer"
+
+[processors.g-pii]
+kind = "pii-detector"
+
+[processors.g-injection]
+kind = "prompt-injection-detector"
+
+[processors.g-pii-stream]
+kind = "pii-detector"
+
+[[agents]]
+id = "g1"
+model = "fake/{short}"
+
+[[agents]]
+id = "g2"
+model = "fake/{long}"
+
+[[agents]]
+id = "g3"
+model = "fake/{short}"
+input_processors = ["g-normalize", "g-pii", "g-injection"]
+output_processors = ["g-pii-stream"]
+"#
+    )
+}
+
+/// The agents of every scenario but the gateway's.
+fn agents() -> String {
     let stream_text: Vec<String> = (0..STREAM_CHUNKS).map(|index| format!("w{index}")).collect();
     let stream_text = stream_text.join(" ");
     format!(
@@ -142,11 +194,16 @@ async fn serve_floor(router: tonic::transport::server::Router) -> Result<String,
     Ok(address.to_string())
 }
 
-/// The S4 floor: `AgentService.Stream` answering every request with the same 200 text deltas,
-/// built once — the bytes of S4 over bare tonic.
+/// The S4 and G2 floor: `AgentService.Stream` answering every request with the same 200 text
+/// deltas, built once — the bytes of S4 over bare tonic; and the G1 floor: `Generate` answering
+/// with the response agentwire gave G1's request (set by the bench once it has one).
 struct FloorAgents {
     chunks: Arc<Vec<pb::Chunk>>,
+    answer: FloorAnswer,
 }
+
+/// The unary floor's answer, shared with the bench that sets it.
+pub(super) type FloorAnswer = Arc<std::sync::RwLock<pb::GenerateResponse>>;
 
 type Chunks = Pin<Box<dyn Stream<Item = Result<pb::Chunk, Status>> + Send>>;
 
@@ -164,7 +221,8 @@ impl AgentService for FloorAgents {
         &self,
         _request: Request<pb::RunRequest>,
     ) -> Result<Response<pb::GenerateResponse>, Status> {
-        Err(Status::unimplemented("the floor only streams"))
+        let answer = self.answer.read().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
+        Ok(Response::new(answer))
     }
 
     async fn list_agents(
@@ -179,8 +237,8 @@ impl AgentService for FloorAgents {
     }
 }
 
-/// Starts the S4 floor; returns its address.
-pub(super) async fn stream_floor() -> Result<String, String> {
+/// Starts the stream and unary floor; returns its address and the unary answer to set.
+pub(super) async fn stream_floor() -> Result<(String, FloorAnswer), String> {
     let chunks = (0..STREAM_CHUNKS)
         .map(|index| pb::Chunk {
             run_id: "floor".into(),
@@ -191,8 +249,10 @@ pub(super) async fn stream_floor() -> Result<String, String> {
             })),
         })
         .collect();
-    let service = AgentServiceServer::new(FloorAgents { chunks: Arc::new(chunks) });
-    serve_floor(tonic::transport::Server::builder().add_service(service)).await
+    let answer = FloorAnswer::default();
+    let service =
+        AgentServiceServer::new(FloorAgents { chunks: Arc::new(chunks), answer: Arc::clone(&answer) });
+    Ok((serve_floor(tonic::transport::Server::builder().add_service(service)).await?, answer))
 }
 
 /// The R1 floor: a bidirectional stream that answers each `Pong` with a `Ping` of its nonce.

@@ -5,10 +5,12 @@ use std::time::{Duration, Instant};
 
 use futures::future::BoxFuture;
 
+use super::fake_provider::Arrivals;
 use super::usage::{Cpu, reset_peak, resident};
 
-/// One worker's request: called again as soon as it returns. `Err` stops the bench and says why.
-pub(super) type Call = Box<dyn FnMut() -> BoxFuture<'static, Result<(), String>> + Send>;
+/// One worker's request: called again as soon as it returns, with what a stream's tokens did
+/// (nothing for a request that streams none). `Err` stops the bench and says why.
+pub(super) type Call = Box<dyn FnMut() -> BoxFuture<'static, Result<Arrivals, String>> + Send>;
 
 /// The name of the bench's client threads; every other thread's CPU time is the server's.
 pub(super) const CLIENT_THREADS: &str = "aw-bench-client";
@@ -29,6 +31,12 @@ pub struct Measured {
     pub elapsed: Duration,
     /// Each request's latency, sorted.
     pub latencies: Vec<Duration>,
+    /// Each streamed request's time to its first token, sorted (empty when none streamed).
+    pub first_tokens: Vec<Duration>,
+    /// Tokens streamed.
+    pub tokens: usize,
+    /// Gaps between two arrivals of one stream longer than [`super::fake_provider::STALL`].
+    pub stalls: usize,
     /// CPU time of everything but the bench's client, when the server runs in this process.
     pub server_cpu: Option<Duration>,
     /// Peak resident memory of the process during the phase, in bytes.
@@ -43,10 +51,12 @@ impl Measured {
 
     /// The latency below which `quantile` of the requests finished.
     pub fn percentile(&self, quantile: f64) -> Duration {
-        if self.latencies.is_empty() {
-            return Duration::ZERO;
-        }
-        self.latencies[((self.latencies.len() - 1) as f64 * quantile).round() as usize]
+        quantile_of(&self.latencies, quantile)
+    }
+
+    /// The time to first token below which `quantile` of the streamed requests had theirs.
+    pub fn first_token(&self, quantile: f64) -> Option<Duration> {
+        (!self.first_tokens.is_empty()).then(|| quantile_of(&self.first_tokens, quantile))
     }
 
     /// Server CPU time per request.
@@ -56,30 +66,63 @@ impl Measured {
     }
 }
 
-/// Runs `workers` until `deadline`; gives them back with the latencies they saw.
-async fn drive(workers: Vec<Call>, deadline: Instant) -> Result<(Vec<Call>, Vec<Duration>), String> {
+/// The value below which `quantile` of `sorted` lies (zero when empty).
+fn quantile_of(sorted: &[Duration], quantile: f64) -> Duration {
+    if sorted.is_empty() {
+        return Duration::ZERO;
+    }
+    sorted[((sorted.len() - 1) as f64 * quantile).round() as usize]
+}
+
+/// What the workers of one phase saw.
+#[derive(Debug, Default)]
+struct Seen {
+    latencies: Vec<Duration>,
+    first_tokens: Vec<Duration>,
+    tokens: usize,
+    stalls: usize,
+}
+
+impl Seen {
+    fn add(&mut self, latency: Duration, arrivals: Arrivals) {
+        self.latencies.push(latency);
+        self.first_tokens.extend(arrivals.first_token);
+        self.tokens += arrivals.tokens;
+        self.stalls += arrivals.stalls as usize;
+    }
+
+    fn extend(&mut self, other: Seen) {
+        self.latencies.extend(other.latencies);
+        self.first_tokens.extend(other.first_tokens);
+        self.tokens += other.tokens;
+        self.stalls += other.stalls;
+    }
+}
+
+/// Runs `workers` until `deadline`; gives them back with what they saw.
+async fn drive(workers: Vec<Call>, deadline: Instant) -> Result<(Vec<Call>, Seen), String> {
     let tasks: Vec<_> = workers
         .into_iter()
         .map(|mut call| {
             tokio::spawn(async move {
-                let mut latencies = Vec::new();
+                let mut seen = Seen::default();
                 while Instant::now() < deadline {
                     let start = Instant::now();
-                    call().await?;
-                    latencies.push(start.elapsed());
+                    let arrivals = call().await?;
+                    seen.add(start.elapsed(), arrivals);
                 }
-                Ok::<_, String>((call, latencies))
+                Ok::<_, String>((call, seen))
             })
         })
         .collect();
     let mut workers = Vec::with_capacity(tasks.len());
-    let mut latencies = Vec::new();
+    let mut seen = Seen::default();
     for task in tasks {
-        let (call, seen) = task.await.map_err(|error| format!("a worker panicked: {error}"))??;
+        let (call, theirs) = task.await.map_err(|error| format!("a worker panicked: {error}"))??;
         workers.push(call);
-        latencies.extend(seen);
+        seen.extend(theirs);
     }
-    Ok((workers, latencies))
+    Ok((workers, seen))
 }
 
 /// Warms `workers` up, then measures them for `phases.measure`. `in_process`: the server runs in
@@ -93,14 +136,24 @@ pub(super) async fn measure(
     let before = Cpu::now(CLIENT_THREADS);
     reset_peak();
     let start = Instant::now();
-    let (_, mut latencies) = drive(workers, start + phases.measure).await?;
+    let (_, mut seen) = drive(workers, start + phases.measure).await?;
     let elapsed = start.elapsed();
     let after = Cpu::now(CLIENT_THREADS);
-    latencies.sort();
+    seen.latencies.sort();
+    seen.first_tokens.sort();
     let server_cpu = match (in_process, before, after) {
         (true, Some(before), Some(after)) => Some(after.server_since(before)),
         _ => None,
     };
     let peak_rss = if in_process { resident().map(|(_, peak)| peak) } else { None };
-    Ok(Measured { requests: latencies.len(), elapsed, latencies, server_cpu, peak_rss })
+    Ok(Measured {
+        requests: seen.latencies.len(),
+        elapsed,
+        latencies: seen.latencies,
+        first_tokens: seen.first_tokens,
+        tokens: seen.tokens,
+        stalls: seen.stalls,
+        server_cpu,
+        peak_rss,
+    })
 }

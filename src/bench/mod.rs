@@ -9,7 +9,9 @@
 //! scenario briefly, so that the bench cannot rot (CI runs it).
 
 mod corpus;
+mod fake_provider;
 mod fixtures;
+mod gateway;
 mod load;
 mod scenarios;
 mod usage;
@@ -20,10 +22,12 @@ use std::time::Duration;
 
 use self::corpus::RECALL_QUERIES;
 pub use self::corpus::{fill, recall_at, sentence};
+pub use self::fake_provider::Arrivals;
+use self::fixtures::FloorAnswer;
 pub use self::fixtures::{STREAM_CHUNKS, config, pass_through_instance};
 pub use self::load::Measured;
 use self::load::{CLIENT_THREADS, Call, Phases, measure};
-use self::scenarios::{Ask, Scenario, Threads};
+use self::scenarios::{Ask, Scenario, Targets, Threads};
 pub use self::usage::{process_cpu, resident_of};
 use crate::server::pb::agent_service_client::AgentServiceClient;
 use crate::server::pb::memory_service_client::MemoryServiceClient;
@@ -52,6 +56,9 @@ pub struct BenchOptions {
     pub long_thread: usize,
     /// Whether the in-process server keeps run records.
     pub records: bool,
+    /// The gateway scenarios are measured at this many concurrent clients too (none: only at
+    /// `concurrency`).
+    pub wide: Option<usize>,
 }
 
 impl Default for BenchOptions {
@@ -66,6 +73,7 @@ impl Default for BenchOptions {
             recall_sizes: vec![10_000, 100_000],
             long_thread: 1_000,
             records: true,
+            wide: Some(512),
         }
     }
 }
@@ -79,12 +87,22 @@ impl BenchOptions {
             concurrency: vec![1, 4],
             recall_sizes: vec![300],
             long_thread: 30,
+            wide: None,
             ..BenchOptions::default()
         }
     }
 
     fn wants(&self, scenario: &Scenario) -> bool {
         self.only.is_empty() || self.only.iter().any(|prefix| scenario.id.starts_with(prefix.as_str()))
+    }
+
+    /// The concurrencies `scenario` is measured at.
+    fn concurrencies(&self, scenario: &Scenario) -> Vec<usize> {
+        let mut concurrencies = self.concurrency.clone();
+        if let Some(wide) = self.wide.filter(|wide| scenario.is_gateway() && !concurrencies.contains(wide)) {
+            concurrencies.push(wide);
+        }
+        concurrencies
     }
 }
 
@@ -122,9 +140,29 @@ impl Report {
     }
 }
 
+/// What the bench starts beside the server: the floors and the fake provider.
+struct Beside {
+    /// The stream and unary floor's address, and the unary floor's answer.
+    floor: (String, FloorAnswer),
+    /// The ping-pong floor's address.
+    ping_floor: String,
+    /// The fake provider's base URL.
+    fake_provider: String,
+}
+
 /// Runs the bench; progress goes to stderr.
 pub fn run(options: &BenchOptions) -> Result<Report, String> {
-    let mut config = config();
+    // The floors and the fake provider serve from threads of their own, like the server, so
+    // their CPU time is counted as a server's (a gateway scenario's direct row is the fake's).
+    let floors = runtime("aw-floor")?;
+    let beside = floors.block_on(async {
+        Ok::<_, String>(Beside {
+            floor: fixtures::stream_floor().await?,
+            ping_floor: fixtures::ping_pong_floor().await?,
+            fake_provider: fake_provider::start().await?,
+        })
+    })?;
+    let mut config = config(Some(&beside.fake_provider));
     if !options.records {
         config.push_str("\n[records]\nenabled = false\n");
     }
@@ -135,14 +173,8 @@ pub fn run(options: &BenchOptions) -> Result<Report, String> {
             Server::Local(InProcess::start_on_postgres(&config, "aw-server", postgres)?)
         }
     };
-    // The floors serve from threads of their own, like the server, so their CPU time is
-    // counted as a server's.
-    let floors = runtime("aw-floor")?;
-    let floor_addresses = floors.block_on(async {
-        Ok::<_, String>((fixtures::stream_floor().await?, fixtures::ping_pong_floor().await?))
-    })?;
     let client = runtime(CLIENT_THREADS)?;
-    let report = client.block_on(bench(options, &server, &floor_addresses));
+    let report = client.block_on(bench(options, &server, &beside));
     drop(client);
     drop(floors);
     server.stop();
@@ -190,7 +222,7 @@ impl Server {
     }
 }
 
-async fn bench(options: &BenchOptions, server: &Server, floors: &(String, String)) -> Result<Report, String> {
+async fn bench(options: &BenchOptions, server: &Server, beside: &Beside) -> Result<Report, String> {
     let in_process = server.store().is_some();
     let mut channels = Vec::new();
     for address in server.addresses() {
@@ -208,17 +240,29 @@ async fn bench(options: &BenchOptions, server: &Server, floors: &(String, String
         .await?;
     }
     let channel = channels[0].clone();
-    let stream_floor = crate::server::connect(&floors.0).await.map_err(|error| error.to_string())?;
-    let ping_floor = &floors.1;
+    let stream_floor = crate::server::connect(&beside.floor.0).await.map_err(|error| error.to_string())?;
     let mut report = Report::default();
     let idle_before = if in_process { usage::resident().map(|(now, _)| now) } else { None };
     let phases = Phases { warm_up: options.warm_up, measure: options.duration };
     for scenario in
         scenarios::all(&options.recall_sizes).into_iter().filter(|scenario| options.wants(scenario))
     {
+        if scenario.is_gateway() && !in_process {
+            eprintln!("{}: skipped (the fake provider serves an in-process server only)", scenario.id);
+            continue;
+        }
         if !prepare(&scenario, options, server, &channel).await? {
             eprintln!("{}: skipped (its data can only be seeded in-process)", scenario.id);
             continue;
+        }
+        if matches!(scenario.ask, Ask::UnaryFloor) {
+            // The floor answers with what agentwire answered G1.
+            let answer = AgentServiceClient::new(channel.clone())
+                .generate(scenarios::unary_floor_request())
+                .await
+                .map_err(|status| format!("G1: {status}"))?
+                .into_inner();
+            *beside.floor.1.write().unwrap_or_else(std::sync::PoisonError::into_inner) = answer;
         }
         if let (Some((resource, size)), Some(store), false) =
             (recall_resource(&scenario), server.store(), scenario.id.ends_with("control"))
@@ -226,12 +270,17 @@ async fn bench(options: &BenchOptions, server: &Server, floors: &(String, String
             eprintln!("{}: recall@3 against an exact scan ...", scenario.id);
             report.recall.push((scenario.id.clone(), recall_at(store.as_ref(), &resource, size, 3).await?));
         }
-        for &concurrency in &options.concurrency {
+        for concurrency in options.concurrencies(&scenario) {
             eprintln!("{} at concurrency {concurrency} ...", scenario.id);
             let mut workers: Vec<Call> = Vec::with_capacity(concurrency);
             for index in 0..concurrency {
-                let channel = &channels[index % channels.len()];
-                workers.push(scenarios::worker(&scenario, channel, &stream_floor, ping_floor, index).await?);
+                let targets = Targets {
+                    server: &channels[index % channels.len()],
+                    floors: &stream_floor,
+                    ping_floor: &beside.ping_floor,
+                    fake_provider: in_process.then_some(beside.fake_provider.as_str()),
+                };
+                workers.push(scenarios::worker(&scenario, &targets, index).await?);
             }
             let measured = measure(workers, phases, in_process)
                 .await
@@ -318,7 +367,7 @@ async fn aborted_runs_check(
     Ok((runs, threads))
 }
 
-fn micros(duration: Duration) -> String {
+pub(super) fn micros(duration: Duration) -> String {
     let micros = duration.as_secs_f64() * 1e6;
     if micros >= 10_000.0 { format!("{:.1} ms", micros / 1000.0) } else { format!("{micros:.0} µs") }
 }
@@ -330,17 +379,21 @@ fn megabytes(bytes: u64) -> String {
 /// The report as Markdown: the table, the derived figures and the targets.
 pub fn render(report: &Report) -> String {
     let mut out = String::new();
-    let _ = writeln!(out, "| scenario | what | clients | req/s | p50 | p99 | server CPU / req | peak RSS |");
-    let _ = writeln!(out, "|---|---|---|---|---|---|---|---|");
+    let _ = writeln!(
+        out,
+        "| scenario | what | clients | req/s | p50 | p99 | first token p50 | server CPU / req | peak RSS |"
+    );
+    let _ = writeln!(out, "|---|---|---|---|---|---|---|---|---|");
     for row in &report.rows {
         let measured = &row.measured;
         let cpu = measured
             .cpu_per_request()
             .map_or("–".to_owned(), |cpu| format!("{:.3} ms", cpu.as_secs_f64() * 1e3));
         let rss = measured.peak_rss.map_or("–".to_owned(), megabytes);
+        let first_token = measured.first_token(0.5).map_or("–".to_owned(), micros);
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {:.0} | {} | {} | {cpu} | {rss} |",
+            "| {} | {} | {} | {:.0} | {} | {} | {first_token} | {cpu} | {rss} |",
             row.scenario,
             row.what,
             row.concurrency,
@@ -430,6 +483,7 @@ fn derived(report: &Report) -> Vec<String> {
             per_chunk(guarded.saturating_sub(bare))
         ));
     }
+    lines.extend(gateway::derived(report));
     if let Some((started, ended)) = report.idle_rss {
         lines.push(format!(
             "Idle RSS: {} after start, {} after the bench (target < 50 MB: {})",

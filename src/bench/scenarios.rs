@@ -3,7 +3,8 @@
 use futures::FutureExt;
 use tonic::transport::Channel;
 
-use super::fixtures::{BLOCKED_WORD, Pinger, STREAM_CHUNKS};
+use super::fake_provider::{self, Arrivals};
+use super::fixtures::{BLOCKED_WORD, GATEWAY_TOKENS, Pinger, STREAM_CHUNKS};
 use super::load::Call;
 use crate::server::pb;
 use crate::server::pb::agent_service_client::AgentServiceClient;
@@ -24,12 +25,29 @@ pub(super) enum Threads {
 pub(super) enum Ask {
     /// `Generate` with a text; the run must finish (`stop`), or trip when `trips`.
     Generate { agent: &'static str, text: String, threads: Threads, trips: bool },
-    /// `Stream`; the run must stream [`STREAM_CHUNKS`] text deltas.
-    Stream { agent: &'static str },
+    /// `Stream`; the run must stream `deltas` text deltas.
+    Stream { agent: &'static str, deltas: usize },
     /// The same deltas from the bare tonic floor.
     StreamFloor,
     /// One round trip on the bare tonic bidirectional floor.
     PingFloor,
+    /// One `Generate` round trip on the bare tonic floor, answered with a fixed response.
+    UnaryFloor,
+    /// The request agentwire makes of the fake provider for a model of `tokens`, sent to it
+    /// directly over HTTP.
+    Direct { tokens: usize },
+}
+
+/// Where a scenario's requests go.
+pub(super) struct Targets<'a> {
+    /// agentwire.
+    pub(super) server: &'a Channel,
+    /// The stream and unary floor.
+    pub(super) floors: &'a Channel,
+    /// The ping-pong floor's address.
+    pub(super) ping_floor: &'a str,
+    /// The fake provider's base URL, when the bench started one (an in-process server).
+    pub(super) fake_provider: Option<&'a str>,
 }
 
 /// One scenario.
@@ -45,6 +63,11 @@ pub(super) struct Scenario {
 impl Scenario {
     pub(super) fn new(id: &str, what: &str, ask: Ask) -> Scenario {
         Scenario { id: id.to_owned(), what: what.to_owned(), ask }
+    }
+
+    /// A gateway scenario (G…): it needs the fake provider, and is measured at scale too.
+    pub(super) fn is_gateway(&self) -> bool {
+        self.id.starts_with('G')
     }
 }
 
@@ -69,8 +92,12 @@ pub(super) fn all(recall_sizes: &[usize]) -> Vec<Scenario> {
             "S1 + pass-through processInput, processOutputStream, processOutputResult",
             generate("s3", Threads::None),
         ),
-        Scenario::new("S4", "Stream of 200 text deltas", Ask::Stream { agent: "s4" }),
-        Scenario::new("S4+p", "S4 + a pass-through processOutputStream", Ask::Stream { agent: "s4-pass" }),
+        Scenario::new("S4", "Stream of 200 text deltas", Ask::Stream { agent: "s4", deltas: STREAM_CHUNKS }),
+        Scenario::new(
+            "S4+p",
+            "S4 + a pass-through processOutputStream",
+            Ask::Stream { agent: "s4-pass", deltas: STREAM_CHUNKS },
+        ),
         Scenario::new("S4 floor", "the same 200 deltas over a bare tonic stream", Ask::StreamFloor),
         Scenario::new(
             "S5",
@@ -108,10 +135,47 @@ pub(super) fn all(recall_sizes: &[usize]) -> Vec<Scenario> {
         Scenario::new(
             "R2",
             "S4 + a remote processOutputStream guard in windows of 32",
-            Ask::Stream { agent: "r2" },
+            Ask::Stream { agent: "r2", deltas: STREAM_CHUNKS },
         ),
     ]);
+    scenarios.extend(gateway());
     scenarios
+}
+
+/// The gateway scenarios: agentwire in front of the fake provider, next to the same requests
+/// sent to it directly, and the floors of one more gRPC hop.
+fn gateway() -> Vec<Scenario> {
+    let generate =
+        |agent| Ask::Generate { agent, text: "hello".into(), threads: Threads::None, trips: false };
+    vec![
+        Scenario::new(
+            "G1 direct",
+            &format!("the fake provider called directly over HTTP ({GATEWAY_TOKENS} tokens, streamed)"),
+            Ask::Direct { tokens: GATEWAY_TOKENS },
+        ),
+        Scenario::new("G1", "Generate through agentwire to the fake provider, no processors", generate("g1")),
+        Scenario::new("G1 floor", "a bare tonic unary round trip of G1's bytes", Ask::UnaryFloor),
+        Scenario::new(
+            "G2 direct",
+            &format!("the fake provider streaming {STREAM_CHUNKS} tokens, called directly over HTTP"),
+            Ask::Direct { tokens: STREAM_CHUNKS },
+        ),
+        Scenario::new(
+            "G2",
+            &format!("Stream through agentwire from the fake provider, {STREAM_CHUNKS} tokens"),
+            Ask::Stream { agent: "g2", deltas: STREAM_CHUNKS },
+        ),
+        Scenario::new(
+            "G2 floor",
+            &format!("a bare tonic server stream of {STREAM_CHUNKS} text deltas"),
+            Ask::StreamFloor,
+        ),
+        Scenario::new(
+            "G3",
+            "G1 + unicode-normalizer, pii-detector, prompt-injection-detector on input, pii-detector on the stream",
+            generate("g3"),
+        ),
+    ]
 }
 
 /// The request of `ask` for a run, numbered `run` within worker `worker`.
@@ -124,17 +188,20 @@ fn run_request(agent: &str, text: &str, threads: &Threads, worker: usize, run: u
     pb::RunRequest { agent_id: agent.into(), text: text.into(), thread_id, resource_id, ..Default::default() }
 }
 
-/// One worker of `scenario`: `server` is agentwire's address, `floors` the floors' (stream, ping).
+/// G1's request, which the unary floor is sent too.
+pub(super) fn unary_floor_request() -> pb::RunRequest {
+    run_request("g1", "hello", &Threads::None, 0, 0)
+}
+
+/// One worker of `scenario`, numbered `worker`.
 pub(super) async fn worker(
     scenario: &Scenario,
-    server: &Channel,
-    floors: &Channel,
-    ping_floor: &str,
+    targets: &Targets<'_>,
     worker: usize,
 ) -> Result<Call, String> {
     let call: Call = match scenario.ask.clone() {
         Ask::Generate { agent, text, threads, trips } => {
-            let client = AgentServiceClient::new(server.clone());
+            let client = AgentServiceClient::new(targets.server.clone());
             let mut run = 0;
             Box::new(move || {
                 run += 1;
@@ -144,44 +211,73 @@ pub(super) async fn worker(
                     let result =
                         client.generate(request).await.map_err(|status| status.to_string())?.into_inner();
                     match (trips, &result.tripwire, result.finish_reason.as_str()) {
-                        (false, None, "stop") | (true, Some(_), _) => Ok(()),
+                        (false, None, "stop") | (true, Some(_), _) => Ok(Arrivals::default()),
                         _ => Err(format!("agent `{agent}` answered unexpectedly: {result:?}")),
                     }
                 }
                 .boxed()
             })
         }
-        Ask::Stream { agent } => {
-            let client = AgentServiceClient::new(server.clone());
+        Ask::Stream { agent, deltas } => {
+            let client = AgentServiceClient::new(targets.server.clone());
             Box::new(move || {
-                stream(client.clone(), run_request(agent, "go", &Threads::None, worker, 0)).boxed()
+                stream(client.clone(), run_request(agent, "go", &Threads::None, worker, 0), deltas).boxed()
             })
         }
         Ask::StreamFloor => {
-            let client = AgentServiceClient::new(floors.clone());
-            Box::new(move || stream(client.clone(), pb::RunRequest::default()).boxed())
+            let client = AgentServiceClient::new(targets.floors.clone());
+            Box::new(move || stream(client.clone(), pb::RunRequest::default(), STREAM_CHUNKS).boxed())
         }
         Ask::PingFloor => {
-            let pinger = std::sync::Arc::new(tokio::sync::Mutex::new(Pinger::connect(ping_floor).await?));
+            let pinger = Pinger::connect(targets.ping_floor).await?;
+            let pinger = std::sync::Arc::new(tokio::sync::Mutex::new(pinger));
             Box::new(move || {
                 let pinger = std::sync::Arc::clone(&pinger);
-                async move { pinger.lock().await.round_trip().await }.boxed()
+                async move { pinger.lock().await.round_trip().await.map(|()| Arrivals::default()) }.boxed()
+            })
+        }
+        Ask::UnaryFloor => {
+            let client = AgentServiceClient::new(targets.floors.clone());
+            Box::new(move || {
+                let mut client = client.clone();
+                async move {
+                    client.generate(unary_floor_request()).await.map_err(|status| status.to_string())?;
+                    Ok(Arrivals::default())
+                }
+                .boxed()
+            })
+        }
+        Ask::Direct { tokens } => {
+            let base = targets.fake_provider.ok_or("the gateway scenarios need the fake provider")?;
+            let url = format!("{base}/chat/completions");
+            let body = fake_provider::request_body(&fake_provider::model(tokens), "hello");
+            let client = reqwest::Client::builder().build().map_err(|error| error.to_string())?;
+            Box::new(move || {
+                let (client, url, body) = (client.clone(), url.clone(), body.clone());
+                async move { fake_provider::call_directly(&client, &url, body, tokens).await }.boxed()
             })
         }
     };
     Ok(call)
 }
 
-/// Streams one run and checks it carried every delta.
-async fn stream(mut client: AgentServiceClient<Channel>, request: pb::RunRequest) -> Result<(), String> {
+/// Streams one run and checks it carried `expected` deltas, noting when each arrived.
+async fn stream(
+    mut client: AgentServiceClient<Channel>,
+    request: pb::RunRequest,
+    expected: usize,
+) -> Result<Arrivals, String> {
+    let sent = std::time::Instant::now();
     let mut chunks = client.stream(request).await.map_err(|status| status.to_string())?.into_inner();
-    let mut deltas = 0;
+    let mut arrivals = Arrivals::default();
     while let Some(chunk) = chunks.message().await.map_err(|status| status.to_string())? {
-        deltas += usize::from(chunk.r#type == "text-delta");
+        if chunk.r#type == "text-delta" {
+            arrivals.arrived(sent, 1);
+        }
     }
-    if deltas == STREAM_CHUNKS {
-        Ok(())
+    if arrivals.tokens == expected {
+        Ok(arrivals)
     } else {
-        Err(format!("a stream carried {deltas} deltas, not {STREAM_CHUNKS}"))
+        Err(format!("a stream carried {} deltas, not {expected}", arrivals.tokens))
     }
 }

@@ -21,6 +21,13 @@ fn every_scenario_runs_and_aborted_runs_save_nothing() {
         "R1",
         "R1 floor",
         "R2",
+        "G1 direct",
+        "G1",
+        "G1 floor",
+        "G2 direct",
+        "G2",
+        "G2 floor",
+        "G3",
     ] {
         for concurrency in [1, 4] {
             let row =
@@ -35,9 +42,17 @@ fn every_scenario_runs_and_aborted_runs_save_nothing() {
     let (runs, threads) = report.aborted_runs.expect("S5 checked the store");
     assert!(runs > 0);
     assert_eq!(threads, 0, "a tripped run left a thread behind");
+    for streamed in ["G2", "G2 direct", "G2 floor"] {
+        let row = report.row(streamed, 1).expect("streamed at 1");
+        assert!(row.measured.first_token(0.5).is_some(), "{streamed}: first tokens timed");
+        assert_eq!(row.measured.tokens, row.measured.requests * agentwire::bench::STREAM_CHUNKS);
+    }
     let rendered = render(&report);
     assert!(
         rendered.contains("| S6 300 | semantic recall")
             && rendered.contains("R1: a blocking remote processInput adds")
+            && rendered.contains("G1 at 1: agentwire adds")
+            && rendered.contains("G2 at 1: agentwire adds")
+            && rendered.contains("G3: the guard pipeline adds")
     );
 }
