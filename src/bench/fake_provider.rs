@@ -123,18 +123,18 @@ pub(super) async fn start() -> Result<String, String> {
     Ok(format!("http://{address}/v1"))
 }
 
-/// The body agentwire sends the fake for a user's `text` to `model`, streamed: what the direct
-/// client sends too.
-pub(super) fn request_body(model: &str, text: &str) -> Bytes {
-    Bytes::from(
-        serde_json::json!({
-            "model": model,
-            "messages": [{ "role": "user", "content": text }],
-            "stream": true,
-            "stream_options": { "include_usage": true },
-        })
-        .to_string(),
-    )
+/// The body agentwire sends the fake for a user's `text` to `model`, streamed or not: what the
+/// direct client sends too.
+pub(super) fn request_body(model: &str, text: &str, streamed: bool) -> Bytes {
+    let mut body = serde_json::json!({
+        "model": model,
+        "messages": [{ "role": "user", "content": text }],
+        "stream": streamed,
+    });
+    if streamed {
+        body["stream_options"] = serde_json::json!({ "include_usage": true });
+    }
+    Bytes::from(body.to_string())
 }
 
 /// What a client saw of one streamed answer: when its first token came, how many tokens came,
@@ -167,13 +167,14 @@ impl Arrivals {
     }
 }
 
-/// A direct call to the fake over HTTP: the same request agentwire makes, its stream read to the
-/// end, the tokens counted as they arrive.
+/// A direct call to the fake over HTTP: the same request agentwire makes, its answer read to the
+/// end, a stream's tokens counted as they arrive.
 pub(super) async fn call_directly(
     client: &reqwest::Client,
     url: &str,
     body: Bytes,
     tokens: usize,
+    streamed: bool,
 ) -> Result<Arrivals, String> {
     let sent = Instant::now();
     let response = client
@@ -185,6 +186,15 @@ pub(super) async fn call_directly(
         .map_err(|error| format!("the fake provider: {error}"))?;
     if !response.status().is_success() {
         return Err(format!("the fake provider answered {}", response.status()));
+    }
+    if !streamed {
+        let answer =
+            response.bytes().await.map_err(|error| format!("the fake provider's answer: {error}"))?;
+        let counted = format!("\"completion_tokens\":{tokens}");
+        return match answer.windows(counted.len()).any(|window| window == counted.as_bytes()) {
+            true => Ok(Arrivals::default()),
+            false => Err(format!("the fake provider's answer is not of {tokens} tokens")),
+        };
     }
     let mut frames = response.bytes_stream();
     let mut arrivals = Arrivals::default();
@@ -211,16 +221,18 @@ pub(super) async fn call_directly(
 mod tests {
     use super::*;
 
-    /// The fake's stream decodes as agentwire's OpenAI decoder expects: every token, then the
-    /// finish reason and the usage; a direct client counts every token.
+    /// The fake streams every token, then the finish reason, the usage and `[DONE]`, as
+    /// OpenAI does; a direct client counts every token, and an answer not streamed is whole.
     #[tokio::test]
     async fn the_fake_streams_the_tokens_its_model_names() {
         let url = format!("{}/chat/completions", start().await.unwrap());
         let client = reqwest::Client::new();
-        let arrivals = call_directly(&client, &url, request_body(&model(200), "hi"), 200).await.unwrap();
+        let arrivals =
+            call_directly(&client, &url, request_body(&model(200), "hi", true), 200, true).await.unwrap();
         assert_eq!(arrivals.tokens, 200);
         assert!(arrivals.first_token.is_some());
-        let whole = client.post(&url).body(request_body(&model(3), "hi")).send().await.unwrap();
+        call_directly(&client, &url, request_body(&model(20), "hi", false), 20, false).await.unwrap();
+        let whole = client.post(&url).body(request_body(&model(3), "hi", true)).send().await.unwrap();
         let text = whole.text().await.unwrap();
         assert!(text.contains(r#""content":" w2""#) && text.contains(r#""finish_reason":"stop""#));
         assert!(text.contains(r#""completion_tokens":3"#) && text.ends_with("data: [DONE]\n\n"));

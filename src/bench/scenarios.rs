@@ -33,9 +33,9 @@ pub(super) enum Ask {
     PingFloor,
     /// One `Generate` round trip on the bare tonic floor, answered with a fixed response.
     UnaryFloor,
-    /// The request agentwire makes of the fake provider for a model of `tokens`, sent to it
-    /// directly over HTTP.
-    Direct { tokens: usize },
+    /// The request agentwire makes of the fake provider for a model of `tokens` (streamed or
+    /// not), sent to it directly over HTTP.
+    Direct { tokens: usize, streamed: bool },
 }
 
 /// Where a scenario's requests go.
@@ -150,15 +150,15 @@ fn gateway() -> Vec<Scenario> {
     vec![
         Scenario::new(
             "G1 direct",
-            &format!("the fake provider called directly over HTTP ({GATEWAY_TOKENS} tokens, streamed)"),
-            Ask::Direct { tokens: GATEWAY_TOKENS },
+            &format!("the fake provider called directly over HTTP ({GATEWAY_TOKENS} tokens, in one piece)"),
+            Ask::Direct { tokens: GATEWAY_TOKENS, streamed: false },
         ),
         Scenario::new("G1", "Generate through agentwire to the fake provider, no processors", generate("g1")),
         Scenario::new("G1 floor", "a bare tonic unary round trip of G1's bytes", Ask::UnaryFloor),
         Scenario::new(
             "G2 direct",
             &format!("the fake provider streaming {STREAM_CHUNKS} tokens, called directly over HTTP"),
-            Ask::Direct { tokens: STREAM_CHUNKS },
+            Ask::Direct { tokens: STREAM_CHUNKS, streamed: true },
         ),
         Scenario::new(
             "G2",
@@ -247,14 +247,15 @@ pub(super) async fn worker(
                 .boxed()
             })
         }
-        Ask::Direct { tokens } => {
+        Ask::Direct { tokens, streamed } => {
             let base = targets.fake_provider.ok_or("the gateway scenarios need the fake provider")?;
             let url = format!("{base}/chat/completions");
-            let body = fake_provider::request_body(&fake_provider::model(tokens), "hello");
+            let body = fake_provider::request_body(&fake_provider::model(tokens), "hello", streamed);
             let client = reqwest::Client::builder().build().map_err(|error| error.to_string())?;
             Box::new(move || {
                 let (client, url, body) = (client.clone(), url.clone(), body.clone());
-                async move { fake_provider::call_directly(&client, &url, body, tokens).await }.boxed()
+                async move { fake_provider::call_directly(&client, &url, body, tokens, streamed).await }
+                    .boxed()
             })
         }
     };

@@ -37,6 +37,11 @@ pub struct ProviderConfig {
     /// events — before the call is given up. Default 60 s.
     #[serde(default)]
     pub read_timeout_ms: Option<u64>,
+    /// How long a call answered in one piece may take: a `Generate` that no processor of the
+    /// stream watches asks for the whole answer at once, and the provider is silent until it is
+    /// written. Default 600 s.
+    #[serde(default)]
+    pub answer_timeout_ms: Option<u64>,
     /// Retries after a 429 or a 5xx (or a failed connection). Default 2.
     #[serde(default)]
     pub max_retries: Option<u32>,

@@ -23,4 +23,8 @@ pub struct ModelRequest {
     /// How many model calls this run made before this one. Deterministic models use it to
     /// script a conversation; real providers ignore it.
     pub call_index: u32,
+    /// Whether anyone sees the answer as it comes (a streamed run, or a processor of the
+    /// stream). When nobody does, a provider may answer in one piece: one response to read
+    /// rather than an event per token.
+    pub streamed: bool,
 }

@@ -25,6 +25,11 @@ pub struct ChunkSink {
 }
 
 impl ChunkSink {
+    /// Whether chunks reach a client as they come (a `Stream`, not a `Generate`).
+    pub fn streams(&self) -> bool {
+        self.sender.is_some()
+    }
+
     /// Streams chunks into `sender`; the run stops when its receiver is dropped, or when the
     /// receiver leaves no room for a chunk for `slow_client`.
     pub fn channel(sender: mpsc::Sender<Chunk>, slow_client: Duration) -> ChunkSink {

@@ -25,6 +25,7 @@ fn config(base_url: &str) -> String {
 base_url = "{base_url}"
 headers = {{ authorization = "Bearer test-key", "x-team" = "platform" }}
 read_timeout_ms = 400
+answer_timeout_ms = 700
 max_retries = 2
 
 [providers.claude]
@@ -36,6 +37,15 @@ kind = "recover"
 
 [processors.switch]
 kind = "switch"
+
+[processors.watch-stream]
+kind = "pass-through"
+hooks = ["processOutputStream"]
+
+[[agents]]
+id = "watched"
+model = "fake/gpt-test"
+output_processors = ["watch-stream"]
 
 [[agents]]
 id = "chat"
@@ -162,6 +172,27 @@ async fn an_openai_compatible_stream_becomes_chunks() {
         body["messages"],
         json!([{ "role": "system", "content": "Be brief." }, { "role": "user", "content": "hi" }])
     );
+}
+
+/// A `Generate` that no processor of the stream watches asks the provider for the whole answer
+/// in one piece, and reads the same text, usage and finish reason from it; a `Stream`, or a
+/// `Generate` with a stream processor, asks for a stream.
+#[tokio::test]
+async fn a_generate_nobody_watches_is_answered_in_one_piece() {
+    let fake = FakeProvider::start([Reply::events(openai_text("Hello in one piece."))]).await;
+    let server = server(&fake).await;
+    let result = server.generate(request("chat", "hi")).await;
+    assert_eq!((result.text.as_str(), result.finish_reason.as_str()), ("Hello in one piece.", "stop"));
+    let usage = result.usage.unwrap();
+    assert_eq!((usage.input_tokens, usage.output_tokens), (11, 7));
+    assert_eq!(server.generate(request("watched", "hi")).await.text, "Hello in one piece.");
+    assert_eq!(text(&server.stream(request("chat", "hi")).await), "Hello in one piece.");
+    let asked: Vec<(bool, bool)> = fake
+        .seen()
+        .iter()
+        .map(|seen| (seen.body["stream"] == true, seen.body.get("stream_options").is_some()))
+        .collect();
+    assert_eq!(asked, [(false, false), (true, true), (true, true)], "generate, watched generate, stream");
 }
 
 /// Tool-call arguments streamed in pieces are assembled, the tool runs, and the loop continues.
@@ -329,6 +360,12 @@ async fn a_stalled_stream_ends_the_run() {
     assert!(failure.message.contains("stalled") && failure.message.contains("400 ms"), "{}", failure.message);
     assert!(started.elapsed() < Duration::from_secs(4), "the run did not wait for the stall to end");
     assert_eq!(text(&chunks), "Hel");
+
+    // Answered in one piece, the provider is silent until the answer is done: the call waits
+    // `answer_timeout_ms`, not `read_timeout_ms`, then ends the run the same way.
+    let result = server.generate(request("chat", "hi")).await;
+    let failure = result.error.expect("an error");
+    assert!(failure.message.contains("stalled") && failure.message.contains("700 ms"), "{}", failure.message);
 }
 
 /// Cancelling a run closes its HTTP request to the provider.

@@ -22,7 +22,7 @@ pub(super) fn body(model: &str, request: &ModelRequest) -> Value {
     let mut body = Map::new();
     body.insert("model".into(), json!(model));
     body.insert("messages".into(), Value::Array(messages));
-    body.insert("stream".into(), json!(true));
+    body.insert("stream".into(), json!(request.streamed));
     let settings = &request.settings;
     body.insert("max_tokens".into(), json!(settings.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS)));
     let mut system = system.join("\n\n");
@@ -130,6 +130,38 @@ pub(super) struct AnthropicDecoder {
     stop_reason: Option<String>,
     usage: Usage,
     saw_tool_call: bool,
+}
+
+/// The events of an answer that came in one piece (a `message`), in the order a stream would
+/// have brought them; `Err` says what is wrong with it.
+pub(super) fn answer(message: &Value) -> Result<Vec<ModelEvent>, String> {
+    if message.get("type").and_then(Value::as_str) == Some("error") {
+        return Err(message["error"]["message"].as_str().unwrap_or("unknown error").to_owned());
+    }
+    let blocks = message.get("content").and_then(Value::as_array).ok_or("the answer has no `content`")?;
+    let mut events = Vec::new();
+    for block in blocks {
+        let text = |key: &str| block[key].as_str().unwrap_or_default().to_owned();
+        match block["type"].as_str() {
+            Some("text") if !text("text").is_empty() => events.push(ModelEvent::TextDelta(text("text"))),
+            Some("thinking") if !text("thinking").is_empty() => {
+                events.push(ModelEvent::ReasoningDelta(text("thinking")));
+            }
+            Some("tool_use") => {
+                events.push(tool_call_of(text("id"), text("name"), &block["input"].to_string()))
+            }
+            _ => {}
+        }
+    }
+    let has_tool_calls = events.iter().any(|event| matches!(event, ModelEvent::ToolCall(_)));
+    let finish_reason = finish_reason_of(message.get("stop_reason").and_then(Value::as_str), has_tool_calls);
+    let usage = &message["usage"];
+    let usage = Usage {
+        input_tokens: usage["input_tokens"].as_u64().unwrap_or(0),
+        output_tokens: usage["output_tokens"].as_u64().unwrap_or(0),
+    };
+    events.push(ModelEvent::Finish { finish_reason, usage });
+    Ok(events)
 }
 
 impl Decoder for AnthropicDecoder {

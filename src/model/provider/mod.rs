@@ -1,5 +1,7 @@
 //! HTTP model providers: any OpenAI-compatible chat completions endpoint and Anthropic's
-//! Messages API, streamed over server-sent events.
+//! Messages API, streamed over server-sent events — or, when nobody watches the answer as it
+//! comes (a `Generate` without a stream processor), answered in one piece: one response to read
+//! rather than an event per token.
 //!
 //! Model ids are `<provider>/<model>`. Built in: `openai/…` (`OPENAI_API_KEY`), `anthropic/…`
 //! (`ANTHROPIC_API_KEY`) and `ollama/…` (OpenAI-compatible at `http://localhost:11434/v1`, no
@@ -53,6 +55,7 @@ pub struct Provider {
     api_key_env: Option<String>,
     headers: BTreeMap<String, String>,
     read_timeout: Duration,
+    answer_timeout: Duration,
     max_retries: u32,
     connect_timeout: Duration,
     /// Built at the first call: building one loads the TLS roots, which takes milliseconds, and
@@ -108,6 +111,7 @@ impl Provider {
             api_key_env,
             headers: config.headers.clone(),
             read_timeout: Duration::from_millis(config.read_timeout_ms.unwrap_or(60_000)),
+            answer_timeout: Duration::from_millis(config.answer_timeout_ms.unwrap_or(600_000)),
             max_retries: config.max_retries.unwrap_or(2),
             connect_timeout: Duration::from_millis(config.connect_timeout_ms.unwrap_or(10_000)),
             client: std::sync::OnceLock::new(),
@@ -171,17 +175,22 @@ impl Provider {
     }
 
     /// Sends the request, retrying 429s, 5xx and failed connections; the response of a call
-    /// that was accepted.
-    async fn send(&self, model_id: &str, body: &Value) -> Result<reqwest::Response, ModelError> {
+    /// that was accepted. `patience`: how long the provider may take to start answering.
+    async fn send(
+        &self,
+        model_id: &str,
+        body: &Value,
+        patience: Duration,
+    ) -> Result<reqwest::Response, ModelError> {
         let mut attempt = 0;
         loop {
             let request = self.request(model_id, body)?;
-            let outcome = tokio::time::timeout(self.read_timeout, request.send()).await;
+            let outcome = tokio::time::timeout(patience, request.send()).await;
             let retry_after = match outcome {
                 Err(_) => {
                     return Err(ModelError::Stalled {
                         model: model_id.to_owned(),
-                        after_ms: duration_ms(self.read_timeout),
+                        after_ms: duration_ms(patience),
                     });
                 }
                 Ok(Err(error)) if attempt >= self.max_retries => {
@@ -331,6 +340,38 @@ impl Streaming {
     }
 }
 
+impl HttpModel {
+    /// A call answered in one piece, its events handed out as a stream would have.
+    async fn answer_in_one_piece(&self, body: &Value) -> Result<ModelStream, ModelError> {
+        let provider = &self.provider;
+        let started = tokio::time::Instant::now();
+        let response = provider.send(&self.id, body, provider.answer_timeout).await?;
+        let left = provider.answer_timeout.saturating_sub(started.elapsed());
+        let unavailable = |message: String| ModelError::Unavailable {
+            model: self.id.clone(),
+            message: format!("provider `{}`: {message}", provider.name),
+        };
+        let bytes = match tokio::time::timeout(left, response.bytes()).await {
+            Err(_) => {
+                return Err(ModelError::Stalled {
+                    model: self.id.clone(),
+                    after_ms: duration_ms(provider.answer_timeout),
+                });
+            }
+            Ok(Err(error)) => return Err(unavailable(format!("the answer broke off: {error}"))),
+            Ok(Ok(bytes)) => bytes,
+        };
+        let answer: Value = serde_json::from_slice(&bytes)
+            .map_err(|error| unavailable(format!("the answer is not JSON: {error}")))?;
+        let events = match provider.api {
+            Api::OpenAi => openai::answer(&answer),
+            Api::Anthropic => anthropic::answer(&answer),
+        }
+        .map_err(unavailable)?;
+        Ok(Box::pin(futures::stream::iter(events.into_iter().map(Ok))))
+    }
+}
+
 #[async_trait::async_trait]
 impl LanguageModel for HttpModel {
     fn id(&self) -> &str {
@@ -342,7 +383,10 @@ impl LanguageModel for HttpModel {
             Api::OpenAi => (openai::body(&self.model, &request), Box::new(OpenAiDecoder::default())),
             Api::Anthropic => (anthropic::body(&self.model, &request), Box::new(AnthropicDecoder::default())),
         };
-        let response = self.provider.send(&self.id, &body).await?;
+        if !request.streamed {
+            return self.answer_in_one_piece(&body).await;
+        }
+        let response = self.provider.send(&self.id, &body, self.provider.read_timeout).await?;
         let streaming = Streaming {
             bytes: response.bytes_stream().boxed(),
             parser: SseParser::default(),

@@ -15,8 +15,10 @@ pub(super) fn body(model: &str, request: &ModelRequest) -> Value {
     let mut body = Map::new();
     body.insert("model".into(), json!(model));
     body.insert("messages".into(), Value::Array(request.prompt.iter().flat_map(messages_of).collect()));
-    body.insert("stream".into(), json!(true));
-    body.insert("stream_options".into(), json!({ "include_usage": true }));
+    body.insert("stream".into(), json!(request.streamed));
+    if request.streamed {
+        body.insert("stream_options".into(), json!({ "include_usage": true }));
+    }
     if !request.tools.is_empty() {
         let tools = request
             .tools
@@ -206,6 +208,46 @@ impl Decoder for OpenAiDecoder {
         events.push(ModelEvent::Finish { finish_reason, usage: self.usage });
         events
     }
+}
+
+/// The events of an answer that came in one piece (a `chat.completion`), in the order a stream
+/// would have brought them; `Err` says what is wrong with it.
+pub(super) fn answer(completion: &Value) -> Result<Vec<ModelEvent>, String> {
+    if let Some(error) = completion.get("error") {
+        return Err(error.get("message").and_then(Value::as_str).unwrap_or("unknown error").to_owned());
+    }
+    let choice = completion
+        .get("choices")
+        .and_then(|choices| choices.get(0))
+        .ok_or("the answer has no `choices[0]`")?;
+    let message = &choice["message"];
+    let mut events = Vec::new();
+    for key in ["reasoning_content", "reasoning"] {
+        if let Some(reasoning) = message.get(key).and_then(Value::as_str).filter(|text| !text.is_empty()) {
+            events.push(ModelEvent::ReasoningDelta(reasoning.to_owned()));
+        }
+    }
+    if let Some(text) = message.get("content").and_then(Value::as_str).filter(|text| !text.is_empty()) {
+        events.push(ModelEvent::TextDelta(text.to_owned()));
+    }
+    for call in message.get("tool_calls").and_then(Value::as_array).into_iter().flatten() {
+        let text = |value: &Value| value.as_str().unwrap_or_default().to_owned();
+        let function = &call["function"];
+        events.push(tool_call_of(
+            text(&call["id"]),
+            text(&function["name"]),
+            function["arguments"].as_str().unwrap_or(""),
+        ));
+    }
+    let has_tool_calls = events.iter().any(|event| matches!(event, ModelEvent::ToolCall(_)));
+    let finish_reason = finish_reason_of(choice.get("finish_reason").and_then(Value::as_str), has_tool_calls);
+    let usage = &completion["usage"];
+    let usage = Usage {
+        input_tokens: usage["prompt_tokens"].as_u64().unwrap_or(0),
+        output_tokens: usage["completion_tokens"].as_u64().unwrap_or(0),
+    };
+    events.push(ModelEvent::Finish { finish_reason, usage });
+    Ok(events)
 }
 
 /// True when OpenAI's strict structured outputs accept `schema` as it is: every object closes its

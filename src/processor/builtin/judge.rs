@@ -135,6 +135,7 @@ impl Judge {
             provider_options: Value::Null,
             structured_output: Some(schema.schema().clone()),
             call_index: self.calls.fetch_add(1, Ordering::Relaxed),
+            streamed: false,
         };
         let mut stream = self.model.stream(request).await.map_err(|error| error.to_string())?;
         let (mut text, mut usage) = (String::new(), Usage::default());

@@ -7,8 +7,8 @@ use tracing::{Instrument as _, Span};
 
 use super::{Run, RunStop, StepOutcome, StepSource};
 use crate::domain::{
-    Chunk, ErrorSource, FinishReason, Message, MessageList, Part, PromptMessage, Role, RunFailure, StepInput,
-    StepResult, Tripwire, Usage, new_id,
+    Chunk, ErrorSource, FinishReason, Hook, Message, MessageList, Part, PromptMessage, Role, RunFailure,
+    StepInput, StepResult, Tripwire, Usage, new_id,
 };
 use crate::model::{ModelError, ModelRequest};
 use crate::telemetry::spans;
@@ -45,6 +45,7 @@ impl Run {
                 provider_options: step.provider_options.clone(),
                 structured_output: step.structured_output.clone(),
                 call_index: self.model_calls,
+                streamed: self.sink.streams() || !self.chains.of(Hook::ProcessOutputStream).is_empty(),
             };
             self.model_calls += 1;
             let call_span = spans::model_call(&step.model);

@@ -1,6 +1,8 @@
 //! A fake model provider on loopback: a real HTTP/1.1 server that answers each request with the
 //! next scripted reply — a server-sent-event stream (optionally slow, or stalling), or an error
-//! status — and records what it was sent and whether the client hung up early.
+//! status — and records what it was sent and whether the client hung up early. A request that
+//! does not ask for a stream (`"stream": false`) gets the scripted events folded into the one
+//! answer the provider would have sent instead.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
@@ -85,6 +87,7 @@ impl FakeProvider {
     async fn answer(&self, socket: tokio::net::TcpStream) {
         let mut reader = BufReader::new(socket);
         let Some(seen) = read_request(&mut reader).await else { return };
+        let streamed = seen.body.get("stream") != Some(&Value::Bool(false));
         self.seen.lock().unwrap().push(seen);
         let reply = {
             let mut replies = self.replies.lock().unwrap();
@@ -97,6 +100,15 @@ impl FakeProvider {
                 let retry = retry_after.map(|value| format!("Retry-After: {value}\r\n")).unwrap_or_default();
                 let response = format!(
                     "HTTP/1.1 {status} Error\r\nContent-Type: application/json\r\n{retry}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                let _ = socket.write_all(response.as_bytes()).await;
+            }
+            Reply::Events { data, gap, stall } if !streamed => {
+                tokio::time::sleep(gap * data.len() as u32 + stall.unwrap_or_default()).await;
+                let body = one_piece(&data).to_string();
+                let response = format!(
+                    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
                     body.len()
                 );
                 let _ = socket.write_all(response.as_bytes()).await;
@@ -123,6 +135,114 @@ impl FakeProvider {
         }
         let _ = reader.get_mut().shutdown().await;
     }
+}
+
+/// Streamed events folded into the answer a provider sends when asked for no stream: an OpenAI
+/// `chat.completion`, or an Anthropic `message` when the events are Anthropic's.
+fn one_piece(data: &[String]) -> Value {
+    let events: Vec<Value> = data.iter().filter_map(|event| serde_json::from_str(event).ok()).collect();
+    if events.iter().any(|event| event.get("type").is_some()) {
+        return anthropic_message(&events);
+    }
+    let (mut text, mut reasoning, mut finish, mut usage) =
+        (String::new(), String::new(), Value::Null, Value::Null);
+    let mut calls: std::collections::BTreeMap<u64, (String, String, String)> = Default::default();
+    for event in &events {
+        if event["usage"].is_object() {
+            usage = event["usage"].clone();
+        }
+        let choice = &event["choices"][0];
+        let delta = &choice["delta"];
+        text.push_str(delta["content"].as_str().unwrap_or_default());
+        reasoning.push_str(delta["reasoning_content"].as_str().unwrap_or_default());
+        for call in delta["tool_calls"].as_array().into_iter().flatten() {
+            let entry = calls.entry(call["index"].as_u64().unwrap_or(0)).or_default();
+            entry.0.push_str(call["id"].as_str().unwrap_or_default());
+            entry.1.push_str(call["function"]["name"].as_str().unwrap_or_default());
+            entry.2.push_str(call["function"]["arguments"].as_str().unwrap_or_default());
+        }
+        if choice["finish_reason"].is_string() {
+            finish = choice["finish_reason"].clone();
+        }
+    }
+    let tool_calls: Vec<Value> = calls
+        .into_values()
+        .map(|(id, name, arguments)| {
+            serde_json::json!({ "id": id, "type": "function", "function": { "name": name, "arguments": arguments } })
+        })
+        .collect();
+    let mut message = serde_json::json!({ "role": "assistant", "content": text });
+    if !reasoning.is_empty() {
+        message["reasoning_content"] = Value::String(reasoning);
+    }
+    if !tool_calls.is_empty() {
+        message["tool_calls"] = Value::Array(tool_calls);
+    }
+    serde_json::json!({ "object": "chat.completion", "choices": [{ "index": 0, "message": message, "finish_reason": finish }], "usage": usage })
+}
+
+/// Anthropic's streamed events folded into one `message`.
+fn anthropic_message(events: &[Value]) -> Value {
+    let mut blocks: Vec<Value> = Vec::new();
+    let mut partial_json: Vec<String> = Vec::new();
+    let (mut stop_reason, mut usage) = (Value::Null, serde_json::json!({}));
+    for event in events {
+        let index = event["index"].as_u64().unwrap_or(0) as usize;
+        match event["type"].as_str() {
+            Some("message_start") => usage = event["message"]["usage"].clone(),
+            Some("content_block_start") => {
+                blocks.resize(index + 1, Value::Null);
+                partial_json.resize(index + 1, String::new());
+                blocks[index] = event["content_block"].clone();
+            }
+            Some("content_block_delta") => {
+                let delta = &event["delta"];
+                if blocks.len() <= index {
+                    // A stream that opened no block: a text (or thinking) block it is.
+                    blocks.resize(index + 1, Value::Null);
+                    partial_json.resize(index + 1, String::new());
+                    let kind = if delta["type"] == "thinking_delta" { "thinking" } else { "text" };
+                    blocks[index] = serde_json::json!({ "type": kind });
+                }
+                let block = &mut blocks[index];
+                match delta["type"].as_str() {
+                    Some("text_delta") => {
+                        let text = format!(
+                            "{}{}",
+                            block["text"].as_str().unwrap_or_default(),
+                            delta["text"].as_str().unwrap_or_default()
+                        );
+                        block["text"] = Value::String(text);
+                    }
+                    Some("thinking_delta") => {
+                        let text = format!(
+                            "{}{}",
+                            block["thinking"].as_str().unwrap_or_default(),
+                            delta["thinking"].as_str().unwrap_or_default()
+                        );
+                        block["thinking"] = Value::String(text);
+                    }
+                    Some("input_json_delta") => {
+                        partial_json[index].push_str(delta["partial_json"].as_str().unwrap_or_default())
+                    }
+                    _ => {}
+                }
+            }
+            Some("message_delta") => {
+                stop_reason = event["delta"]["stop_reason"].clone();
+                if let Some(output) = event["usage"]["output_tokens"].as_u64() {
+                    usage["output_tokens"] = output.into();
+                }
+            }
+            _ => {}
+        }
+    }
+    for (block, json) in blocks.iter_mut().zip(&partial_json) {
+        if block["type"] == "tool_use" && !json.is_empty() {
+            block["input"] = serde_json::from_str(json).unwrap_or(Value::Null);
+        }
+    }
+    serde_json::json!({ "type": "message", "role": "assistant", "content": blocks, "stop_reason": stop_reason, "usage": usage })
 }
 
 /// Reads one HTTP/1.1 request with a JSON body; `None` when the connection closed instead.
