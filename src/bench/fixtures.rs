@@ -70,6 +70,11 @@ id = "g1"
 model = "fake/{short}"
 
 [[agents]]
+id = "g1-streamed"
+model = "fake/{short}"
+output_processors = ["pass-stream"]
+
+[[agents]]
 id = "g2"
 model = "fake/{long}"
 

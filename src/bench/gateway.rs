@@ -114,12 +114,22 @@ pub(super) fn derived(report: &Report) -> Vec<String> {
         lines.push(line);
     }
     if let (Some(plain), Some(guarded)) = (measured("G1", 1), measured("G3", 1)) {
-        let added = guarded.percentile(0.5).saturating_sub(plain.percentile(0.5));
-        lines.push(format!(
+        let p50 = |measured: &super::Measured| measured.percentile(0.5);
+        let added = p50(guarded).saturating_sub(p50(plain));
+        let mut line = format!(
             "G3: the guard pipeline adds {} to G1 at p50 (target ≤ {GUARDS_ADDED_P50_US:.0} µs: {})",
             micros(added),
             verdict(added.as_secs_f64() * 1e6 <= GUARDS_ADDED_P50_US)
-        ));
+        );
+        // A guard on the stream has the provider stream the answer; G1+s measures that alone.
+        if let Some(streamed) = measured("G1+s", 1) {
+            line.push_str(&format!(
+                ": {} of it is the stream a guard on it needs (G1+s), {} the four guards' own work",
+                micros(p50(streamed).saturating_sub(p50(plain))),
+                micros(p50(guarded).saturating_sub(p50(streamed)))
+            ));
+        }
+        lines.push(line);
     }
     lines
 }

@@ -156,6 +156,11 @@ fn gateway() -> Vec<Scenario> {
         Scenario::new("G1", "Generate through agentwire to the fake provider, no processors", generate("g1")),
         Scenario::new("G1 floor", "a bare tonic unary round trip of G1's bytes", Ask::UnaryFloor),
         Scenario::new(
+            "G1+s",
+            "G1 + a pass-through processOutputStream: the provider streams the answer",
+            generate("g1-streamed"),
+        ),
+        Scenario::new(
             "G2 direct",
             &format!("the fake provider streaming {STREAM_CHUNKS} tokens, called directly over HTTP"),
             Ask::Direct { tokens: STREAM_CHUNKS, streamed: true },

@@ -24,6 +24,7 @@ fn every_scenario_runs_and_aborted_runs_save_nothing() {
         "G1 direct",
         "G1",
         "G1 floor",
+        "G1+s",
         "G2 direct",
         "G2",
         "G2 floor",

@@ -1,7 +1,10 @@
 //! The OpenAI chat completions API (`POST {base_url}/chat/completions`, streamed), spoken by
 //! OpenAI, Ollama, vLLM, llama.cpp's server, LM Studio, Groq, Together and others.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
+
+use serde::Deserialize;
 
 use serde_json::{Map, Value, json};
 
@@ -148,53 +151,107 @@ pub(super) struct OpenAiDecoder {
     usage: Usage,
 }
 
+/// A streamed `chat.completion.chunk`, as much of it as the decoder reads: typed, its strings
+/// borrowed from the event where they need no unescaping (a token's event is parsed without
+/// building a JSON tree).
+#[derive(Debug, Deserialize)]
+struct ChunkWire<'a> {
+    #[serde(default, borrow)]
+    choices: Option<Vec<ChoiceWire<'a>>>,
+    #[serde(default)]
+    usage: Option<UsageWire>,
+    #[serde(default)]
+    error: Option<Value>,
+}
+
+#[derive(Debug, Deserialize)]
+struct ChoiceWire<'a> {
+    #[serde(default, borrow)]
+    delta: Option<DeltaWire<'a>>,
+    #[serde(default, borrow)]
+    finish_reason: Option<Cow<'a, str>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct DeltaWire<'a> {
+    #[serde(default, borrow)]
+    content: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    reasoning_content: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    reasoning: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    tool_calls: Option<Vec<ToolCallWire<'a>>>,
+}
+
+#[derive(Debug, Deserialize)]
+struct ToolCallWire<'a> {
+    #[serde(default)]
+    index: Option<u64>,
+    #[serde(default, borrow)]
+    id: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    function: Option<FunctionWire<'a>>,
+}
+
+#[derive(Debug, Deserialize)]
+struct FunctionWire<'a> {
+    #[serde(default, borrow)]
+    name: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    arguments: Option<Cow<'a, str>>,
+}
+
+#[derive(Debug, Deserialize)]
+struct UsageWire {
+    #[serde(default)]
+    prompt_tokens: Option<u64>,
+    #[serde(default)]
+    completion_tokens: Option<u64>,
+}
+
 impl Decoder for OpenAiDecoder {
     fn event(&mut self, event: SseEvent) -> Decoded {
         if event.data == "[DONE]" {
             return Decoded::End;
         }
-        let chunk: Value = match serde_json::from_str(&event.data) {
+        let chunk: ChunkWire<'_> = match serde_json::from_str(&event.data) {
             Ok(chunk) => chunk,
             Err(error) => return Decoded::Malformed(format!("a chunk is not JSON: {error}")),
         };
-        if let Some(error) = chunk.get("error") {
+        if let Some(error) = chunk.error.filter(|error| !error.is_null()) {
             let message = error.get("message").and_then(Value::as_str).unwrap_or("unknown error");
             return Decoded::Failed(message.to_owned());
         }
-        if let Some(usage) = chunk.get("usage").filter(|usage| usage.is_object()) {
-            self.usage.input_tokens = usage["prompt_tokens"].as_u64().unwrap_or(self.usage.input_tokens);
-            self.usage.output_tokens =
-                usage["completion_tokens"].as_u64().unwrap_or(self.usage.output_tokens);
+        if let Some(usage) = chunk.usage {
+            self.usage.input_tokens = usage.prompt_tokens.unwrap_or(self.usage.input_tokens);
+            self.usage.output_tokens = usage.completion_tokens.unwrap_or(self.usage.output_tokens);
         }
         let mut events = Vec::new();
-        let Some(choice) = chunk.get("choices").and_then(|choices| choices.get(0)) else {
+        let Some(choice) = chunk.choices.and_then(|choices| choices.into_iter().next()) else {
             return Decoded::Events(events);
         };
-        let delta = &choice["delta"];
-        for key in ["reasoning_content", "reasoning"] {
-            if let Some(reasoning) = delta.get(key).and_then(Value::as_str).filter(|text| !text.is_empty()) {
-                events.push(ModelEvent::ReasoningDelta(reasoning.to_owned()));
+        let delta = choice.delta.unwrap_or_default();
+        let present =
+            |text: &Option<Cow<'_, str>>| text.as_deref().filter(|text| !text.is_empty()).map(str::to_owned);
+        for reasoning in [&delta.reasoning_content, &delta.reasoning].into_iter().filter_map(present) {
+            events.push(ModelEvent::ReasoningDelta(reasoning));
+        }
+        if let Some(text) = present(&delta.content) {
+            events.push(ModelEvent::TextDelta(text));
+        }
+        for call in delta.tool_calls.into_iter().flatten() {
+            let entry = self.tool_calls.entry(call.index.unwrap_or(0)).or_default();
+            if let Some(id) = call.id {
+                entry.0 = id.into_owned();
+            }
+            if let Some(function) = call.function {
+                entry.1.push_str(function.name.as_deref().unwrap_or_default());
+                entry.2.push_str(function.arguments.as_deref().unwrap_or_default());
             }
         }
-        if let Some(text) = delta.get("content").and_then(Value::as_str).filter(|text| !text.is_empty()) {
-            events.push(ModelEvent::TextDelta(text.to_owned()));
-        }
-        for call in delta.get("tool_calls").and_then(Value::as_array).into_iter().flatten() {
-            let index = call.get("index").and_then(Value::as_u64).unwrap_or(0);
-            let entry = self.tool_calls.entry(index).or_default();
-            if let Some(id) = call.get("id").and_then(Value::as_str) {
-                entry.0 = id.to_owned();
-            }
-            let function = &call["function"];
-            if let Some(name) = function.get("name").and_then(Value::as_str) {
-                entry.1.push_str(name);
-            }
-            if let Some(arguments) = function.get("arguments").and_then(Value::as_str) {
-                entry.2.push_str(arguments);
-            }
-        }
-        if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
-            self.finish_reason = Some(reason.to_owned());
+        if let Some(reason) = choice.finish_reason {
+            self.finish_reason = Some(reason.into_owned());
         }
         Decoded::Events(events)
     }
