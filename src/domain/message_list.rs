@@ -48,7 +48,8 @@ struct Entry {
 /// The conversation of one run.
 #[derive(Debug, Clone, Default)]
 pub struct MessageList {
-    /// Ordered by `created_at`; ties keep insertion order.
+    /// Ordered by `created_at`, remembered messages before this run's at the same time (two
+    /// runs can fall in one millisecond); other ties keep insertion order.
     entries: Vec<Entry>,
     /// The untagged system messages: the agent's instructions and what processors put there.
     system: Vec<String>,
@@ -74,7 +75,8 @@ impl MessageList {
             entry.message = message;
             return;
         }
-        let position = self.entries.partition_point(|entry| entry.message.created_at <= message.created_at);
+        let key = order_key(&message, source);
+        let position = self.entries.partition_point(|entry| order_key(&entry.message, entry.source) <= key);
         self.entries.insert(position, Entry { message, source });
     }
 
@@ -227,6 +229,11 @@ impl MessageList {
     }
 }
 
+/// Where a message goes in the list: by creation time, then remembered before this run's.
+fn order_key(message: &Message, source: MessageSource) -> (i64, bool) {
+    (message.created_at, source != MessageSource::Memory)
+}
+
 fn in_scope(source: MessageSource, scope: ReconcileScope) -> bool {
     match scope {
         ReconcileScope::All => true,
@@ -278,5 +285,18 @@ mod tests {
         list.add(user("early", 1), MessageSource::Memory);
         let texts: Vec<String> = list.all().map(Message::text).collect();
         assert_eq!(texts, ["early", "late"]);
+    }
+
+    /// History loaded after the input, in the same millisecond as it, still comes before it:
+    /// a run that follows another within a millisecond sees its history first.
+    #[test]
+    fn remembered_messages_precede_the_input_of_the_same_millisecond() {
+        let mut list = MessageList::new();
+        list.add(user("three", 7), MessageSource::Input);
+        list.add(user("two", 7), MessageSource::Memory);
+        list.add(user("echo: two", 7), MessageSource::Memory);
+        list.add(user("echo: three", 7), MessageSource::Response);
+        let texts: Vec<String> = list.all().map(Message::text).collect();
+        assert_eq!(texts, ["two", "echo: two", "three", "echo: three"]);
     }
 }
