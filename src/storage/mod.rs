@@ -16,6 +16,7 @@ mod sled_codec;
 mod sled_store;
 mod types;
 mod upgrade;
+mod vector_codes;
 mod vector_index;
 mod vectors;
 mod writability;
@@ -29,8 +30,8 @@ pub use self::types::{
     RunFilter, RunPage, RunSave, StoredMessage, Thread, ThreadPage, ThreadUpdate, VectorQuery,
     WorkingMemoryRecord, WorkingMemoryScope,
 };
+pub use self::vector_codes::dot;
 pub use self::vector_index::DEFAULT_INDEX_BYTES;
-pub use self::vectors::dot;
 pub use self::writability::Writability;
 use crate::domain::RunRecord;
 

@@ -22,8 +22,9 @@ use super::upgrade;
 
 mod run_pages;
 mod runs;
+use super::vector_codes::dot;
 use super::vector_index::{DEFAULT_INDEX_BYTES, VectorIndex};
-use super::vectors::ResourceVectors;
+use super::vectors::{CANDIDATES_PER_HIT, ResourceVectors, TopK, best_hits};
 use super::{
     CacheScope, DeleteReport, Direction, Hit, MessagePage, NewThread, RecallScope, ResourceUsage, RunFilter,
     RunPage, RunSave, Store, StoreError, StoredMessage, Thread, ThreadPage, ThreadUpdate, VectorQuery,
@@ -80,6 +81,12 @@ fn vector_bytes(vector: &[f32]) -> Vec<u8> {
 
 fn vector_of(bytes: &[u8]) -> Vec<f32> {
     bytes.chunks_exact(4).map(|chunk| f32::from_le_bytes([chunk[0], chunk[1], chunk[2], chunk[3]])).collect()
+}
+
+/// The thread id and seq of a `vectors` key.
+fn parse_vector_key(key: &[u8]) -> Result<(String, u64), StoreError> {
+    keys::parse_vector_key(key)
+        .ok_or_else(|| StoreError::Corrupt { tree: "vectors", reason: "malformed key".to_owned() })
 }
 
 /// Turns a transaction's outcome into ours: an abort carries our error.
@@ -412,12 +419,11 @@ impl Inner {
             },
         ))?;
         if !written_vectors.is_empty() {
-            let mut index = self.index.lock().expect("index lock");
-            if let Some(resource) = index.loaded_mut(&save.resource_id) {
-                for (seq, vector) in &written_vectors {
-                    resource.insert(&save.thread_id, *seq, vector);
-                }
-            }
+            self.index.lock().expect("index lock").written(
+                &save.resource_id,
+                &save.thread_id,
+                &written_vectors,
+            );
         }
         Ok(())
     }
@@ -546,9 +552,7 @@ impl Inner {
                 Ok(())
             },
         ))?;
-        if let Some(resource) = self.index.lock().expect("index lock").loaded_mut(resource_id) {
-            resource.remove_thread(thread_id);
-        }
+        self.index.lock().expect("index lock").thread_deleted(resource_id, thread_id);
         self.clear_cache_scope(&CacheScope::Thread {
             resource_id: resource_id.to_owned(),
             thread_id: thread_id.to_owned(),
@@ -673,19 +677,64 @@ impl Inner {
             None => return Ok(Vec::new()),
             Some(_) => self.check_embedder(&query.embedder, query.vector.len())?,
         }
-        let mut index = self.index.lock().expect("index lock");
-        let vectors = index.searched(&resource_id, || {
-            let mut loaded = ResourceVectors::default();
-            for entry in self.vectors.scan_prefix(keys::vectors_prefix(&resource_id)) {
-                let (key, value) = entry.map_err(engine)?;
-                let Some((thread_id, seq)) = keys::parse_vector_key(&key) else {
-                    return Err(StoreError::Corrupt { tree: "vectors", reason: "malformed key".to_owned() });
-                };
-                loaded.insert(&thread_id, seq, &vector_of(&value));
+        let wanted = query.top_k.saturating_mul(CANDIDATES_PER_HIT);
+        let candidates = {
+            let mut index = self.index.lock().expect("index lock");
+            let loaded = index.searched(&resource_id, |budget| {
+                let mut loaded = ResourceVectors::default();
+                for entry in self.vectors.scan_prefix(keys::vectors_prefix(&resource_id)) {
+                    let (key, value) = entry.map_err(engine)?;
+                    let (thread_id, seq) = parse_vector_key(&key)?;
+                    loaded.insert(&thread_id, seq, &vector_of(&value));
+                    if loaded.len() % 1024 == 0 && loaded.memory_bytes() > budget {
+                        return Ok(None);
+                    }
+                }
+                Ok((loaded.memory_bytes() <= budget).then_some(loaded))
+            })?;
+            loaded.map(|loaded| loaded.candidates(&query.vector, wanted, thread))
+        };
+        let scored = match candidates {
+            // The candidates' exact scores, from their stored vectors (one deleted since the scan
+            // is left out).
+            Some(candidates) => {
+                let mut scored = Vec::with_capacity(candidates.len());
+                for (thread_id, seq) in candidates {
+                    if let Some(value) =
+                        self.vectors.get(keys::vector(&resource_id, &thread_id, seq)).map_err(engine)?
+                    {
+                        scored.push((thread_id, seq, dot(&query.vector, &vector_of(&value))));
+                    }
+                }
+                scored
             }
-            Ok(loaded)
-        })?;
-        Ok(vectors.search(&query.vector, query.top_k, query.threshold, thread))
+            // Too large for the budget: an exact scan on disk.
+            None => self.scan_on_disk(&resource_id, thread, query)?,
+        };
+        Ok(best_hits(scored, query.top_k, query.threshold))
+    }
+
+    /// The exact scores of a resource's (or one of its threads') best vectors, read from disk:
+    /// the search of a resource whose codes do not fit the recall budget.
+    fn scan_on_disk(
+        &self,
+        resource_id: &str,
+        thread: Option<&str>,
+        query: &VectorQuery,
+    ) -> Result<Vec<(String, u64, f32)>, StoreError> {
+        let prefix = match thread {
+            Some(thread_id) => keys::thread_vectors_prefix(resource_id, thread_id),
+            None => keys::vectors_prefix(resource_id),
+        };
+        let mut best = TopK::new(query.top_k);
+        for entry in self.vectors.scan_prefix(prefix) {
+            let (key, value) = entry.map_err(engine)?;
+            let score = dot(&query.vector, &vector_of(&value));
+            if best.admits(score) {
+                best.offer(score, parse_vector_key(&key)?);
+            }
+        }
+        Ok(best.into_sorted().into_iter().map(|(score, (thread_id, seq))| (thread_id, seq, score)).collect())
     }
 
     fn get_working_memory(

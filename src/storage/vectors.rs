@@ -1,308 +1,341 @@
-//! The in-memory vector index of the resources searched so far. Loaded from the `vectors` tree
-//! on a resource's first search and kept in step by the writes, so sled stays the source of truth.
+//! The in-memory codes of one resource's vectors, for recall's scan. Loaded from the `vectors`
+//! tree on the resource's first search and kept in step by the writes, so sled stays the source
+//! of truth: the scan ranks every vector by its four-bit code and names the best candidates,
+//! which the store rescores exactly from their stored f32 vectors ([`best_hits`]).
 //!
-//! Small resources are scanned exactly in f32. Large ones are scanned in int8 (a quarter of the
-//! memory traffic: the scan is memory-bound) and the best candidates are rescored exactly, so
-//! results match the exact scan unless the true top-k falls outside the candidates.
+//! A message costs about 210 bytes here with 384 dimensions (its code, scale, thread and seq),
+//! a ninth of an f32 and int8 copy, so a million messages of one resource fit in memory.
 
 use std::collections::HashMap;
 
 use super::Hit;
+use super::vector_codes::{QueryCode, code_bytes, encode};
 
-/// From this many vectors on, the scan runs in int8 with exact rescoring.
-const QUANTIZED_FROM: usize = 20_000;
-/// Candidates rescored exactly, per hit asked for.
-const CANDIDATES_PER_HIT: usize = 8;
-/// The most threads a large scan uses.
+/// Candidates rescored exactly, per hit asked for: the codes' ranking finds the exact top 3 of
+/// 100,000 chat-like messages among its best 192 in about 97 of 100 cases (BENCHMARKS.md).
+pub(super) const CANDIDATES_PER_HIT: usize = 64;
+/// From this many vectors on, the scan is shared between the cores.
+const PARALLEL_FROM: usize = 50_000;
+/// The most threads a scan uses.
 const MAX_SCAN_THREADS: usize = 4;
 
-/// The vectors of one resource.
+/// The codes of one resource's vectors.
 #[derive(Debug, Default)]
 pub(super) struct ResourceVectors {
     /// The dimension of every vector here.
     dimension: usize,
-    /// Thread and seq of each vector, in insertion order.
-    entries: Vec<(String, u64)>,
-    /// The vectors, contiguous: entry `i` is `data[i * dimension..(i + 1) * dimension]`.
-    data: Vec<f32>,
-    /// The same vectors in int8, each scaled so that its largest component is ±127.
-    quantized: Vec<i8>,
-    /// The scale of each quantized vector (`quantized = round(vector * scale)`).
+    /// The codes, contiguous: entry `i` is `codes[i * width..(i + 1) * width]`.
+    codes: Vec<u8>,
+    /// The scale of each code.
     scales: Vec<f32>,
-    /// Where an entry is, by (thread, seq), for overwrites.
-    positions: HashMap<(String, u64), usize>,
-    /// The bytes of the thread ids held (twice each: in `entries` and in `positions`).
-    id_bytes: usize,
+    /// Each entry's thread, an index into `threads`.
+    thread_of: Vec<u32>,
+    /// Each entry's seq in its thread.
+    seq_of: Vec<u64>,
+    /// The threads' ids and their entries.
+    threads: Vec<ThreadEntries>,
+    /// Where each thread is in `threads`.
+    thread_index: HashMap<String, u32>,
 }
 
-/// Quantizes a vector to int8; returns its scale.
-fn quantize(vector: &[f32], into: &mut [i8]) -> f32 {
-    let largest = vector.iter().fold(0.0f32, |largest, value| largest.max(value.abs()));
-    let scale = if largest > 0.0 { 127.0 / largest } else { 1.0 };
-    for (slot, value) in into.iter_mut().zip(vector) {
-        // Within ±127 by construction of the scale.
-        #[allow(clippy::cast_possible_truncation)]
-        let quantized = (value * scale).round() as i8;
-        *slot = quantized;
-    }
-    scale
+/// One thread's entries, by seq.
+#[derive(Debug)]
+struct ThreadEntries {
+    id: String,
+    /// (seq, entry), sorted by seq.
+    entries: Vec<(u64, u32)>,
 }
 
 impl ResourceVectors {
-    /// Adds or replaces a vector.
+    /// The bytes of one code.
+    fn width(&self) -> usize {
+        code_bytes(self.dimension)
+    }
+
+    /// The number of vectors held.
+    pub(super) fn len(&self) -> usize {
+        self.scales.len()
+    }
+
+    /// Adds or replaces a vector (one of another dimension than the first is ignored: the store
+    /// refuses those before they are written).
     pub(super) fn insert(&mut self, thread_id: &str, seq: u64, vector: &[f32]) {
-        if self.entries.is_empty() {
+        if self.scales.is_empty() {
             self.dimension = vector.len();
         }
         if vector.len() != self.dimension {
             return;
         }
-        let key = (thread_id.to_owned(), seq);
-        let position = match self.positions.get(&key) {
-            Some(&position) => position,
-            None => {
-                let position = self.entries.len();
-                self.id_bytes += 2 * key.0.len();
-                self.positions.insert(key.clone(), position);
-                self.entries.push(key);
-                self.data.resize(self.data.len() + self.dimension, 0.0);
-                self.quantized.resize(self.quantized.len() + self.dimension, 0);
+        let thread = self.thread(thread_id);
+        let width = self.width();
+        let entries = &mut self.threads[thread as usize].entries;
+        let at = entries.partition_point(|(other, _)| *other < seq);
+        let entry = match entries.get(at) {
+            Some(&(found, entry)) if found == seq => entry as usize,
+            _ => {
+                let entry = self.scales.len();
+                entries.insert(at, (seq, u32::try_from(entry).expect("fewer than 4 billion vectors")));
+                self.codes.resize(self.codes.len() + width, 0);
                 self.scales.push(1.0);
-                position
+                self.thread_of.push(thread);
+                self.seq_of.push(seq);
+                entry
             }
         };
-        let range = position * self.dimension..(position + 1) * self.dimension;
-        self.data[range.clone()].copy_from_slice(vector);
-        self.scales[position] = quantize(vector, &mut self.quantized[range]);
+        self.scales[entry] = encode(vector, &mut self.codes[entry * width..(entry + 1) * width]);
     }
 
-    /// About how much memory these vectors take, in bytes: f32 and int8 copies, scales, and the
-    /// keys with their map overhead.
+    /// The index of a thread, added if new.
+    fn thread(&mut self, thread_id: &str) -> u32 {
+        if let Some(&index) = self.thread_index.get(thread_id) {
+            return index;
+        }
+        let index = u32::try_from(self.threads.len()).expect("fewer than 4 billion threads");
+        self.threads.push(ThreadEntries { id: thread_id.to_owned(), entries: Vec::new() });
+        self.thread_index.insert(thread_id.to_owned(), index);
+        index
+    }
+
+    /// About how much memory these codes take, in bytes: codes, scales, the entries' threads
+    /// and seqs (twice: by entry and by thread), and the thread ids with their map.
     pub(super) fn memory_bytes(&self) -> usize {
-        const PER_ENTRY: usize = 2 * std::mem::size_of::<(String, u64)>() + std::mem::size_of::<usize>() + 16;
-        self.data.len() * 4
-            + self.quantized.len()
-            + self.scales.len() * 4
-            + self.entries.len() * PER_ENTRY
-            + self.id_bytes
+        const PER_ENTRY: usize = 4 + 4 + 8 + std::mem::size_of::<(u64, u32)>();
+        const PER_THREAD: usize =
+            2 * std::mem::size_of::<String>() + std::mem::size_of::<ThreadEntries>() + 16;
+        let id_bytes: usize = self.threads.iter().map(|thread| 2 * thread.id.len()).sum();
+        self.codes.len() + self.len() * PER_ENTRY + self.threads.len() * PER_THREAD + id_bytes
     }
 
     /// Removes every vector of a thread.
     pub(super) fn remove_thread(&mut self, thread_id: &str) {
-        let kept: Vec<usize> =
-            (0..self.entries.len()).filter(|&index| self.entries[index].0 != thread_id).collect();
-        if kept.len() == self.entries.len() {
+        let Some(&removed) = self.thread_index.get(thread_id) else { return };
+        if self.threads[removed as usize].entries.is_empty() {
             return;
         }
-        let mut rebuilt = ResourceVectors::default();
-        for index in kept {
-            let (thread, seq) = &self.entries[index];
-            rebuilt.insert(
-                thread,
-                seq.to_owned(),
-                &self.data[index * self.dimension..(index + 1) * self.dimension],
-            );
+        let width = self.width();
+        let mut kept = 0;
+        for entry in 0..self.len() {
+            if self.thread_of[entry] == removed {
+                continue;
+            }
+            self.codes.copy_within(entry * width..(entry + 1) * width, kept * width);
+            self.scales[kept] = self.scales[entry];
+            self.thread_of[kept] = self.thread_of[entry];
+            self.seq_of[kept] = self.seq_of[entry];
+            kept += 1;
         }
-        *self = rebuilt;
+        self.codes.truncate(kept * width);
+        self.scales.truncate(kept);
+        self.thread_of.truncate(kept);
+        self.seq_of.truncate(kept);
+        for thread in &mut self.threads {
+            thread.entries.clear();
+        }
+        for entry in 0..kept {
+            let seq = self.seq_of[entry];
+            let position = u32::try_from(entry).expect("fewer than 4 billion vectors");
+            self.threads[self.thread_of[entry] as usize].entries.push((seq, position));
+        }
+        // Entries are in insertion order, which is not always seq order.
+        for thread in &mut self.threads {
+            thread.entries.sort_unstable();
+        }
     }
 
-    /// The best `top_k` hits at or above `threshold`, optionally only within one thread.
-    pub(super) fn search(
+    /// The `wanted` vectors whose codes score best against `query`, best first, as (thread,
+    /// seq), optionally only within one thread.
+    pub(super) fn candidates(
         &self,
         query: &[f32],
-        top_k: usize,
-        threshold: Option<f32>,
+        wanted: usize,
         thread: Option<&str>,
-    ) -> Vec<Hit> {
-        if query.len() != self.dimension || top_k == 0 {
+    ) -> Vec<(String, u64)> {
+        if query.len() != self.dimension || wanted == 0 || self.scales.is_empty() {
             return Vec::new();
         }
-        let in_scope = |index: usize| thread.is_none_or(|thread| self.entries[index].0 == thread);
-        let mut best = TopK::new(top_k);
-        if self.entries.len() < QUANTIZED_FROM {
-            for (index, vector) in self.data.chunks_exact(self.dimension).enumerate() {
-                if in_scope(index) {
-                    best.offer(dot(query, vector), index);
+        let query = QueryCode::new(query);
+        let width = self.width();
+        let score =
+            |entry: usize| query.score(&self.codes[entry * width..(entry + 1) * width], self.scales[entry]);
+        let best = match thread {
+            Some(thread_id) => {
+                let Some(&thread) = self.thread_index.get(thread_id) else { return Vec::new() };
+                let mut best = TopK::new(wanted);
+                for &(_, entry) in &self.threads[thread as usize].entries {
+                    best.offer(score(entry as usize), entry as usize);
                 }
+                best
             }
-        } else {
-            let mut quantized_query = vec![0i8; self.dimension];
-            let query_scale = quantize(query, &mut quantized_query);
-            let wanted = top_k * CANDIDATES_PER_HIT;
-            // One share of the vectors per core; each share keeps its own best candidates.
-            let shares =
-                std::thread::available_parallelism().map_or(1, |cores| cores.get()).min(MAX_SCAN_THREADS);
-            let per_share = self.entries.len().div_ceil(shares);
-            let scan_share = |share: usize| {
-                let mut candidates = TopK::new(wanted);
-                let first = share * per_share;
-                let last = (first + per_share).min(self.entries.len());
-                for index in first..last {
-                    if in_scope(index) {
-                        let vector = &self.quantized[index * self.dimension..(index + 1) * self.dimension];
-                        #[allow(clippy::cast_precision_loss)]
-                        let approximate =
-                            dot_i8(&quantized_query, vector) as f32 / (query_scale * self.scales[index]);
-                        candidates.offer(approximate, index);
-                    }
-                }
-                candidates
-            };
-            let shares_found: Vec<TopK> = std::thread::scope(|scope| {
-                let others: Vec<_> =
-                    (1..shares).map(|share| scope.spawn(move || scan_share(share))).collect();
-                let mut found = vec![scan_share(0)];
-                found.extend(others.into_iter().map(|other| other.join().expect("scan thread")));
-                found
-            });
-            let mut candidates = TopK::new(wanted);
-            for (score, index) in shares_found.into_iter().flat_map(TopK::into_sorted) {
-                candidates.offer(score, index);
-            }
-            for (_, index) in candidates.into_sorted() {
-                let vector = &self.data[index * self.dimension..(index + 1) * self.dimension];
-                best.offer(dot(query, vector), index);
-            }
-        }
+            None => self.scan_all(wanted, score),
+        };
         best.into_sorted()
             .into_iter()
-            .filter(|(score, _)| threshold.is_none_or(|threshold| *score >= threshold))
-            .map(|(score, index)| Hit {
-                thread_id: self.entries[index].0.clone(),
-                seq: self.entries[index].1,
-                score,
-            })
+            .map(|(_, entry)| (self.threads[self.thread_of[entry] as usize].id.clone(), self.seq_of[entry]))
             .collect()
+    }
+
+    /// Every entry scored, the best `wanted` kept; shared between the cores when large.
+    fn scan_all(&self, wanted: usize, score: impl Fn(usize) -> f32 + Sync) -> TopK {
+        let count = self.len();
+        let shares = if count < PARALLEL_FROM {
+            1
+        } else {
+            std::thread::available_parallelism().map_or(1, |cores| cores.get()).min(MAX_SCAN_THREADS)
+        };
+        let per_share = count.div_ceil(shares);
+        let scan_share = |share: usize| {
+            let mut best = TopK::new(wanted);
+            for entry in share * per_share..((share + 1) * per_share).min(count) {
+                best.offer(score(entry), entry);
+            }
+            best
+        };
+        if shares == 1 {
+            return scan_share(0);
+        }
+        let found: Vec<TopK> = std::thread::scope(|scope| {
+            let others: Vec<_> = (1..shares).map(|share| scope.spawn(move || scan_share(share))).collect();
+            let mut found = vec![scan_share(0)];
+            found.extend(others.into_iter().map(|other| other.join().expect("scan thread")));
+            found
+        });
+        let mut best = TopK::new(wanted);
+        for (score, entry) in found.into_iter().flat_map(TopK::into_sorted) {
+            best.offer(score, entry);
+        }
+        best
     }
 }
 
-/// The `k` best (score, index) pairs seen so far.
-struct TopK {
-    k: usize,
-    best: Vec<(f32, usize)>,
+/// The best `top_k` of exactly scored (thread, seq, score) candidates, at or above `threshold`,
+/// best first.
+pub(super) fn best_hits(
+    scored: impl IntoIterator<Item = (String, u64, f32)>,
+    top_k: usize,
+    threshold: Option<f32>,
+) -> Vec<Hit> {
+    let mut hits: Vec<Hit> = scored
+        .into_iter()
+        .filter(|(_, _, score)| threshold.is_none_or(|threshold| *score >= threshold))
+        .map(|(thread_id, seq, score)| Hit { thread_id, seq, score })
+        .collect();
+    hits.sort_by(|a, b| b.score.total_cmp(&a.score));
+    hits.truncate(top_k);
+    hits
 }
 
-impl TopK {
-    fn new(k: usize) -> TopK {
+/// The `k` best (score, item) pairs seen so far.
+pub(super) struct TopK<T = usize> {
+    k: usize,
+    best: Vec<(f32, T)>,
+}
+
+impl<T> TopK<T> {
+    /// Keeps the best `k`.
+    pub(super) fn new(k: usize) -> TopK<T> {
         TopK { k, best: Vec::with_capacity(k + 1) }
     }
 
-    fn offer(&mut self, score: f32, index: usize) {
-        if self.best.len() == self.k && self.best.last().is_some_and(|(worst, _)| score <= *worst) {
+    /// Whether an item of this score would be kept now.
+    pub(super) fn admits(&self, score: f32) -> bool {
+        self.k > 0 && (self.best.len() < self.k || self.best.last().is_some_and(|(worst, _)| score > *worst))
+    }
+
+    /// Offers one scored item.
+    pub(super) fn offer(&mut self, score: f32, item: T) {
+        if !self.admits(score) {
             return;
         }
         let position = self.best.partition_point(|(other, _)| *other >= score);
-        self.best.insert(position, (score, index));
+        self.best.insert(position, (score, item));
         self.best.truncate(self.k);
     }
 
     /// Best first.
-    fn into_sorted(self) -> Vec<(f32, usize)> {
+    pub(super) fn into_sorted(self) -> Vec<(f32, T)> {
         self.best
     }
 }
 
-/// Int8 dot product, accumulated in i32 over independent lanes so that it vectorises.
-fn dot_i8(left: &[i8], right: &[i8]) -> i32 {
-    const LANES: usize = 16;
-    let mut sums = [0i32; LANES];
-    let left_chunks = left.chunks_exact(LANES);
-    let right_chunks = right.chunks_exact(LANES);
-    let tail: i32 = left_chunks
-        .remainder()
-        .iter()
-        .zip(right_chunks.remainder())
-        .map(|(a, b)| i32::from(*a) * i32::from(*b))
-        .sum();
-    for (a, b) in left_chunks.zip(right_chunks) {
-        for lane in 0..LANES {
-            sums[lane] += i32::from(a[lane]) * i32::from(b[lane]);
-        }
-    }
-    sums.iter().sum::<i32>() + tail
-}
-
-/// Dot product with eight independent accumulators, so the compiler vectorises it (a plain
-/// `zip().map().sum()` is not, because of strict floating-point ordering).
-pub fn dot(left: &[f32], right: &[f32]) -> f32 {
-    const LANES: usize = 8;
-    let mut sums = [0.0f32; LANES];
-    let left_chunks = left.chunks_exact(LANES);
-    let right_chunks = right.chunks_exact(LANES);
-    let tail: f32 = left_chunks.remainder().iter().zip(right_chunks.remainder()).map(|(a, b)| a * b).sum();
-    for (a, b) in left_chunks.zip(right_chunks) {
-        for lane in 0..LANES {
-            sums[lane] += a[lane] * b[lane];
-        }
-    }
-    sums.iter().sum::<f32>() + tail
-}
-
 #[cfg(test)]
 mod tests {
+    use super::super::vector_codes::dot;
     use super::*;
 
-    /// The scan returns the best hits in order, honours the threshold and the thread filter.
+    /// Random unit vectors of `dimension`, deterministic.
+    fn random_units(dimension: usize, count: usize) -> Vec<Vec<f32>> {
+        let mut state = 7u64;
+        (0..count)
+            .map(|_| {
+                let vector: Vec<f32> = (0..dimension)
+                    .map(|_| {
+                        state = state
+                            .wrapping_mul(6_364_136_223_846_793_005)
+                            .wrapping_add(1_442_695_040_888_963_407);
+                        (state >> 40) as f32 / (1u64 << 24) as f32 - 0.5
+                    })
+                    .collect();
+                let norm = dot(&vector, &vector).sqrt();
+                vector.into_iter().map(|v| v / norm).collect()
+            })
+            .collect()
+    }
+
+    /// Candidates rank by their codes, honour the thread filter, and follow overwrites and a
+    /// thread's removal.
     #[test]
-    fn search_ranks_filters_and_thresholds() {
+    fn candidates_rank_filter_and_follow_writes() {
         let mut vectors = ResourceVectors::default();
         vectors.insert("a", 0, &[1.0, 0.0]);
         vectors.insert("a", 1, &[0.6, 0.8]);
         vectors.insert("b", 0, &[0.0, 1.0]);
-        let hits = vectors.search(&[1.0, 0.0], 2, None, None);
-        assert_eq!(
-            hits.iter().map(|hit| (hit.thread_id.as_str(), hit.seq)).collect::<Vec<_>>(),
-            [("a", 0), ("a", 1)]
-        );
-        assert_eq!(vectors.search(&[1.0, 0.0], 5, Some(0.5), None).len(), 2);
-        assert_eq!(vectors.search(&[0.0, 1.0], 5, None, Some("b")).len(), 1);
+        assert_eq!(vectors.candidates(&[1.0, 0.0], 2, None), [("a".into(), 0), ("a".into(), 1)]);
+        assert_eq!(vectors.candidates(&[0.0, 1.0], 5, Some("b")), [("b".into(), 0)]);
+        assert!(vectors.candidates(&[0.0, 1.0], 5, Some("c")).is_empty());
+        vectors.insert("a", 0, &[0.0, -1.0]);
+        assert_eq!(vectors.len(), 3, "an overwrite adds nothing");
+        assert_eq!(vectors.candidates(&[1.0, 0.0], 1, None), [("a".into(), 1)]);
         vectors.remove_thread("a");
-        assert_eq!(vectors.search(&[1.0, 0.0], 5, None, None).len(), 1);
+        assert_eq!(vectors.candidates(&[1.0, 0.0], 5, None), [("b".into(), 0)]);
+        vectors.insert("a", 5, &[1.0, 0.0]);
+        assert_eq!(vectors.candidates(&[1.0, 0.0], 5, Some("a")), [("a".into(), 5)]);
     }
 
-    /// The int8 scan with rescoring finds what the exact scan finds.
+    /// Rescoring the candidates of a large resource (scanned in shares) finds what an exact
+    /// scan finds.
     #[test]
-    fn quantized_scan_matches_exact_scan() {
+    fn rescored_candidates_match_an_exact_scan() {
         let dimension = 64;
-        let mut state = 7u64;
-        let mut random_unit = || {
-            let vector: Vec<f32> = (0..dimension)
-                .map(|_| {
-                    state =
-                        state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
-                    (state >> 40) as f32 / (1u64 << 24) as f32 - 0.5
-                })
-                .collect();
-            let norm = vector.iter().map(|v| v * v).sum::<f32>().sqrt();
-            vector.into_iter().map(|v| v / norm).collect::<Vec<f32>>()
-        };
+        let corpus = random_units(dimension, PARALLEL_FROM + 500);
         let mut vectors = ResourceVectors::default();
-        let count = QUANTIZED_FROM + 500;
-        for seq in 0..count as u64 {
-            vectors.insert("t", seq, &random_unit());
+        for (seq, vector) in corpus.iter().enumerate() {
+            vectors.insert("t", seq as u64, vector);
         }
-        for _ in 0..5 {
-            let query = random_unit();
-            let quantized: Vec<u64> =
-                vectors.search(&query, 5, None, None).iter().map(|hit| hit.seq).collect();
-            let mut exact: Vec<(f32, u64)> = vectors
-                .data
-                .chunks_exact(dimension)
-                .enumerate()
-                .map(|(index, vector)| (dot(&query, vector), index as u64))
-                .collect();
+        for query in random_units(dimension + 1, 5) {
+            let query = &query[..dimension];
+            let rescored = best_hits(
+                vectors
+                    .candidates(query, 5 * CANDIDATES_PER_HIT, None)
+                    .into_iter()
+                    .map(|(thread, seq)| (thread, seq, dot(query, &corpus[seq as usize]))),
+                5,
+                None,
+            );
+            let mut exact: Vec<(f32, u64)> =
+                corpus.iter().enumerate().map(|(seq, vector)| (dot(query, vector), seq as u64)).collect();
             exact.sort_by(|a, b| b.0.total_cmp(&a.0));
             let exact: Vec<u64> = exact.iter().take(5).map(|(_, seq)| *seq).collect();
-            assert_eq!(quantized, exact);
+            assert_eq!(rescored.iter().map(|hit| hit.seq).collect::<Vec<_>>(), exact);
         }
     }
 
-    /// The unrolled dot product equals the naive one.
+    /// The best hits are ordered, cut at top k, and under the threshold dropped.
     #[test]
-    fn dot_matches_naive() {
-        let left: Vec<f32> = (0..37).map(|i| i as f32 * 0.5).collect();
-        let right: Vec<f32> = (0..37).map(|i| 1.0 - i as f32 * 0.25).collect();
-        let naive: f32 = left.iter().zip(&right).map(|(a, b)| a * b).sum();
-        assert!((dot(&left, &right) - naive).abs() < 1e-3);
+    fn best_hits_order_cut_and_threshold() {
+        let scored = [("a".to_owned(), 0, 0.2), ("a".to_owned(), 1, 0.9), ("b".to_owned(), 0, 0.5)];
+        let hits = best_hits(scored.clone(), 2, None);
+        assert_eq!(hits.iter().map(|hit| hit.seq).collect::<Vec<_>>(), [1, 0]);
+        assert_eq!(hits[1].thread_id, "b");
+        assert_eq!(best_hits(scored, 5, Some(0.4)).len(), 2);
     }
 }

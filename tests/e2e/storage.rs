@@ -376,9 +376,10 @@ async fn cached_values_expire_and_are_scoped() {
     }
 }
 
-/// Recall's in-memory vectors stay within their budget: searching many resources drops the least
+/// Recall's in-memory codes stay within their budget: searching many resources drops the least
 /// recently searched ones, and a dropped resource searched again is read back from disk with the
-/// same results.
+/// same results; a resource too large for the budget is never loaded and is searched on disk,
+/// exactly, new writes included.
 #[tokio::test]
 async fn recall_memory_stays_within_its_budget() {
     let (_dir, store) = open();
@@ -411,7 +412,10 @@ async fn recall_memory_stays_within_its_budget() {
     };
     let first = store.search(query(0)).await.unwrap();
     let one_resource = store.recall_index_bytes();
-    assert!(one_resource > 50 * dimension * 4, "{one_resource} bytes for 50 vectors of {dimension}");
+    assert!(
+        (50 * dimension / 2..50 * dimension * 4 / 2).contains(&one_resource),
+        "{one_resource} bytes for 50 vectors of {dimension}: codes, half a byte a component, under half the f32s"
+    );
     store.set_recall_budget(3 * one_resource);
     for resource in 0..12 {
         assert_eq!(store.search(query(resource)).await.unwrap().len(), 3);
@@ -422,6 +426,21 @@ async fn recall_memory_stays_within_its_budget() {
         hits.iter().map(|hit| (hit.thread_id.clone(), hit.seq)).collect::<Vec<_>>()
     };
     assert_eq!(ids(&again), ids(&first), "read back from disk, the same hits");
+
+    store.set_recall_budget(one_resource / 2);
+    assert_eq!(store.recall_index_bytes(), 0, "a smaller budget drops what no longer fits");
+    let on_disk = store.search(query(0)).await.unwrap();
+    assert_eq!(ids(&on_disk), ids(&first), "searched on disk, the same hits");
+    assert_eq!(store.recall_index_bytes(), 0, "a resource larger than the budget is not loaded");
+    let closest = message("closest");
+    let axis: Vec<f32> = (0..dimension).map(|d| if d == 0 { 1.0 } else { 0.0 }).collect();
+    let embedding =
+        EmbeddingRecord { message_id: closest.id.clone(), embedder: "test".into(), vector: axis.clone() };
+    let saved = RunSave { embeddings: vec![embedding], ..save("t0", "r0", vec![closest]) };
+    store.save_run(saved).await.unwrap();
+    let hits = store.search(VectorQuery { vector: axis, ..query(0) }).await.unwrap();
+    assert_eq!((hits[0].thread_id.as_str(), hits[0].seq), ("t0", 50), "{hits:?}");
+    assert!((hits[0].score - 1.0).abs() < 1e-5, "an exact score: {}", hits[0].score);
 }
 
 /// A save is all or nothing: one past the resource's quota, or with a stale working-memory
