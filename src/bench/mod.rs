@@ -451,8 +451,10 @@ fn derived(report: &Report) -> Vec<String> {
         row.concurrency == 1 && row.scenario.starts_with("S6 ") && !row.scenario.ends_with("control")
     }) {
         let ms = row.measured.percentile(0.5).as_secs_f64() * 1e3;
-        let target = if row.scenario.ends_with("100000") {
-            format!(" (target < 5 ms: {})", verdict(ms < 5.0))
+        let target = if row.scenario.ends_with(" 100000") {
+            format!(" (target ≤ 2 ms: {})", verdict(ms <= 2.0))
+        } else if row.scenario.ends_with(" 1000000") {
+            format!(" (target ≤ 10 ms: {})", verdict(ms <= 10.0))
         } else {
             String::new()
         };
