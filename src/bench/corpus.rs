@@ -9,7 +9,7 @@
 
 use crate::domain::{Message, Part, Role};
 use crate::memory::embedder::{Embedder, Lexical};
-use crate::storage::{EmbeddingRecord, RecallScope, RunSave, Store, VectorQuery};
+use crate::storage::{EmbeddingRecord, RecallScope, RunSave, Store, VectorQuery, dot};
 
 const SYLLABLES: [&str; 16] =
     ["ka", "lo", "mi", "su", "te", "ra", "no", "vi", "pe", "zu", "ga", "bo", "fi", "de", "ju", "xo"];
@@ -104,15 +104,14 @@ pub async fn fill(store: &dyn Store, resource: &str, count: usize) -> Result<(),
 
 /// Recall@`k` of `store`'s search in `resource`, which [`fill`] gave `count` messages: the
 /// share of its hits, over [`RECALL_QUERIES`] new sentences, that score at least the `k`th best
-/// of an exact scan of the corpus (ties count as found).
+/// of an exact scan of the corpus (ties count as found). The corpus is embedded again in one pass
+/// and never held, so measuring a million messages costs no more memory than measuring ten.
 pub async fn recall_at(store: &dyn Store, resource: &str, count: usize, k: usize) -> Result<f64, String> {
-    let corpus: Vec<Vec<f32>> = (0..count as u64).map(|seed| Lexical::embed_one(&sentence(seed))).collect();
+    let queries: Vec<Vec<f32>> =
+        (0..RECALL_QUERIES as u64).map(|query| Lexical::embed_one(&sentence(QUERY_SEEDS + query))).collect();
+    let kth = exact_kth_scores(&queries, count, k);
     let mut found = 0;
-    for query in 0..RECALL_QUERIES as u64 {
-        let vector = Lexical::embed_one(&sentence(QUERY_SEEDS + query));
-        let mut scores: Vec<f32> = corpus.iter().map(|stored| dot(stored, &vector)).collect();
-        scores.sort_unstable_by(|a, b| b.total_cmp(a));
-        let kth = scores[k.min(scores.len()) - 1];
+    for (vector, kth) in queries.into_iter().zip(kth) {
         let search = VectorQuery {
             scope: RecallScope::Resource(resource.to_owned()),
             embedder: Lexical::new().id().to_owned(),
@@ -126,8 +125,23 @@ pub async fn recall_at(store: &dyn Store, resource: &str, count: usize, k: usize
     Ok(found as f64 / (k * RECALL_QUERIES) as f64)
 }
 
-fn dot(a: &[f32], b: &[f32]) -> f32 {
-    a.iter().zip(b).map(|(x, y)| x * y).sum()
+/// For each query, the `k`th best score over the `count` sentences [`fill`] stores (the worst
+/// score when there are fewer), by an exact scan that embeds them one at a time.
+fn exact_kth_scores(queries: &[Vec<f32>], count: usize, k: usize) -> Vec<f32> {
+    let k = k.clamp(1, count.max(1));
+    let mut best: Vec<Vec<f32>> = vec![Vec::with_capacity(k + 1); queries.len()];
+    for seed in 0..count as u64 {
+        let stored = Lexical::embed_one(&sentence(seed));
+        for (query, best) in queries.iter().zip(&mut best) {
+            let score = dot(&stored, query);
+            if best.len() < k || score > best[k - 1] {
+                let at = best.partition_point(|other| *other >= score);
+                best.insert(at, score);
+                best.truncate(k);
+            }
+        }
+    }
+    best.into_iter().map(|best| best.last().copied().unwrap_or(f32::NEG_INFINITY)).collect()
 }
 
 #[cfg(test)]
