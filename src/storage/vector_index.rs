@@ -60,7 +60,8 @@ impl VectorIndex {
     }
 
     /// Adds vectors written to a resource's thread, if the resource is loaded (if not, the
-    /// next search loads them from disk); past the budget, the resource is dropped.
+    /// next search loads them from disk); a resource grown past the whole budget is dropped,
+    /// otherwise the least recently searched others make room.
     pub(super) fn written(&mut self, resource_id: &str, thread_id: &str, vectors: &[(u64, Vec<f32>)]) {
         let Some(loaded) = self.resources.get_mut(resource_id) else { return };
         for (seq, vector) in vectors {
@@ -69,6 +70,8 @@ impl VectorIndex {
         if loaded.vectors.memory_bytes() > self.budget {
             self.resources.remove(resource_id);
             self.oversized.insert(resource_id.to_owned());
+        } else {
+            self.evict_beyond_budget(Some(resource_id));
         }
     }
 

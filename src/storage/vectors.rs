@@ -36,6 +36,9 @@ pub(super) struct ResourceVectors {
     threads: Vec<ThreadEntries>,
     /// Where each thread is in `threads`.
     thread_index: HashMap<String, u32>,
+    /// The bytes of the thread ids, kept as threads are added so that [`Self::memory_bytes`],
+    /// asked after every write, does not walk the threads.
+    id_bytes: usize,
 }
 
 /// One thread's entries, by seq.
@@ -92,6 +95,8 @@ impl ResourceVectors {
         }
         let index = u32::try_from(self.threads.len()).expect("fewer than 4 billion threads");
         self.threads.push(ThreadEntries { id: thread_id.to_owned(), entries: Vec::new() });
+        // Held twice: in `threads` and as a key of `thread_index`.
+        self.id_bytes += 2 * thread_id.len();
         self.thread_index.insert(thread_id.to_owned(), index);
         index
     }
@@ -102,8 +107,7 @@ impl ResourceVectors {
         const PER_ENTRY: usize = 4 + 4 + 8 + std::mem::size_of::<(u64, u32)>();
         const PER_THREAD: usize =
             2 * std::mem::size_of::<String>() + std::mem::size_of::<ThreadEntries>() + 16;
-        let id_bytes: usize = self.threads.iter().map(|thread| 2 * thread.id.len()).sum();
-        self.codes.len() + self.len() * PER_ENTRY + self.threads.len() * PER_THREAD + id_bytes
+        self.codes.len() + self.len() * PER_ENTRY + self.threads.len() * PER_THREAD + self.id_bytes
     }
 
     /// Removes every vector of a thread.
