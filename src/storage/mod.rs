@@ -16,8 +16,10 @@ mod sled_codec;
 mod sled_store;
 mod types;
 mod upgrade;
+mod vector_clusters;
 mod vector_codes;
 mod vector_index;
+mod vector_scratch;
 mod vectors;
 mod writability;
 

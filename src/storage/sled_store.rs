@@ -24,7 +24,7 @@ mod run_pages;
 mod runs;
 use super::vector_codes::dot;
 use super::vector_index::{DEFAULT_INDEX_BYTES, VectorIndex};
-use super::vectors::{CANDIDATES_PER_HIT, ResourceVectors, TopK, best_hits};
+use super::vectors::{CANDIDATES_PER_HIT, Candidate, EXACT_PER_HIT, TopK, best_hits};
 use super::{
     CacheScope, DeleteReport, Direction, Hit, MessagePage, NewThread, RecallScope, ResourceUsage, RunFilter,
     RunPage, RunSave, Store, StoreError, StoredMessage, Thread, ThreadPage, ThreadUpdate, VectorQuery,
@@ -293,7 +293,7 @@ impl Inner {
             run_index: Mutex::new(None),
             cache_puts: AtomicU64::new(0),
             group_commit: GroupCommit::start(db.clone())?,
-            index: Mutex::new(VectorIndex::new(recall_budget)),
+            index: Mutex::new(VectorIndex::new(recall_budget, Some(path))),
             meta,
             db,
         })
@@ -680,38 +680,56 @@ impl Inner {
         let wanted = query.top_k.saturating_mul(CANDIDATES_PER_HIT);
         let candidates = {
             let mut index = self.index.lock().expect("index lock");
-            let loaded = index.searched(&resource_id, |budget| {
-                let mut loaded = ResourceVectors::default();
+            let loaded = index.searched(&resource_id, |loaded, scratch, budget| {
                 for entry in self.vectors.scan_prefix(keys::vectors_prefix(&resource_id)) {
                     let (key, value) = entry.map_err(engine)?;
                     let (thread_id, seq) = parse_vector_key(&key)?;
-                    loaded.insert(&thread_id, seq, &vector_of(&value));
+                    loaded.insert(&thread_id, seq, &vector_of(&value), scratch);
                     if loaded.len() % 1024 == 0 && loaded.memory_bytes() > budget {
-                        return Ok(None);
+                        return Ok(false);
                     }
                 }
-                Ok((loaded.memory_bytes() <= budget).then_some(loaded))
+                loaded.keep_clustered();
+                Ok(loaded.memory_bytes() <= budget)
             })?;
-            loaded.map(|loaded| loaded.candidates(&query.vector, wanted, thread))
+            loaded.map(|(loaded, scratch)| loaded.candidates(&query.vector, wanted, thread, scratch))
         };
         let scored = match candidates {
-            // The candidates' exact scores, from their stored vectors (one deleted since the scan
-            // is left out).
-            Some(candidates) => {
-                let mut scored = Vec::with_capacity(candidates.len());
-                for (thread_id, seq) in candidates {
-                    if let Some(value) =
-                        self.vectors.get(keys::vector(&resource_id, &thread_id, seq)).map_err(engine)?
-                    {
-                        scored.push((thread_id, seq, dot(&query.vector, &vector_of(&value))));
-                    }
-                }
-                scored
-            }
+            Some(candidates) => self.rescored(&resource_id, &query.vector, candidates, query.top_k)?,
             // Too large for the budget: an exact scan on disk.
             None => self.scan_on_disk(&resource_id, thread, query)?,
         };
         Ok(best_hits(scored, query.top_k, query.threshold))
+    }
+
+    /// The exact scores of the best candidates, from their stored vectors: those the scratch
+    /// file scored, only the best [`EXACT_PER_HIT`] per hit by that score; those it did not, all
+    /// (one deleted since the scan is left out).
+    fn rescored(
+        &self,
+        resource_id: &str,
+        query: &[f32],
+        candidates: Vec<Candidate>,
+        top_k: usize,
+    ) -> Result<Vec<(String, u64, f32)>, StoreError> {
+        let mut best = TopK::new(top_k.saturating_mul(EXACT_PER_HIT));
+        let mut exact = Vec::new();
+        for (thread_id, seq, approximate) in candidates {
+            match approximate {
+                Some(score) => best.offer(score, (thread_id, seq)),
+                None => exact.push((thread_id, seq)),
+            }
+        }
+        exact.extend(best.into_sorted().into_iter().map(|(_, candidate)| candidate));
+        let mut scored = Vec::with_capacity(exact.len());
+        for (thread_id, seq) in exact {
+            if let Some(value) =
+                self.vectors.get(keys::vector(resource_id, &thread_id, seq)).map_err(engine)?
+            {
+                scored.push((thread_id, seq, dot(query, &vector_of(&value))));
+            }
+        }
+        Ok(scored)
     }
 
     /// The exact scores of a resource's (or one of its threads') best vectors, read from disk:

@@ -6,8 +6,10 @@
 //! the store holds.
 
 use std::collections::{HashMap, HashSet};
+use std::path::Path;
 
 use super::StoreError;
+use super::vector_scratch::ScratchVectors;
 use super::vectors::ResourceVectors;
 
 /// The default budget: 256 MiB.
@@ -26,6 +28,8 @@ pub(super) struct VectorIndex {
     oversized: HashSet<String>,
     budget: usize,
     clock: u64,
+    /// The int8 copies of the loaded vectors, for rescoring.
+    scratch: ScratchVectors,
 }
 
 impl std::fmt::Debug for VectorIndex {
@@ -41,9 +45,15 @@ impl std::fmt::Debug for VectorIndex {
 }
 
 impl VectorIndex {
-    /// An empty index of at most `budget` bytes.
-    pub(super) fn new(budget: usize) -> VectorIndex {
-        VectorIndex { resources: HashMap::new(), oversized: HashSet::new(), budget, clock: 0 }
+    /// An empty index of at most `budget` bytes, its scratch file in `scratch_directory`.
+    pub(super) fn new(budget: usize, scratch_directory: Option<&Path>) -> VectorIndex {
+        VectorIndex {
+            resources: HashMap::new(),
+            oversized: HashSet::new(),
+            budget,
+            clock: 0,
+            scratch: ScratchVectors::create(scratch_directory),
+        }
     }
 
     /// Changes the budget: resources past it are dropped now, and those found too large are
@@ -65,10 +75,12 @@ impl VectorIndex {
     pub(super) fn written(&mut self, resource_id: &str, thread_id: &str, vectors: &[(u64, Vec<f32>)]) {
         let Some(loaded) = self.resources.get_mut(resource_id) else { return };
         for (seq, vector) in vectors {
-            loaded.vectors.insert(thread_id, *seq, vector);
+            loaded.vectors.insert(thread_id, *seq, vector, &mut self.scratch);
         }
+        self.scratch.flush();
+        loaded.vectors.keep_clustered();
         if loaded.vectors.memory_bytes() > self.budget {
-            self.resources.remove(resource_id);
+            self.drop_resource(resource_id);
             self.oversized.insert(resource_id.to_owned());
         } else {
             self.evict_beyond_budget(Some(resource_id));
@@ -78,41 +90,54 @@ impl VectorIndex {
     /// Forgets a thread's vectors (its resource may fit the budget again).
     pub(super) fn thread_deleted(&mut self, resource_id: &str, thread_id: &str) {
         if let Some(loaded) = self.resources.get_mut(resource_id) {
-            loaded.vectors.remove_thread(thread_id);
+            loaded.vectors.remove_thread(thread_id, &mut self.scratch);
         }
         self.oversized.remove(resource_id);
     }
 
     /// Forgets a resource.
     pub(super) fn remove(&mut self, resource_id: &str) {
-        self.resources.remove(resource_id);
+        self.drop_resource(resource_id);
         self.oversized.remove(resource_id);
     }
 
-    /// A resource's codes for a search, loaded with `load` when they are not, then the least
-    /// recently searched others dropped until the index fits its budget. `load` is given the
-    /// budget and returns `None` when the resource's codes alone exceed it; then, and for
-    /// every later search of that resource, this is `None`: search it on disk.
+    /// Drops a loaded resource, giving its scratch slots back.
+    fn drop_resource(&mut self, resource_id: &str) {
+        if let Some(loaded) = self.resources.remove(resource_id) {
+            loaded.vectors.release(&mut self.scratch);
+        }
+    }
+
+    /// A resource's codes for a search, with the scratch file their candidates are rescored
+    /// from, loaded with `load` when they are not, then the least recently searched others
+    /// dropped until the index fits its budget. `load` fills empty codes and returns whether
+    /// they fit the budget it is given; when they do not, this is `None`, then and for every
+    /// later search of that resource: search it on disk.
     pub(super) fn searched(
         &mut self,
         resource_id: &str,
-        load: impl FnOnce(usize) -> Result<Option<ResourceVectors>, StoreError>,
-    ) -> Result<Option<&ResourceVectors>, StoreError> {
+        load: impl FnOnce(&mut ResourceVectors, &mut ScratchVectors, usize) -> Result<bool, StoreError>,
+    ) -> Result<Option<(&ResourceVectors, &ScratchVectors)>, StoreError> {
         if self.oversized.contains(resource_id) {
             return Ok(None);
         }
         self.clock += 1;
         if !self.resources.contains_key(resource_id) {
-            let Some(vectors) = load(self.budget)? else {
+            let mut vectors = ResourceVectors::default();
+            let fits = load(&mut vectors, &mut self.scratch, self.budget);
+            self.scratch.flush();
+            if !matches!(fits, Ok(true)) {
+                vectors.release(&mut self.scratch);
+                fits?;
                 self.oversized.insert(resource_id.to_owned());
                 return Ok(None);
-            };
+            }
             self.resources.insert(resource_id.to_owned(), Loaded { vectors, last_used: self.clock });
             self.evict_beyond_budget(Some(resource_id));
         }
         let loaded = self.resources.get_mut(resource_id).expect("just loaded or present");
         loaded.last_used = self.clock;
-        Ok(Some(&loaded.vectors))
+        Ok(Some((&loaded.vectors, &self.scratch)))
     }
 
     /// Drops the least recently searched resources, never `keep`, until the index fits.
@@ -126,8 +151,49 @@ impl VectorIndex {
                 .min_by_key(|(_, loaded)| loaded.last_used)
                 .map(|(id, loaded)| (id.clone(), loaded.vectors.memory_bytes()));
             let Some((id, freed)) = oldest else { break };
-            self.resources.remove(&id);
+            self.drop_resource(&id);
             bytes -= freed;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Loads `count` vectors of one thread into a resource searched through `index`.
+    fn search(index: &mut VectorIndex, resource: &str, count: u64) -> bool {
+        let loaded = index.searched(resource, |vectors, scratch, budget| {
+            for seq in 0..count {
+                vectors.insert("t", seq, &[1.0, seq as f32], scratch);
+            }
+            Ok(vectors.memory_bytes() <= budget)
+        });
+        loaded.expect("loaded").is_some()
+    }
+
+    /// A write that grows a loaded resource makes room by dropping the least recently searched
+    /// other resource, never the one written; one grown past the whole budget is dropped and
+    /// searched on disk from then on.
+    #[test]
+    fn a_write_drops_the_least_recently_searched_other_resource() {
+        let mut probe = VectorIndex::new(usize::MAX, None);
+        assert!(search(&mut probe, "probe", 100));
+        let hundred = probe.bytes();
+        let mut index = VectorIndex::new(3 * hundred + hundred / 2, None);
+        for resource in ["a", "b", "c"] {
+            assert!(search(&mut index, resource, 100));
+        }
+        assert!(search(&mut index, "a", 100), "a is searched again: b is now the least recent");
+        let grown: Vec<(u64, Vec<f32>)> = (100..160).map(|seq| (seq, vec![0.5, 1.0])).collect();
+        index.written("c", "t", &grown);
+        assert!(index.resources.contains_key("c") && index.resources.contains_key("a"));
+        assert!(!index.resources.contains_key("b"), "the least recently searched other is dropped");
+        assert!(index.bytes() <= index.budget);
+
+        let huge: Vec<(u64, Vec<f32>)> = (160..1_000).map(|seq| (seq, vec![0.5, 1.0])).collect();
+        index.written("c", "t", &huge);
+        assert!(!index.resources.contains_key("c"), "grown past the budget");
+        assert!(!search(&mut index, "c", 0), "searched on disk from then on");
     }
 }

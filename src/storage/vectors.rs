@@ -1,37 +1,57 @@
 //! The in-memory codes of one resource's vectors, for recall's scan. Loaded from the `vectors`
 //! tree on the resource's first search and kept in step by the writes, so sled stays the source
-//! of truth: the scan ranks every vector by its four-bit code and names the best candidates,
-//! which the store rescores exactly from their stored f32 vectors ([`best_hits`]).
+//! of truth: the scan ranks the vectors by their four-bit codes and names the best candidates,
+//! scored again from their int8 copies in the scratch file and exactly from their stored f32
+//! vectors by the store ([`best_hits`]).
 //!
-//! A message costs about 210 bytes here with 384 dimensions (its code, scale, thread and seq),
-//! a ninth of an f32 and int8 copy, so a million messages of one resource fit in memory.
+//! The codes are kept in lists, one per cluster of a large resource ([`Clusters`]) and a single
+//! one for a small one, each list's codes contiguous so that a scan reads them in order. A message
+//! costs about 240 bytes here with 384 dimensions (its code, scale, thread, seq and the places
+//! that find it), an eighth of an f32 and int8 copy, so a million messages of one resource fit in
+//! memory.
 
 use std::collections::HashMap;
 
 use super::Hit;
-use super::vector_codes::{QueryCode, code_bytes, encode};
+use super::vector_clusters::{CLUSTER_FROM, Clusters};
+use super::vector_codes::{QueryCode, code_bytes, decode, encode};
+use super::vector_scratch::ScratchVectors;
 
-/// Candidates rescored exactly, per hit asked for: the codes' ranking finds the exact top 3 of
+/// Candidates scored again, per hit asked for: the codes' ranking finds the exact top 3 of
 /// 100,000 chat-like messages among its best 192 in about 97 of 100 cases (BENCHMARKS.md).
 pub(super) const CANDIDATES_PER_HIT: usize = 64;
-/// From this many vectors on, the scan is shared between the cores.
+/// Candidates read from sled and scored exactly, per hit asked for, of those the scratch file
+/// scored: its int8 copies rank the true best of 192 candidates within their best 12.
+pub(super) const EXACT_PER_HIT: usize = 4;
+/// From this many vectors on, an unclustered scan is shared between the cores.
 const PARALLEL_FROM: usize = 50_000;
+/// From this many codes in the probed lists on, a clustered scan is shared between the cores.
+const PARALLEL_LISTS_FROM: usize = 8_192;
 /// The most threads a scan uses.
 const MAX_SCAN_THREADS: usize = 4;
+/// The slot of an entry not in the scratch file.
+const NO_SLOT: u32 = u32::MAX;
+
+/// A candidate of a search: its thread, seq, and score from the scratch file when it has one.
+pub(super) type Candidate = (String, u64, Option<f32>);
 
 /// The codes of one resource's vectors.
 #[derive(Debug, Default)]
 pub(super) struct ResourceVectors {
     /// The dimension of every vector here.
     dimension: usize,
-    /// The codes, contiguous: entry `i` is `codes[i * width..(i + 1) * width]`.
-    codes: Vec<u8>,
-    /// The scale of each code.
-    scales: Vec<f32>,
+    /// The codes, by list: one per cluster, or one in all when unclustered.
+    lists: Vec<CodeList>,
+    /// The clusters the lists follow, for a large resource ([`Self::keep_clustered`]).
+    clusters: Option<Clusters>,
+    /// Each entry's list and place in it.
+    place_of: Vec<(u32, u32)>,
     /// Each entry's thread, an index into `threads`.
     thread_of: Vec<u32>,
     /// Each entry's seq in its thread.
     seq_of: Vec<u64>,
+    /// Each entry's slot in the scratch file, [`NO_SLOT`] when it has none.
+    slot_of: Vec<u32>,
     /// The threads' ids and their entries.
     threads: Vec<ThreadEntries>,
     /// Where each thread is in `threads`.
@@ -39,6 +59,41 @@ pub(super) struct ResourceVectors {
     /// The bytes of the thread ids, kept as threads are added so that [`Self::memory_bytes`],
     /// asked after every write, does not walk the threads.
     id_bytes: usize,
+}
+
+/// The codes of one list, contiguous, with the entries they belong to.
+#[derive(Debug, Default)]
+struct CodeList {
+    /// Code `i` is `codes[i * width..(i + 1) * width]`.
+    codes: Vec<u8>,
+    scales: Vec<f32>,
+    entries: Vec<u32>,
+}
+
+impl CodeList {
+    /// Appends a code; returns its place.
+    fn push(&mut self, vector: &[f32], width: usize, entry: u32) -> u32 {
+        let place = index(self.entries.len());
+        self.codes.resize(self.codes.len() + width, 0);
+        let at = self.codes.len() - width;
+        self.scales.push(encode(vector, &mut self.codes[at..]));
+        self.entries.push(entry);
+        place
+    }
+
+    /// Removes the code at `place` by moving the last one there; returns the entry moved, if any.
+    fn swap_remove(&mut self, place: usize, width: usize) -> Option<u32> {
+        let last = self.entries.len() - 1;
+        self.codes.copy_within(last * width..(last + 1) * width, place * width);
+        self.codes.truncate(last * width);
+        self.scales.swap_remove(place);
+        self.entries.swap_remove(place);
+        (place < last).then(|| self.entries[place])
+    }
+
+    fn memory_bytes(&self) -> usize {
+        self.codes.capacity() + 4 * self.scales.capacity() + 4 * self.entries.capacity()
+    }
 }
 
 /// One thread's entries, by seq.
@@ -49,6 +104,11 @@ struct ThreadEntries {
     entries: Vec<(u64, u32)>,
 }
 
+/// An index as a `u32`.
+fn index(value: usize) -> u32 {
+    u32::try_from(value).expect("fewer than 4 billion vectors")
+}
+
 impl ResourceVectors {
     /// The bytes of one code.
     fn width(&self) -> usize {
@@ -57,13 +117,21 @@ impl ResourceVectors {
 
     /// The number of vectors held.
     pub(super) fn len(&self) -> usize {
-        self.scales.len()
+        self.place_of.len()
     }
 
-    /// Adds or replaces a vector (one of another dimension than the first is ignored: the store
-    /// refuses those before they are written).
-    pub(super) fn insert(&mut self, thread_id: &str, seq: u64, vector: &[f32]) {
-        if self.scales.is_empty() {
+    /// The list a vector belongs in.
+    fn list_for(&mut self, vector: &[f32]) -> usize {
+        if self.lists.is_empty() {
+            self.lists.push(CodeList::default());
+        }
+        self.clusters.as_ref().map_or(0, |clusters| clusters.closest(vector))
+    }
+
+    /// Adds or replaces a vector, its int8 copy in `scratch` (one of another dimension than the
+    /// first is ignored: the store refuses those before they are written).
+    pub(super) fn insert(&mut self, thread_id: &str, seq: u64, vector: &[f32], scratch: &mut ScratchVectors) {
+        if self.place_of.is_empty() {
             self.dimension = vector.len();
         }
         if vector.len() != self.dimension {
@@ -71,21 +139,98 @@ impl ResourceVectors {
         }
         let thread = self.thread(thread_id);
         let width = self.width();
-        let entries = &mut self.threads[thread as usize].entries;
+        let list = self.list_for(vector);
+        let entries = &self.threads[thread as usize].entries;
         let at = entries.partition_point(|(other, _)| *other < seq);
-        let entry = match entries.get(at) {
-            Some(&(found, entry)) if found == seq => entry as usize,
-            _ => {
-                let entry = self.scales.len();
-                entries.insert(at, (seq, u32::try_from(entry).expect("fewer than 4 billion vectors")));
-                self.codes.resize(self.codes.len() + width, 0);
-                self.scales.push(1.0);
-                self.thread_of.push(thread);
-                self.seq_of.push(seq);
-                entry
+        if let Some(&(_, entry)) = entries.get(at).filter(|(found, _)| *found == seq) {
+            let entry = entry as usize;
+            self.take_out(entry);
+            self.place_of[entry] = (index(list), self.lists[list].push(vector, width, index(entry)));
+            let slot = &mut self.slot_of[entry];
+            *slot = scratch.put((*slot != NO_SLOT).then_some(*slot), vector).unwrap_or(NO_SLOT);
+            return;
+        }
+        let entry = index(self.len());
+        self.threads[thread as usize].entries.insert(at, (seq, entry));
+        self.place_of.push((index(list), self.lists[list].push(vector, width, entry)));
+        self.thread_of.push(thread);
+        self.seq_of.push(seq);
+        self.slot_of.push(scratch.put(None, vector).unwrap_or(NO_SLOT));
+    }
+
+    /// Takes an entry's code out of its list (the entry keeps a stale place until it is given a
+    /// new one).
+    fn take_out(&mut self, entry: usize) {
+        let width = self.width();
+        let (list, place) = self.place_of[entry];
+        if let Some(moved) = self.lists[list as usize].swap_remove(place as usize, width) {
+            self.place_of[moved as usize] = (list, place);
+        }
+    }
+
+    /// Clusters a resource grown to [`CLUSTER_FROM`] vectors, trains its clusters again when it
+    /// has doubled or halved since, and drops them when it has shrunk below, moving the codes to
+    /// the lists of their clusters: called once a load's or a write's vectors are all in, so
+    /// that a load trains once.
+    pub(super) fn keep_clustered(&mut self) {
+        let count = self.len();
+        let stale = self.clusters.as_ref().map_or(count >= CLUSTER_FROM, |clusters| clusters.stale(count));
+        if !stale {
+            return;
+        }
+        self.clusters = (count >= CLUSTER_FROM)
+            .then(|| Clusters::train(self.dimension, count, |entry| self.decoded(entry)));
+        let target = self.clusters.as_ref().map(|clusters| self.assigned(clusters));
+        let width = self.width();
+        let lists = self.clusters.as_ref().map_or(1, Clusters::len);
+        let old = std::mem::replace(&mut self.lists, (0..lists).map(|_| CodeList::default()).collect());
+        // One old list at a time is moved and dropped, so the codes are never held twice.
+        for old_list in old {
+            for (place, entry) in old_list.entries.iter().enumerate() {
+                let code = &old_list.codes[place * width..(place + 1) * width];
+                let scale = old_list.scales[place];
+                let list = target.as_ref().map_or(0, |target| target[*entry as usize] as usize);
+                let codes = &mut self.lists[list];
+                self.place_of[*entry as usize] = (index(list), index(codes.entries.len()));
+                codes.codes.extend_from_slice(code);
+                codes.scales.push(scale);
+                codes.entries.push(*entry);
             }
+        }
+        for list in &mut self.lists {
+            list.codes.shrink_to_fit();
+            list.scales.shrink_to_fit();
+            list.entries.shrink_to_fit();
+        }
+    }
+
+    /// An entry's vector, as its code holds it.
+    fn decoded(&self, entry: usize) -> Vec<f32> {
+        let width = self.width();
+        let (list, place) = self.place_of[entry];
+        let (codes, place) = (&self.lists[list as usize], place as usize);
+        let mut vector = decode(&codes.codes[place * width..(place + 1) * width], codes.scales[place]);
+        vector.truncate(self.dimension);
+        vector
+    }
+
+    /// Each entry's closest cluster, the entries shared between the cores.
+    fn assigned(&self, clusters: &Clusters) -> Vec<u32> {
+        let count = self.len();
+        let assign = |range: std::ops::Range<usize>| -> Vec<u32> {
+            range.map(|entry| index(clusters.closest(&self.decoded(entry)))).collect()
         };
-        self.scales[entry] = encode(vector, &mut self.codes[entry * width..(entry + 1) * width]);
+        let shares =
+            std::thread::available_parallelism().map_or(1, |cores| cores.get()).min(MAX_SCAN_THREADS);
+        let per_share = count.div_ceil(shares);
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..shares)
+                .map(|share| {
+                    scope.spawn(move || assign(share * per_share..((share + 1) * per_share).min(count)))
+                })
+                .collect();
+            handles.into_iter().flat_map(|handle| handle.join().expect("assigning thread")).collect()
+        })
     }
 
     /// The index of a thread, added if new.
@@ -101,86 +246,169 @@ impl ResourceVectors {
         index
     }
 
-    /// About how much memory these codes take, in bytes: codes, scales, the entries' threads
-    /// and seqs (twice: by entry and by thread), and the thread ids with their map.
+    /// About how much memory these codes take, in bytes: the lists, the entries' places, threads,
+    /// seqs and slots, the threads' entries, the thread ids with their map, and the centroids.
     pub(super) fn memory_bytes(&self) -> usize {
-        const PER_ENTRY: usize = 4 + 4 + 8 + std::mem::size_of::<(u64, u32)>();
+        const PER_ENTRY: usize = 8 + 4 + 8 + 4 + std::mem::size_of::<(u64, u32)>();
         const PER_THREAD: usize =
             2 * std::mem::size_of::<String>() + std::mem::size_of::<ThreadEntries>() + 16;
-        self.codes.len() + self.len() * PER_ENTRY + self.threads.len() * PER_THREAD + self.id_bytes
+        self.lists.iter().map(CodeList::memory_bytes).sum::<usize>()
+            + self.len() * PER_ENTRY
+            + self.threads.len() * PER_THREAD
+            + self.id_bytes
+            + self.clusters.as_ref().map_or(0, Clusters::memory_bytes)
     }
 
-    /// Removes every vector of a thread.
-    pub(super) fn remove_thread(&mut self, thread_id: &str) {
+    /// Gives every scratch slot back, before these vectors are dropped.
+    pub(super) fn release(&self, scratch: &mut ScratchVectors) {
+        for slot in self.slot_of.iter().filter(|slot| **slot != NO_SLOT) {
+            scratch.free(*slot);
+        }
+    }
+
+    /// Removes every vector of a thread, giving their scratch slots back.
+    pub(super) fn remove_thread(&mut self, thread_id: &str, scratch: &mut ScratchVectors) {
         let Some(&removed) = self.thread_index.get(thread_id) else { return };
         if self.threads[removed as usize].entries.is_empty() {
             return;
         }
-        let width = self.width();
+        // Entries are renumbered in order, skipping the removed.
+        let mut renumbered = vec![NO_SLOT; self.len()];
         let mut kept = 0;
-        for entry in 0..self.len() {
+        for (entry, renumbered) in renumbered.iter_mut().enumerate() {
             if self.thread_of[entry] == removed {
+                if self.slot_of[entry] != NO_SLOT {
+                    scratch.free(self.slot_of[entry]);
+                }
                 continue;
             }
-            self.codes.copy_within(entry * width..(entry + 1) * width, kept * width);
-            self.scales[kept] = self.scales[entry];
+            *renumbered = index(kept);
+            self.place_of[kept] = self.place_of[entry];
             self.thread_of[kept] = self.thread_of[entry];
             self.seq_of[kept] = self.seq_of[entry];
+            self.slot_of[kept] = self.slot_of[entry];
             kept += 1;
         }
-        self.codes.truncate(kept * width);
-        self.scales.truncate(kept);
+        self.place_of.truncate(kept);
         self.thread_of.truncate(kept);
         self.seq_of.truncate(kept);
+        self.slot_of.truncate(kept);
+        let width = self.width();
+        for (list, codes) in self.lists.iter_mut().enumerate() {
+            let mut place = 0;
+            while place < codes.entries.len() {
+                let entry = renumbered[codes.entries[place] as usize];
+                if entry == NO_SLOT {
+                    // The last code moves here, to be looked at next.
+                    codes.swap_remove(place, width);
+                    continue;
+                }
+                codes.entries[place] = entry;
+                self.place_of[entry as usize] = (index(list), index(place));
+                place += 1;
+            }
+        }
         for thread in &mut self.threads {
             thread.entries.clear();
         }
         for entry in 0..kept {
-            let seq = self.seq_of[entry];
-            let position = u32::try_from(entry).expect("fewer than 4 billion vectors");
-            self.threads[self.thread_of[entry] as usize].entries.push((seq, position));
+            self.threads[self.thread_of[entry] as usize].entries.push((self.seq_of[entry], index(entry)));
         }
         // Entries are in insertion order, which is not always seq order.
         for thread in &mut self.threads {
             thread.entries.sort_unstable();
         }
+        self.keep_clustered();
     }
 
-    /// The `wanted` vectors whose codes score best against `query`, best first, as (thread,
-    /// seq), optionally only within one thread.
+    /// The `wanted` vectors whose codes score best against `query`, best first, optionally only
+    /// within one thread, each with its score from `scratch` when it is there.
     pub(super) fn candidates(
         &self,
         query: &[f32],
         wanted: usize,
         thread: Option<&str>,
-    ) -> Vec<(String, u64)> {
-        if query.len() != self.dimension || wanted == 0 || self.scales.is_empty() {
+        scratch: &ScratchVectors,
+    ) -> Vec<Candidate> {
+        if query.len() != self.dimension || wanted == 0 || self.place_of.is_empty() {
             return Vec::new();
         }
-        let query = QueryCode::new(query);
+        let code = QueryCode::new(query);
         let width = self.width();
-        let score =
-            |entry: usize| query.score(&self.codes[entry * width..(entry + 1) * width], self.scales[entry]);
+        let score = |list: &CodeList, place: usize| {
+            code.score(&list.codes[place * width..(place + 1) * width], list.scales[place])
+        };
         let best = match thread {
             Some(thread_id) => {
                 let Some(&thread) = self.thread_index.get(thread_id) else { return Vec::new() };
                 let mut best = TopK::new(wanted);
                 for &(_, entry) in &self.threads[thread as usize].entries {
-                    best.offer(score(entry as usize), entry as usize);
+                    let (list, place) = self.place_of[entry as usize];
+                    best.offer(score(&self.lists[list as usize], place as usize), entry);
                 }
                 best
             }
-            None => self.scan_all(wanted, score),
+            None => match &self.clusters {
+                Some(clusters) => self.scan_lists(&clusters.probed(query), wanted, &code),
+                None => self.scan_all(wanted, |place| score(&self.lists[0], place)),
+            },
         };
         best.into_sorted()
             .into_iter()
-            .map(|(_, entry)| (self.threads[self.thread_of[entry] as usize].id.clone(), self.seq_of[entry]))
+            .map(|(_, entry)| {
+                let entry = entry as usize;
+                let slot = self.slot_of[entry];
+                let score = (slot != NO_SLOT).then(|| scratch.score(slot, query)).flatten();
+                (self.threads[self.thread_of[entry] as usize].id.clone(), self.seq_of[entry], score)
+            })
             .collect()
     }
 
-    /// Every entry scored, the best `wanted` kept; shared between the cores when large.
-    fn scan_all(&self, wanted: usize, score: impl Fn(usize) -> f32 + Sync) -> TopK {
-        let count = self.len();
+    /// The codes of `lists` scored, the best `wanted` kept (as entries); when there are many,
+    /// the lists are shared between the cores.
+    fn scan_lists(&self, lists: &[usize], wanted: usize, code: &QueryCode) -> TopK<u32> {
+        let width = self.width();
+        let scan = |lists: &[usize]| {
+            let mut best = TopK::new(wanted);
+            for list in lists {
+                let codes = &self.lists[*list];
+                let scored = codes.codes.chunks_exact(width).zip(&codes.scales).zip(&codes.entries);
+                for ((one, scale), entry) in scored {
+                    best.offer(code.score(one, *scale), *entry);
+                }
+            }
+            best
+        };
+        let count: usize = lists.iter().map(|list| self.lists[*list].entries.len()).sum();
+        let shares = if count < PARALLEL_LISTS_FROM {
+            1
+        } else {
+            std::thread::available_parallelism().map_or(1, |cores| cores.get()).min(MAX_SCAN_THREADS)
+        };
+        if shares == 1 {
+            return scan(lists);
+        }
+        // Lists dealt out in turn, so that each share gets large and small ones.
+        let dealt: Vec<Vec<usize>> =
+            (0..shares).map(|share| lists.iter().skip(share).step_by(shares).copied().collect()).collect();
+        let found: Vec<TopK<u32>> = std::thread::scope(|scope| {
+            let others: Vec<_> = dealt[1..].iter().map(|lists| scope.spawn(move || scan(lists))).collect();
+            let mut found = vec![scan(&dealt[0])];
+            found.extend(others.into_iter().map(|other| other.join().expect("scan thread")));
+            found
+        });
+        let mut best = TopK::new(wanted);
+        for (score, entry) in found.into_iter().flat_map(TopK::into_sorted) {
+            best.offer(score, entry);
+        }
+        best
+    }
+
+    /// Every code of the one list of an unclustered resource scored, the best `wanted` kept (as
+    /// entries); shared between the cores when large.
+    fn scan_all(&self, wanted: usize, score: impl Fn(usize) -> f32 + Sync) -> TopK<u32> {
+        let entries = &self.lists[0].entries;
+        let count = entries.len();
         let shares = if count < PARALLEL_FROM {
             1
         } else {
@@ -189,15 +417,17 @@ impl ResourceVectors {
         let per_share = count.div_ceil(shares);
         let scan_share = |share: usize| {
             let mut best = TopK::new(wanted);
-            for entry in share * per_share..((share + 1) * per_share).min(count) {
-                best.offer(score(entry), entry);
+            let start = share * per_share;
+            let end = ((share + 1) * per_share).min(count);
+            for (offset, entry) in entries[start..end].iter().enumerate() {
+                best.offer(score(start + offset), *entry);
             }
             best
         };
         if shares == 1 {
             return scan_share(0);
         }
-        let found: Vec<TopK> = std::thread::scope(|scope| {
+        let found: Vec<TopK<u32>> = std::thread::scope(|scope| {
             let others: Vec<_> = (1..shares).map(|share| scope.spawn(move || scan_share(share))).collect();
             let mut found = vec![scan_share(0)];
             found.extend(others.into_iter().map(|other| other.join().expect("scan thread")));
@@ -285,24 +515,33 @@ mod tests {
             .collect()
     }
 
+    /// The candidates' threads and seqs.
+    fn ids(candidates: Vec<Candidate>) -> Vec<(String, u64)> {
+        candidates.into_iter().map(|(thread, seq, _)| (thread, seq)).collect()
+    }
+
     /// Candidates rank by their codes, honour the thread filter, and follow overwrites and a
     /// thread's removal.
     #[test]
     fn candidates_rank_filter_and_follow_writes() {
+        let mut scratch = ScratchVectors::create(None);
         let mut vectors = ResourceVectors::default();
-        vectors.insert("a", 0, &[1.0, 0.0]);
-        vectors.insert("a", 1, &[0.6, 0.8]);
-        vectors.insert("b", 0, &[0.0, 1.0]);
-        assert_eq!(vectors.candidates(&[1.0, 0.0], 2, None), [("a".into(), 0), ("a".into(), 1)]);
-        assert_eq!(vectors.candidates(&[0.0, 1.0], 5, Some("b")), [("b".into(), 0)]);
-        assert!(vectors.candidates(&[0.0, 1.0], 5, Some("c")).is_empty());
-        vectors.insert("a", 0, &[0.0, -1.0]);
+        vectors.insert("a", 0, &[1.0, 0.0], &mut scratch);
+        vectors.insert("a", 1, &[0.6, 0.8], &mut scratch);
+        vectors.insert("b", 0, &[0.0, 1.0], &mut scratch);
+        assert_eq!(
+            ids(vectors.candidates(&[1.0, 0.0], 2, None, &scratch)),
+            [("a".into(), 0), ("a".into(), 1)]
+        );
+        assert_eq!(ids(vectors.candidates(&[0.0, 1.0], 5, Some("b"), &scratch)), [("b".into(), 0)]);
+        assert!(ids(vectors.candidates(&[0.0, 1.0], 5, Some("c"), &scratch)).is_empty());
+        vectors.insert("a", 0, &[0.0, -1.0], &mut scratch);
         assert_eq!(vectors.len(), 3, "an overwrite adds nothing");
-        assert_eq!(vectors.candidates(&[1.0, 0.0], 1, None), [("a".into(), 1)]);
-        vectors.remove_thread("a");
-        assert_eq!(vectors.candidates(&[1.0, 0.0], 5, None), [("b".into(), 0)]);
-        vectors.insert("a", 5, &[1.0, 0.0]);
-        assert_eq!(vectors.candidates(&[1.0, 0.0], 5, Some("a")), [("a".into(), 5)]);
+        assert_eq!(ids(vectors.candidates(&[1.0, 0.0], 1, None, &scratch)), [("a".into(), 1)]);
+        vectors.remove_thread("a", &mut scratch);
+        assert_eq!(ids(vectors.candidates(&[1.0, 0.0], 5, None, &scratch)), [("b".into(), 0)]);
+        vectors.insert("a", 5, &[1.0, 0.0], &mut scratch);
+        assert_eq!(ids(vectors.candidates(&[1.0, 0.0], 5, Some("a"), &scratch)), [("a".into(), 5)]);
     }
 
     /// Rescoring the candidates of a large resource (scanned in shares) finds what an exact
@@ -311,15 +550,15 @@ mod tests {
     fn rescored_candidates_match_an_exact_scan() {
         let dimension = 64;
         let corpus = random_units(dimension, PARALLEL_FROM + 500);
+        let mut scratch = ScratchVectors::create(None);
         let mut vectors = ResourceVectors::default();
         for (seq, vector) in corpus.iter().enumerate() {
-            vectors.insert("t", seq as u64, vector);
+            vectors.insert("t", seq as u64, vector, &mut scratch);
         }
         for query in random_units(dimension + 1, 5) {
             let query = &query[..dimension];
             let rescored = best_hits(
-                vectors
-                    .candidates(query, 5 * CANDIDATES_PER_HIT, None)
+                ids(vectors.candidates(query, 5 * CANDIDATES_PER_HIT, None, &scratch))
                     .into_iter()
                     .map(|(thread, seq)| (thread, seq, dot(query, &corpus[seq as usize]))),
                 5,
@@ -331,6 +570,94 @@ mod tests {
             let exact: Vec<u64> = exact.iter().take(5).map(|(_, seq)| *seq).collect();
             assert_eq!(rescored.iter().map(|hit| hit.seq).collect::<Vec<_>>(), exact);
         }
+    }
+
+    /// The candidate the scratch file scores best.
+    fn best_scored(candidates: Vec<Candidate>) -> Option<(String, u64)> {
+        let best =
+            candidates.into_iter().max_by(|a, b| a.2.unwrap_or(f32::MIN).total_cmp(&b.2.unwrap_or(f32::MIN)));
+        best.map(|(thread, seq, _)| (thread, seq))
+    }
+
+    /// Every entry's place names it in its list, and the lists hold every entry once.
+    fn assert_consistent(vectors: &ResourceVectors) {
+        let held: usize = vectors.lists.iter().map(|list| list.entries.len()).sum();
+        assert_eq!(held, vectors.len());
+        for (entry, (list, place)) in vectors.place_of.iter().enumerate() {
+            assert_eq!(vectors.lists[*list as usize].entries[*place as usize] as usize, entry);
+        }
+    }
+
+    /// A resource past [`CLUSTER_FROM`] is clustered and its searches scan only some lists, yet
+    /// find a query's exact best (rescored from the scratch file's scores, which are close to
+    /// exact); an overwrite moves a vector to its new cluster, a thread's removal gives its slots
+    /// back, and the places stay consistent through both.
+    #[test]
+    fn a_clustered_resource_finds_the_exact_best() {
+        let dimension = 64;
+        let directory = tempfile::tempdir().expect("temp dir");
+        let mut scratch = ScratchVectors::create(Some(directory.path()));
+        let corpus = random_units(dimension, CLUSTER_FROM + 4_000);
+        let axis = |group: usize| -> Vec<f32> {
+            (0..dimension).map(|d| if d == group { 1.0 } else { 0.0 }).collect()
+        };
+        // Each vector leans towards one of eight topics, so that the resource has clusters.
+        let topics: Vec<Vec<f32>> =
+            random_units(dimension + 1, 8).into_iter().map(|topic| topic[..dimension].to_vec()).collect();
+        let mut leaning: Vec<Vec<f32>> = corpus
+            .iter()
+            .enumerate()
+            .map(|(index, vector)| {
+                let leaned: Vec<f32> =
+                    vector.iter().zip(&topics[index % 8]).map(|(value, topic)| 0.6 * value + topic).collect();
+                let norm = dot(&leaned, &leaned).sqrt();
+                leaned.into_iter().map(|value| value / norm).collect()
+            })
+            .collect();
+        let mut vectors = ResourceVectors::default();
+        for (index, vector) in leaning.iter().enumerate() {
+            vectors.insert(&format!("t{}", index % 4), (index / 4) as u64, vector, &mut scratch);
+        }
+        scratch.flush();
+        vectors.keep_clustered();
+        assert!(vectors.clusters.is_some() && vectors.lists.len() > 1);
+        assert_consistent(&vectors);
+        let exact_best = |leaning: &[Vec<f32>], query: &[f32], removed: Option<usize>| {
+            (0..leaning.len())
+                .filter(|index| Some(index % 4) != removed)
+                .max_by(|a, b| dot(query, &leaning[*a]).total_cmp(&dot(query, &leaning[*b])))
+                .map(|index| (format!("t{}", index % 4), (index / 4) as u64))
+        };
+        for topic in 0..8 {
+            let query = &leaning[topic + 800];
+            let candidates = vectors.candidates(query, CANDIDATES_PER_HIT, None, &scratch);
+            for (thread, seq, score) in &candidates {
+                let index = *seq as usize * 4 + thread[1..].parse::<usize>().expect("t<n>");
+                let exact = dot(query, &leaning[index]);
+                assert!(
+                    (score.expect("scored from the scratch file") - exact).abs() < 0.02,
+                    "{score:?} vs {exact}"
+                );
+            }
+            assert_eq!(best_scored(candidates), exact_best(&leaning, query, None));
+        }
+
+        let moved = axis(3);
+        vectors.insert("t0", 0, &moved, &mut scratch);
+        scratch.flush();
+        leaning[0] = moved.clone();
+        assert_consistent(&vectors);
+        assert_eq!(ids(vectors.candidates(&moved, 1, None, &scratch)), [("t0".to_owned(), 0)]);
+
+        vectors.remove_thread("t1", &mut scratch);
+        assert_consistent(&vectors);
+        assert_eq!(vectors.len(), leaning.len() - leaning.len() / 4);
+        let query = &leaning[802];
+        let found = vectors.candidates(query, CANDIDATES_PER_HIT, None, &scratch);
+        assert!(found.iter().all(|(thread, _, _)| thread != "t1"));
+        assert_eq!(best_scored(found), exact_best(&leaning, query, Some(1)));
+        let reused = scratch.put(None, &moved).expect("a slot");
+        assert!(reused < u32::try_from(leaning.len()).expect("small"), "a freed slot is handed out again");
     }
 
     /// The best hits are ordered, cut at top k, and under the threshold dropped.

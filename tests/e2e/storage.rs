@@ -443,6 +443,104 @@ async fn recall_memory_stays_within_its_budget() {
     assert!((hits[0].score - 1.0).abs() < 1e-5, "an exact score: {}", hits[0].score);
 }
 
+/// A resource past the clustering threshold (20,000 vectors) is searched through its clusters
+/// and rescored from the scratch file and the stored vectors: its hits are an exact scan's, with
+/// exact scores, before and after one of its threads is deleted and a closer vector is written.
+#[tokio::test]
+async fn a_clustered_resource_finds_what_an_exact_scan_finds() {
+    let (dir, store) = open();
+    let (dimension, groups, per_thread, threads) = (64, 64, 3_000, 7);
+    let mut state = 3u64;
+    let mut noise = move || {
+        state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+        (state >> 40) as f32 / (1u64 << 24) as f32 - 0.5
+    };
+    let mut corpus: Vec<(String, u64, Vec<f32>)> = Vec::new();
+    for thread in 0..threads {
+        let thread_id = format!("t{thread}");
+        for batch in 0..per_thread / 500 {
+            let messages: Vec<Message> = (0..500).map(|index| message(&format!("m{index}"))).collect();
+            let embeddings = messages
+                .iter()
+                .enumerate()
+                .map(|(index, message)| {
+                    let seq = (batch * 500 + index) as u64;
+                    let mut vector: Vec<f32> = (0..dimension).map(|_| 0.3 * noise()).collect();
+                    vector[(thread * per_thread + seq as usize) % groups] += 1.0;
+                    let vector = unit(&vector);
+                    corpus.push((thread_id.clone(), seq, vector.clone()));
+                    EmbeddingRecord { message_id: message.id.clone(), embedder: "test".into(), vector }
+                })
+                .collect();
+            store.save_run(RunSave { embeddings, ..save(&thread_id, "big", messages) }).await.unwrap();
+        }
+    }
+    let query = |group: usize| {
+        let vector: Vec<f32> =
+            (0..dimension).map(|d| if d == group { 1.0 } else { 0.05 * (d % 5) as f32 }).collect();
+        VectorQuery {
+            scope: RecallScope::Resource("big".into()),
+            embedder: "test".into(),
+            vector: unit(&vector),
+            top_k: 3,
+            threshold: None,
+        }
+    };
+    let exact = |corpus: &[(String, u64, Vec<f32>)], query: &VectorQuery| {
+        let mut scored: Vec<(f32, String, u64)> = corpus
+            .iter()
+            .map(|(thread, seq, vector)| {
+                (vector.iter().zip(&query.vector).map(|(a, b)| a * b).sum(), thread.clone(), *seq)
+            })
+            .collect();
+        scored.sort_by(|a, b| b.0.total_cmp(&a.0));
+        scored.truncate(3);
+        scored
+    };
+    let check = |corpus: &[(String, u64, Vec<f32>)], group: usize, hits: &[agentwire::storage::Hit]| {
+        let expected = exact(corpus, &query(group));
+        let found: Vec<(String, u64)> = hits.iter().map(|hit| (hit.thread_id.clone(), hit.seq)).collect();
+        let wanted: Vec<(String, u64)> =
+            expected.iter().map(|(_, thread, seq)| (thread.clone(), *seq)).collect();
+        assert_eq!(found, wanted, "group {group}");
+        for (hit, (score, _, _)) in hits.iter().zip(&expected) {
+            assert!((hit.score - score).abs() < 1e-5, "an exact score: {} vs {score}", hit.score);
+        }
+    };
+    for group in [0, 17, 40, 63] {
+        check(&corpus, group, &store.search(query(group)).await.unwrap());
+    }
+    let loaded = store.recall_index_bytes();
+    assert!(
+        loaded > 0 && loaded < corpus.len() * dimension * 4 / 2,
+        "{loaded} bytes: loaded, under half the f32s"
+    );
+    assert!(
+        std::fs::read_dir(dir.path())
+            .unwrap()
+            .all(|entry| { !entry.unwrap().file_name().to_string_lossy().starts_with("recall-scratch") }),
+        "the scratch file is unlinked"
+    );
+
+    store.delete_thread("big", "t2").await.unwrap();
+    corpus.retain(|(thread, _, _)| thread != "t2");
+    for group in [5, 17] {
+        let hits = store.search(query(group)).await.unwrap();
+        assert!(hits.iter().all(|hit| hit.thread_id != "t2"), "{hits:?}");
+        check(&corpus, group, &hits);
+    }
+    let closest = message("closest");
+    let axis = query(9).vector;
+    let embedding =
+        EmbeddingRecord { message_id: closest.id.clone(), embedder: "test".into(), vector: axis.clone() };
+    store
+        .save_run(RunSave { embeddings: vec![embedding], ..save("t0", "big", vec![closest]) })
+        .await
+        .unwrap();
+    corpus.push(("t0".into(), per_thread as u64, axis));
+    check(&corpus, 9, &store.search(query(9)).await.unwrap());
+}
+
 /// A save is all or nothing: one past the resource's quota, or with a stale working-memory
 /// version, leaves no message, no thread and no usage behind.
 #[tokio::test]
