@@ -380,28 +380,11 @@ impl ResourceVectors {
             best
         };
         let count: usize = lists.iter().map(|list| self.lists[*list].entries.len()).sum();
-        let shares = if count < PARALLEL_LISTS_FROM {
-            1
-        } else {
-            std::thread::available_parallelism().map_or(1, |cores| cores.get()).min(MAX_SCAN_THREADS)
-        };
-        if shares == 1 {
-            return scan(lists);
-        }
+        let shares = shares_for(count, PARALLEL_LISTS_FROM);
         // Lists dealt out in turn, so that each share gets large and small ones.
         let dealt: Vec<Vec<usize>> =
             (0..shares).map(|share| lists.iter().skip(share).step_by(shares).copied().collect()).collect();
-        let found: Vec<TopK<u32>> = std::thread::scope(|scope| {
-            let others: Vec<_> = dealt[1..].iter().map(|lists| scope.spawn(move || scan(lists))).collect();
-            let mut found = vec![scan(&dealt[0])];
-            found.extend(others.into_iter().map(|other| other.join().expect("scan thread")));
-            found
-        });
-        let mut best = TopK::new(wanted);
-        for (score, entry) in found.into_iter().flat_map(TopK::into_sorted) {
-            best.offer(score, entry);
-        }
-        best
+        in_shares(shares, wanted, |share| scan(&dealt[share]))
     }
 
     /// Every code of the one list of an unclustered resource scored, the best `wanted` kept (as
@@ -409,13 +392,9 @@ impl ResourceVectors {
     fn scan_all(&self, wanted: usize, score: impl Fn(usize) -> f32 + Sync) -> TopK<u32> {
         let entries = &self.lists[0].entries;
         let count = entries.len();
-        let shares = if count < PARALLEL_FROM {
-            1
-        } else {
-            std::thread::available_parallelism().map_or(1, |cores| cores.get()).min(MAX_SCAN_THREADS)
-        };
+        let shares = shares_for(count, PARALLEL_FROM);
         let per_share = count.div_ceil(shares);
-        let scan_share = |share: usize| {
+        in_shares(shares, wanted, |share| {
             let mut best = TopK::new(wanted);
             let start = share * per_share;
             let end = ((share + 1) * per_share).min(count);
@@ -423,22 +402,36 @@ impl ResourceVectors {
                 best.offer(score(start + offset), *entry);
             }
             best
-        };
-        if shares == 1 {
-            return scan_share(0);
-        }
-        let found: Vec<TopK<u32>> = std::thread::scope(|scope| {
-            let others: Vec<_> = (1..shares).map(|share| scope.spawn(move || scan_share(share))).collect();
-            let mut found = vec![scan_share(0)];
-            found.extend(others.into_iter().map(|other| other.join().expect("scan thread")));
-            found
-        });
-        let mut best = TopK::new(wanted);
-        for (score, entry) in found.into_iter().flat_map(TopK::into_sorted) {
-            best.offer(score, entry);
-        }
-        best
+        })
     }
+}
+
+/// How many threads scan `count` codes: one below `parallel_from`, else one a core, at most
+/// [`MAX_SCAN_THREADS`].
+fn shares_for(count: usize, parallel_from: usize) -> usize {
+    if count < parallel_from {
+        return 1;
+    }
+    std::thread::available_parallelism().map_or(1, |cores| cores.get()).min(MAX_SCAN_THREADS)
+}
+
+/// The best `wanted` of `shares` scans, the first on this thread and the others on their own.
+fn in_shares(shares: usize, wanted: usize, scan: impl Fn(usize) -> TopK<u32> + Sync) -> TopK<u32> {
+    if shares == 1 {
+        return scan(0);
+    }
+    let scan = &scan;
+    let found: Vec<TopK<u32>> = std::thread::scope(|scope| {
+        let others: Vec<_> = (1..shares).map(|share| scope.spawn(move || scan(share))).collect();
+        let mut found = vec![scan(0)];
+        found.extend(others.into_iter().map(|other| other.join().expect("scan thread")));
+        found
+    });
+    let mut best = TopK::new(wanted);
+    for (score, entry) in found.into_iter().flat_map(TopK::into_sorted) {
+        best.offer(score, entry);
+    }
+    best
 }
 
 /// The best `top_k` of exactly scored (thread, seq, score) candidates, at or above `threshold`,
