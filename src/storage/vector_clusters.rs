@@ -1,5 +1,5 @@
 //! The centroids of an inverted file over one resource's codes: its vectors are grouped around
-//! centroids (spherical k-means, trained on an evenly spread sample), each group's codes kept
+//! centroids (spherical k-means, trained on a scrambled sample), each group's codes kept
 //! together, and a search scores the query against the centroids and scans only the groups of the
 //! closest ones — a sixteenth of the vectors, read in order, so a large resource is searched in
 //! a fraction of the time of a full scan. The clusters only choose what is scanned; the

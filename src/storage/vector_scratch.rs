@@ -102,9 +102,11 @@ impl ScratchVectors {
         self.usable().then_some(slot)
     }
 
-    /// Takes a slot back.
+    /// Takes a slot back (none are kept once the file is given up: they name nothing).
     pub(super) fn free(&mut self, slot: u32) {
-        self.free.push(slot);
+        if self.usable() {
+            self.free.push(slot);
+        }
     }
 
     /// Writes the appended slots, so that they can be read.

@@ -217,20 +217,13 @@ impl ResourceVectors {
     /// Each entry's closest cluster, the entries shared between the cores.
     fn assigned(&self, clusters: &Clusters) -> Vec<u32> {
         let count = self.len();
-        let assign = |range: std::ops::Range<usize>| -> Vec<u32> {
-            range.map(|entry| index(clusters.closest(&self.decoded(entry)))).collect()
-        };
-        let shares =
-            std::thread::available_parallelism().map_or(1, |cores| cores.get()).min(MAX_SCAN_THREADS);
+        let shares = shares_for(count, 0);
         let per_share = count.div_ceil(shares);
-        std::thread::scope(|scope| {
-            let handles: Vec<_> = (0..shares)
-                .map(|share| {
-                    scope.spawn(move || assign(share * per_share..((share + 1) * per_share).min(count)))
-                })
-                .collect();
-            handles.into_iter().flat_map(|handle| handle.join().expect("assigning thread")).collect()
-        })
+        let assigned = each_share(shares, |share| -> Vec<u32> {
+            let entries = share * per_share..((share + 1) * per_share).min(count);
+            entries.map(|entry| index(clusters.closest(&self.decoded(entry)))).collect()
+        });
+        assigned.concat()
     }
 
     /// The index of a thread, added if new.
@@ -273,7 +266,7 @@ impl ResourceVectors {
             return;
         }
         // Entries are renumbered in order, skipping the removed.
-        let mut renumbered = vec![NO_SLOT; self.len()];
+        let mut renumbered: Vec<Option<u32>> = vec![None; self.len()];
         let mut kept = 0;
         for (entry, renumbered) in renumbered.iter_mut().enumerate() {
             if self.thread_of[entry] == removed {
@@ -282,7 +275,7 @@ impl ResourceVectors {
                 }
                 continue;
             }
-            *renumbered = index(kept);
+            *renumbered = Some(index(kept));
             self.place_of[kept] = self.place_of[entry];
             self.thread_of[kept] = self.thread_of[entry];
             self.seq_of[kept] = self.seq_of[entry];
@@ -297,12 +290,11 @@ impl ResourceVectors {
         for (list, codes) in self.lists.iter_mut().enumerate() {
             let mut place = 0;
             while place < codes.entries.len() {
-                let entry = renumbered[codes.entries[place] as usize];
-                if entry == NO_SLOT {
+                let Some(entry) = renumbered[codes.entries[place] as usize] else {
                     // The last code moves here, to be looked at next.
                     codes.swap_remove(place, width);
                     continue;
-                }
+                };
                 codes.entries[place] = entry;
                 self.place_of[entry as usize] = (index(list), index(place));
                 place += 1;
@@ -406,7 +398,7 @@ impl ResourceVectors {
     }
 }
 
-/// How many threads scan `count` codes: one below `parallel_from`, else one a core, at most
+/// How many threads work on `count` codes: one below `parallel_from`, else one a core, at most
 /// [`MAX_SCAN_THREADS`].
 fn shares_for(count: usize, parallel_from: usize) -> usize {
     if count < parallel_from {
@@ -420,18 +412,23 @@ fn in_shares(shares: usize, wanted: usize, scan: impl Fn(usize) -> TopK<u32> + S
     if shares == 1 {
         return scan(0);
     }
-    let scan = &scan;
-    let found: Vec<TopK<u32>> = std::thread::scope(|scope| {
-        let others: Vec<_> = (1..shares).map(|share| scope.spawn(move || scan(share))).collect();
-        let mut found = vec![scan(0)];
-        found.extend(others.into_iter().map(|other| other.join().expect("scan thread")));
-        found
-    });
     let mut best = TopK::new(wanted);
-    for (score, entry) in found.into_iter().flat_map(TopK::into_sorted) {
+    for (score, entry) in each_share(shares, scan).into_iter().flat_map(TopK::into_sorted) {
         best.offer(score, entry);
     }
     best
+}
+
+/// `work` of each of `shares` shares, in order: the first on this thread, the others on their
+/// own.
+fn each_share<T: Send>(shares: usize, work: impl Fn(usize) -> T + Sync) -> Vec<T> {
+    let work = &work;
+    std::thread::scope(|scope| {
+        let others: Vec<_> = (1..shares).map(|share| scope.spawn(move || work(share))).collect();
+        let mut done = vec![work(0)];
+        done.extend(others.into_iter().map(|other| other.join().expect("share thread")));
+        done
+    })
 }
 
 /// The best `top_k` of exactly scored (thread, seq, score) candidates, at or above `threshold`,
