@@ -26,7 +26,7 @@ pub(super) fn code_bytes(dimension: usize) -> usize {
 }
 
 /// The scale that maps `vector`'s largest magnitude to `levels`.
-fn scale_for(vector: &[f32], levels: f32) -> f32 {
+pub(super) fn scale_for(vector: &[f32], levels: f32) -> f32 {
     let largest = vector.iter().fold(0.0f32, |largest, value| largest.max(value.abs()));
     if largest > 0.0 { levels / largest } else { 1.0 }
 }

@@ -12,7 +12,7 @@ use std::os::unix::fs::FileExt;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::vector_codes::dot_i8;
+use super::vector_codes::{dot_i8, scale_for};
 
 /// The largest magnitude of a component.
 const LEVELS: f32 = 127.0;
@@ -153,8 +153,7 @@ impl ScratchVectors {
 
 /// A slot's bytes: the scale, then each component as `round(value * scale)`, the largest at ±127.
 fn slot_of(vector: &[f32]) -> Vec<u8> {
-    let largest = vector.iter().fold(0.0f32, |largest, value| largest.max(value.abs()));
-    let scale = if largest > 0.0 { LEVELS / largest } else { 1.0 };
+    let scale = scale_for(vector, LEVELS);
     let mut bytes = Vec::with_capacity(4 + vector.len());
     bytes.extend_from_slice(&scale.to_le_bytes());
     // Within ±127 by the clamp; the cast to u8 keeps the bits.
