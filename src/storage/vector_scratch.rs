@@ -12,7 +12,7 @@ use std::os::unix::fs::FileExt;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::vector_codes::{dot_i8, scale_for};
+use super::vector_codes::{dot_i8, level, scale_for};
 
 /// The largest magnitude of a component.
 const LEVELS: f32 = 127.0;
@@ -156,9 +156,9 @@ fn slot_of(vector: &[f32]) -> Vec<u8> {
     let scale = scale_for(vector, LEVELS);
     let mut bytes = Vec::with_capacity(4 + vector.len());
     bytes.extend_from_slice(&scale.to_le_bytes());
-    // Within ±127 by the clamp; the cast to u8 keeps the bits.
+    // Within ±127; the cast to u8 keeps the bits.
     #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-    bytes.extend(vector.iter().map(|value| (value * scale).round().clamp(-LEVELS, LEVELS) as i8 as u8));
+    bytes.extend(vector.iter().map(|value| level(*value, scale, LEVELS) as i8 as u8));
     bytes
 }
 

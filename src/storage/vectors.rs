@@ -17,11 +17,12 @@ use super::vector_clusters::{CLUSTER_FROM, Clusters};
 use super::vector_codes::{QueryCode, code_bytes, decode, encode};
 use super::vector_scratch::ScratchVectors;
 
-/// Candidates scored again, per hit asked for: the codes' ranking finds the exact top 3 of
-/// 100,000 chat-like messages among its best 192 in about 97 of 100 cases (BENCHMARKS.md).
-pub(super) const CANDIDATES_PER_HIT: usize = 64;
+/// Candidates scored again, per hit asked for: the codes' ranking puts the exact top 3 of
+/// 100,000 chat-like messages among its best 96 in about 98 of 100 cases, of 1,000,000 in about
+/// 97 (BENCHMARKS.md); twice as many lift a million to 99 and cost about a millisecond.
+pub(super) const CANDIDATES_PER_HIT: usize = 32;
 /// Candidates read from sled and scored exactly, per hit asked for, of those the scratch file
-/// scored: its int8 copies rank the true best of 192 candidates within their best 12.
+/// scored: its int8 copies rank the true best of the candidates within their best 12.
 pub(super) const EXACT_PER_HIT: usize = 4;
 /// From this many vectors on, an unclustered scan is shared between the cores.
 const PARALLEL_FROM: usize = 50_000;
