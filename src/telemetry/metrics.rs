@@ -5,7 +5,8 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::sync::{LazyLock, Mutex};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, LazyLock, Mutex};
 
 /// The upper bounds of the latency histograms, in seconds.
 const BUCKETS: [f64; 16] =
@@ -50,7 +51,44 @@ pub struct Gauge {
 #[derive(Debug, Clone)]
 enum Series {
     Counter(u64),
-    Histogram { counts: [u64; BUCKETS.len()], sum: f64, count: u64 },
+    Histogram(Arc<Histogram>),
+}
+
+/// One latency histogram's series, recorded without a lock: a caller that records into it often
+/// (a hook on every stream chunk) resolves it once with [`Metrics::histogram`] and keeps it.
+#[derive(Debug, Default)]
+pub struct Histogram {
+    /// Observations per bucket, each counted once (the text format's cumulative counts are
+    /// summed when rendered); the last is past the largest bound.
+    counts: [AtomicU64; BUCKETS.len() + 1],
+    /// The observations' sum, in nanoseconds.
+    sum_nanos: AtomicU64,
+}
+
+impl Histogram {
+    /// Records one observation.
+    pub fn observe(&self, elapsed: std::time::Duration) {
+        let seconds = elapsed.as_secs_f64();
+        let bucket = BUCKETS.partition_point(|bound| *bound < seconds);
+        self.counts[bucket].fetch_add(1, Ordering::Relaxed);
+        let nanos = u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX);
+        self.sum_nanos.fetch_add(nanos, Ordering::Relaxed);
+    }
+
+    /// The cumulative count of each bound, then the total and the sum in seconds.
+    fn read(&self) -> ([u64; BUCKETS.len()], u64, f64) {
+        let mut cumulative = [0; BUCKETS.len()];
+        let mut total = 0;
+        for (index, count) in self.counts.iter().enumerate() {
+            total += count.load(Ordering::Relaxed);
+            if let Some(slot) = cumulative.get_mut(index) {
+                *slot = total;
+            }
+        }
+        #[allow(clippy::cast_precision_loss)]
+        let sum = self.sum_nanos.load(Ordering::Relaxed) as f64 / 1e9;
+        (cumulative, total, sum)
+    }
 }
 
 /// The registry.
@@ -163,22 +201,23 @@ impl Metrics {
         );
     }
 
-    /// Records one observation (seconds) in a histogram.
-    pub fn observe(&self, name: &'static str, labels: &[(&str, &str)], seconds: f64) {
-        let new = || Series::Histogram { counts: [0; BUCKETS.len()], sum: 0.0, count: 0 };
-        self.with_series(name, labels, new, |series| Self::add(series, seconds));
+    /// Records one observation in a histogram.
+    pub fn observe(&self, name: &'static str, labels: &[(&str, &str)], elapsed: std::time::Duration) {
+        self.histogram(name, labels).observe(elapsed);
     }
 
-    fn add(series: &mut Series, seconds: f64) {
-        if let Series::Histogram { counts, sum, count } = series {
-            for (bound, bucket) in BUCKETS.iter().zip(counts.iter_mut()) {
-                if seconds <= *bound {
-                    *bucket += 1;
-                }
+    /// The histogram `name` `labels`, made if it is not there yet, to record into without
+    /// looking it up again.
+    pub fn histogram(&self, name: &'static str, labels: &[(&str, &str)]) -> Arc<Histogram> {
+        let new = || Series::Histogram(Arc::default());
+        let mut found = None;
+        self.with_series(name, labels, new, |series| {
+            if let Series::Histogram(histogram) = series {
+                found = Some(Arc::clone(histogram));
             }
-            *sum += seconds;
-            *count += 1;
-        }
+        });
+        // A name registered as a counter gets a histogram no scrape shows.
+        found.unwrap_or_default()
     }
 
     /// Everything, in the Prometheus text format, with `gauges` (name, labels, value) read now;
@@ -196,7 +235,8 @@ impl Metrics {
                     Series::Counter(value) => {
                         let _ = writeln!(out, "{name}{labels} {value}");
                     }
-                    Series::Histogram { counts, sum, count } => {
+                    Series::Histogram(histogram) => {
+                        let (counts, count, sum) = histogram.read();
                         let inner = labels.trim_start_matches('{').trim_end_matches('}');
                         let with_le = |le: &str| {
                             if inner.is_empty() {
@@ -241,7 +281,7 @@ mod tests {
         metrics.observe(
             "agentwire_hook_duration_seconds",
             &[("processor", "p\"1"), ("hook", "processInput")],
-            0.003,
+            std::time::Duration::from_millis(3),
         );
         let text = metrics
             .render(&[Gauge { name: "agentwire_store_bytes", labels: Vec::new(), value: 4096.0 }], None);
@@ -257,12 +297,40 @@ mod tests {
         assert!(text.contains("agentwire_store_bytes 4096"), "{text}");
     }
 
+    /// A histogram resolved once and the registry's lookups record into the same series, each
+    /// observation in every bucket at or above it, with the sum in seconds.
+    #[test]
+    fn a_resolved_histogram_records_into_its_series() {
+        let metrics = Metrics::default();
+        let labels = [("processor", "p"), ("hook", "processOutputStream")];
+        let resolved = metrics.histogram("agentwire_hook_duration_seconds", &labels);
+        resolved.observe(std::time::Duration::from_micros(200));
+        resolved.observe(std::time::Duration::from_secs(20));
+        metrics.observe("agentwire_hook_duration_seconds", &labels, std::time::Duration::from_micros(100));
+        let text = metrics.render(&[], None);
+        let line = |le: &str| {
+            format!(
+                "agentwire_hook_duration_seconds_bucket{{processor=\"p\",hook=\"processOutputStream\",le=\"{le}\"}}"
+            )
+        };
+        assert!(text.contains(&format!("{} 1\n", line("0.0001"))), "{text}");
+        assert!(text.contains(&format!("{} 2\n", line("0.00025"))), "{text}");
+        assert!(text.contains(&format!("{} 2\n", line("10"))), "{text}");
+        assert!(text.contains(&format!("{} 3\n", line("+Inf"))), "{text}");
+        assert!(
+            text.contains(
+                "agentwire_hook_duration_seconds_sum{processor=\"p\",hook=\"processOutputStream\"} 20.0003\n"
+            ),
+            "{text}"
+        );
+    }
+
     /// With a replica name, every series — counters, histogram lines, gauges — carries it first.
     #[test]
     fn every_series_carries_the_replica() {
         let metrics = Metrics::default();
         metrics.count("agentwire_runs_total", &[("agent", "echo")], 1);
-        metrics.observe("agentwire_hook_duration_seconds", &[], 0.001);
+        metrics.observe("agentwire_hook_duration_seconds", &[], std::time::Duration::from_millis(1));
         let gauges = [Gauge { name: "agentwire_store_bytes", labels: Vec::new(), value: 1.0 }];
         let text = metrics.render(&gauges, Some("pod-\"a\""));
         assert!(text.contains("agentwire_runs_total{replica=\"pod-\\\"a\\\"\",agent=\"echo\"} 1"), "{text}");

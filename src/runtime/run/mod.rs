@@ -544,11 +544,6 @@ async fn guarded_deciding<T>(
     let started = std::time::Instant::now();
     let outcome = AssertUnwindSafe(hook_call).catch_unwind().instrument(span.clone()).await;
     let elapsed = started.elapsed();
-    crate::telemetry::metrics::global().observe(
-        "agentwire_hook_duration_seconds",
-        &[("processor", processor_id), ("hook", hook.name())],
-        elapsed.as_secs_f64(),
-    );
     let outcome = outcome.unwrap_or_else(|panic| {
         let message = panic
             .downcast_ref::<&str>()

@@ -129,11 +129,7 @@ impl Run {
         self.recorder.model(&step.model, step_number, call_started, first_token, usage, from_cache, None);
         if !from_cache {
             let (metrics, model) = (crate::telemetry::metrics::global(), [("model", step.model.as_str())]);
-            metrics.observe(
-                "agentwire_model_duration_seconds",
-                &model,
-                model_started.elapsed().as_secs_f64(),
-            );
+            metrics.observe("agentwire_model_duration_seconds", &model, model_started.elapsed());
             let usage = answer.result.usage;
             call_span.record("gen_ai.usage.input_tokens", usage.input_tokens);
             call_span.record("gen_ai.usage.output_tokens", usage.output_tokens);

@@ -4,7 +4,7 @@
 //! one step are counted in one entry, and so are its warnings of one kind, so a stream of
 //! thousands of chunks leaves a short timeline.
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use super::content::ContentLog;
@@ -16,6 +16,7 @@ use crate::domain::{
     Warning, WarningRecord, now_millis,
 };
 use crate::processor::{CallNote, CallNoted};
+use crate::telemetry::metrics::{self, Histogram};
 
 /// Entries looked back through for the entry a continuing stream call adds to.
 const MERGE_WINDOW: usize = 16;
@@ -37,9 +38,27 @@ struct Recording {
     step: Option<u32>,
     retry_count: u32,
     timeline: Vec<TimelineEntry>,
+    /// The hook duration histogram of each processor and hook this run called, looked up in
+    /// the registry once per run rather than on every call (a stream hook runs on every chunk).
+    hook_series: Vec<(String, Hook, Arc<Histogram>)>,
 }
 
 impl Recording {
+    /// Records `elapsed` in the duration histogram of `processor_id`'s `hook`.
+    fn hook_took(&mut self, processor_id: &str, hook: Hook, elapsed: Duration) {
+        let known = self.hook_series.iter().find(|(id, known, _)| *known == hook && id == processor_id);
+        let histogram = match known {
+            Some((_, _, histogram)) => histogram,
+            None => {
+                let labels = [("processor", processor_id), ("hook", hook.name())];
+                let histogram = metrics::global().histogram("agentwire_hook_duration_seconds", &labels);
+                self.hook_series.push((processor_id.to_owned(), hook, histogram));
+                &self.hook_series[self.hook_series.len() - 1].2
+            }
+        };
+        histogram.observe(elapsed);
+    }
+
     /// A warning of a call at `at_us`, counted with an earlier one of the same processor, hook,
     /// step and kind.
     fn warned(&mut self, processor_id: &str, hook: Hook, step: Option<u32>, at_us: u64, warning: Warning) {
@@ -132,6 +151,7 @@ impl Recorder {
         let micros = u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX);
         let at_us = self.at_us(started);
         let mut recording = self.recording();
+        recording.hook_took(processor_id, hook, elapsed);
         let (step, retry_count) = (recording.step, recording.retry_count);
         for warning in warnings {
             recording.warned(processor_id, hook, step, at_us, warning);
