@@ -7,6 +7,8 @@
 //! that messages cluster by topic and share common words as real ones do. The words are made of
 //! syllables (`kalomi`), never English: the bench's own runs ("my coffee order …") match none.
 
+use std::time::{Duration, Instant};
+
 use crate::domain::{Message, Part, Role};
 use crate::memory::embedder::{Embedder, Lexical};
 use crate::storage::{EmbeddingRecord, RecallScope, RunSave, Store, VectorQuery, dot};
@@ -100,6 +102,20 @@ pub async fn fill(store: &dyn Store, resource: &str, count: usize) -> Result<(),
         store.save_run(save).await.map_err(|error| error.to_string())?;
     }
     Ok(())
+}
+
+/// How long one search of `resource` takes; the first after a start loads its index.
+pub(super) async fn first_search(store: &dyn Store, resource: &str) -> Result<Duration, String> {
+    let search = VectorQuery {
+        scope: RecallScope::Resource(resource.to_owned()),
+        embedder: Lexical::new().id().to_owned(),
+        vector: Lexical::embed_one(&sentence(QUERY_SEEDS - 1)),
+        top_k: 3,
+        threshold: None,
+    };
+    let started = Instant::now();
+    store.search(search).await.map_err(|error| error.to_string())?;
+    Ok(started.elapsed())
 }
 
 /// Recall@`k` of `store`'s search in `resource`, which [`fill`] gave `count` messages: the
