@@ -3,11 +3,14 @@
 //! deleted records, but never gives it back to the disk). Offline — `agentwire compact`, with the
 //! server stopped — and crash-safe: the copy is written beside the store, marked complete by a
 //! rename, and swapped in by two more; opening the store finishes a swap a crash interrupted.
+//! The vector file is rewritten with it: the live vectors only (inline ones of older stores
+//! included), in slots one after another, with the pointers to them.
 
 use std::path::{Path, PathBuf};
 
 use super::StoreError;
-use super::sled_codec::{copy_tree, engine, open_waiting_for_lock};
+use super::sled_codec::{Batched, copy_tree, engine, open_waiting_for_lock};
+use super::vector_file::{VectorFile, stored_dimension};
 
 /// The page cache of the store being rewritten: one pass over it needs little.
 const REWRITE_CACHE_BYTES: u64 = 64 * 1024 * 1024;
@@ -76,14 +79,46 @@ pub fn directory_bytes(path: &Path) -> u64 {
 /// Rewrites the store in `path` with only its live records. Fails (changing nothing) while a
 /// server has it open.
 pub fn compact(path: &Path) -> Result<Compacted, StoreError> {
+    let (compacting, _, _) = siblings(path);
     rewrite(path, |live, copy| {
         let mut records = 0u64;
         for name in live.tree_names() {
-            records +=
-                copy_tree(&live.open_tree(&name).map_err(engine)?, &copy.open_tree(&name).map_err(engine)?)?;
+            let (from, into) =
+                (live.open_tree(&name).map_err(engine)?, copy.open_tree(&name).map_err(engine)?);
+            records += if name.as_ref() == b"vectors" {
+                let dimension = stored_dimension(&live.open_tree("meta").map_err(engine)?)?;
+                copy_vectors(
+                    &from,
+                    &VectorFile::open(path, dimension)?,
+                    &into,
+                    &VectorFile::open(&compacting, dimension)?,
+                )?
+            } else {
+                copy_tree(&from, &into)?
+            };
         }
         Ok(records)
     })
+}
+
+/// Copies the `vectors` tree `from` (pointing into `from_file`) into `into`, each vector written
+/// to `into_file`; a pointer whose slot no longer holds its vector is left behind. Returns the
+/// vectors copied, once the file is on disk.
+fn copy_vectors(
+    from: &sled::Tree,
+    from_file: &VectorFile,
+    into: &sled::Tree,
+    into_file: &VectorFile,
+) -> Result<u64, StoreError> {
+    let mut writer = Batched::into(into);
+    for entry in from.iter() {
+        let (key, value) = entry.map_err(engine)?;
+        if let Some(vector) = from_file.read(&value)? {
+            writer.insert(key, into_file.write(&vector)?.as_slice())?;
+        }
+    }
+    into_file.sync()?;
+    writer.finish()
 }
 
 /// Writes a fresh database beside the store in `path` with `fill` (from the store, into the

@@ -2,13 +2,16 @@
 //!
 //! Writers commit their sled transaction, then wait here for a flush. A dedicated thread takes
 //! every waiter queued so far, flushes once, and answers them all, so concurrent runs share
-//! fsyncs instead of paying one each.
+//! fsyncs instead of paying one each. The vector file is synced before the tree is flushed, so
+//! that no flushed pointer names a vector still in flight; the slots deletes freed before the
+//! sync are free to write again once the flush is done.
 
-use std::sync::mpsc;
+use std::sync::{Arc, mpsc};
 
 use tokio::sync::oneshot;
 
 use super::StoreError;
+use super::vector_file::VectorFile;
 
 type Waiter = oneshot::Sender<Result<(), String>>;
 
@@ -30,8 +33,8 @@ impl Drop for GroupCommit {
 }
 
 impl GroupCommit {
-    /// Starts the flushing thread for `db`.
-    pub(super) fn start(db: sled::Db) -> Result<GroupCommit, StoreError> {
+    /// Starts the flushing thread for `db` and its vector file.
+    pub(super) fn start(db: sled::Db, vectors: Arc<VectorFile>) -> Result<GroupCommit, StoreError> {
         let (waiters, queue) = mpsc::channel::<Waiter>();
         let thread = std::thread::Builder::new()
             .name("agentwire-flush".to_owned())
@@ -39,7 +42,11 @@ impl GroupCommit {
                 while let Ok(first) = queue.recv() {
                     let mut batch = vec![first];
                     batch.extend(queue.try_iter());
-                    let outcome = db.flush().map(|_| ()).map_err(|error| error.to_string());
+                    let outcome = vectors.sync().map_err(|error| error.to_string()).and_then(|freed| {
+                        db.flush().map_err(|error| error.to_string())?;
+                        vectors.flushed(freed);
+                        Ok(())
+                    });
                     for waiter in batch {
                         let _ = waiter.send(outcome.clone());
                     }

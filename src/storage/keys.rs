@@ -5,8 +5,14 @@ use super::CacheScope;
 
 /// The storage format this build reads and writes, recorded at open. 2: threads, their messages
 /// and working memory, and message ids are keyed by resource (format 1 keyed them by thread or
-/// message id alone, across resources).
-pub(super) const FORMAT_VERSION: u32 = 2;
+/// message id alone, across resources). 3: a vector may be a pointer into the vector file
+/// (`vector_file.rs`) instead of inline, so a build that reads only format 2 refuses the store
+/// rather than misread it.
+pub(super) const FORMAT_VERSION: u32 = 3;
+/// The format whose stores this build opens as they are: format 3 reads its inline vectors.
+pub(super) const FORMAT_INLINE_VECTORS: u32 = 2;
+/// `meta` key of the embedder that made the stored vectors (`id/dimension`).
+pub(super) const META_EMBEDDER: &[u8] = b"embedder";
 /// `meta` key of the format version.
 pub(super) const META_FORMAT: &[u8] = b"format_version";
 /// `meta` key of the last open (milliseconds since the epoch): the write that proves an opened

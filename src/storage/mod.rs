@@ -18,6 +18,7 @@ mod types;
 mod upgrade;
 mod vector_clusters;
 mod vector_codes;
+mod vector_file;
 mod vector_index;
 mod vector_scratch;
 mod vectors;

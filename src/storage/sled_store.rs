@@ -2,7 +2,7 @@
 //!
 //! Trees: `threads` (resource | id → thread), `resource_threads` (resource | created_at | thread → ()),
 //! `messages` (resource | thread | seq → message), `resource_message_ids` (resource | id → message key), `vectors`
-//! (resource | thread | seq → f32 vector), `working_memory` (scope → record), `resource_usage` (resource → threads, messages, bytes, for quotas), `response_cache`
+//! (resource | thread | seq → a pointer into the vector file, `vector_file.rs`, or an f32 vector inline), `working_memory` (scope → record), `resource_usage` (resource → threads, messages, bytes, for quotas), `response_cache`
 //! (scope | key → expiry and value), `run_pages` and `run_page_index` (run records, a page per batch:
 //! `sled_store/run_pages.rs`), `meta` (format version, embedder). Multi-tree writes are one sled transaction; sled calls run on blocking
 //! threads; writes return once group-committed to disk.
@@ -23,6 +23,7 @@ use super::upgrade;
 mod run_pages;
 mod runs;
 use super::vector_codes::dot;
+use super::vector_file::{POINTER_BYTES, VectorFile, stored_dimension};
 use super::vector_index::{DEFAULT_INDEX_BYTES, VectorIndex};
 use super::vectors::{CANDIDATES_PER_HIT, Candidate, EXACT_PER_HIT, TopK, best_hits};
 use super::{
@@ -32,8 +33,7 @@ use super::{
 };
 use crate::domain::{Message, RunRecord, now_millis};
 
-/// `meta` key of the embedder that made the stored vectors (`id/dimension`).
-const META_EMBEDDER: &[u8] = b"embedder";
+use super::keys::META_EMBEDDER;
 
 /// The page cache of a store opened with [`SledStore::open`]: 64 MiB.
 pub const DEFAULT_CACHE_BYTES: u64 = 64 * 1024 * 1024;
@@ -58,6 +58,8 @@ struct Inner {
     messages: sled::Tree,
     message_ids: sled::Tree,
     vectors: sled::Tree,
+    /// The vectors the `vectors` tree points to.
+    vector_file: Arc<VectorFile>,
     working_memory: sled::Tree,
     response_cache: sled::Tree,
     /// resource → what it keeps, for quotas.
@@ -73,14 +75,6 @@ struct Inner {
     run_pages: sled::Tree,
     run_page_index: sled::Tree,
     run_index: Mutex<Option<run_pages::RunIndex>>,
-}
-
-fn vector_bytes(vector: &[f32]) -> Vec<u8> {
-    vector.iter().flat_map(|value| value.to_le_bytes()).collect()
-}
-
-fn vector_of(bytes: &[u8]) -> Vec<f32> {
-    bytes.chunks_exact(4).map(|chunk| f32::from_le_bytes([chunk[0], chunk[1], chunk[2], chunk[3]])).collect()
 }
 
 /// The thread id and seq of a `vectors` key.
@@ -267,7 +261,10 @@ impl Inner {
                     upgrade::from_format_1(path)?;
                     return Inner::open(path, cache_bytes, recall_budget);
                 }
-                if found != keys::FORMAT_VERSION {
+                if found == keys::FORMAT_INLINE_VECTORS {
+                    // Format 3 reads format 2's inline vectors as they are.
+                    meta.insert(keys::META_FORMAT, &keys::FORMAT_VERSION.to_be_bytes()).map_err(engine)?;
+                } else if found != keys::FORMAT_VERSION {
                     return Err(StoreError::UnsupportedFormat { found, supported: keys::FORMAT_VERSION });
                 }
             }
@@ -279,12 +276,14 @@ impl Inner {
         meta.insert(keys::META_OPENED, &now_millis().to_be_bytes()).map_err(engine)?;
         db.flush().map_err(engine)?;
         let tree = |name: &str| db.open_tree(name).map_err(engine);
+        let vector_file = Arc::new(VectorFile::open(path, stored_dimension(&meta)?)?);
         Ok(Inner {
             threads: tree("threads")?,
             resource_threads: tree("resource_threads")?,
             messages: tree("messages")?,
             message_ids: tree("resource_message_ids")?,
             vectors: tree("vectors")?,
+            vector_file: Arc::clone(&vector_file),
             working_memory: tree("working_memory")?,
             response_cache: tree("response_cache")?,
             resource_usage: tree("resource_usage")?,
@@ -292,7 +291,7 @@ impl Inner {
             run_page_index: tree("run_page_index")?,
             run_index: Mutex::new(None),
             cache_puts: AtomicU64::new(0),
-            group_commit: GroupCommit::start(db.clone())?,
+            group_commit: GroupCommit::start(db.clone(), vector_file)?,
             index: Mutex::new(VectorIndex::new(recall_budget, Some(path))),
             meta,
             db,
@@ -348,9 +347,22 @@ impl Inner {
     fn save_run(&self, save: &RunSave) -> Result<(), StoreError> {
         if let Some(first) = save.embeddings.first() {
             self.check_embedder(&first.embedder, first.vector.len())?;
+            self.vector_file.set_dimension(first.vector.len())?;
+        }
+        // Into the file before the transaction (which may run more than once); the slots of
+        // those it does not keep are given back.
+        let mut pointers = Vec::with_capacity(save.embeddings.len());
+        for embedding in &save.embeddings {
+            match self.vector_file.write(&embedding.vector) {
+                Ok(pointer) => pointers.push(pointer),
+                Err(error) => {
+                    self.release_slots(&pointers, &[]);
+                    return Err(error);
+                }
+            }
         }
         let trees = self.thread_trees();
-        let written_vectors = transaction(trees.transaction(
+        let outcome = transaction(trees.transaction(
             |(threads, resource_threads, messages, message_ids, vectors, working_memory, usage)| {
                 let now = now_millis();
                 let usage_key = keys::resource_usage(&save.resource_id);
@@ -393,12 +405,13 @@ impl Inner {
                     thread.next_seq += 1;
                 }
                 let mut written = Vec::new();
-                for embedding in &save.embeddings {
+                let mut kept = vec![false; pointers.len()];
+                for ((embedding, pointer), kept) in save.embeddings.iter().zip(&pointers).zip(&mut kept) {
                     if let Some(&seq) = seqs.get(embedding.message_id.as_str()) {
+                        *kept = true;
                         let key = keys::vector(&save.resource_id, &save.thread_id, seq);
-                        let vector = vector_bytes(&embedding.vector);
-                        added.bytes += vector.len() as u64;
-                        vectors.insert(key, vector)?;
+                        added.bytes += embedding.vector.len() as u64 * 4;
+                        vectors.insert(key, pointer.as_slice())?;
                         written.push((seq, embedding.vector.clone()));
                     }
                 }
@@ -415,9 +428,17 @@ impl Inner {
                 }
                 thread.updated_at = now;
                 threads.insert(keys::thread(&save.resource_id, &save.thread_id), encode(&thread))?;
-                Ok(written)
+                Ok((written, kept))
             },
-        ))?;
+        ));
+        let (written_vectors, kept) = match outcome {
+            Ok(outcome) => outcome,
+            Err(error) => {
+                self.release_slots(&pointers, &[]);
+                return Err(error);
+            }
+        };
+        self.release_slots(&pointers, &kept);
         if !written_vectors.is_empty() {
             self.index.lock().expect("index lock").written(
                 &save.resource_id,
@@ -426,6 +447,14 @@ impl Inner {
             );
         }
         Ok(())
+    }
+
+    /// Gives back the slots of `pointers` a save wrote but did not keep (`kept[i]` false, or
+    /// missing: no pointer to them was committed).
+    fn release_slots(&self, pointers: &[[u8; POINTER_BYTES]], kept: &[bool]) {
+        let unkept = pointers.iter().enumerate().filter(|(i, _)| !kept.get(*i).copied().unwrap_or(false));
+        self.vector_file
+            .release(&unkept.map(|(_, pointer)| VectorFile::slot_of(pointer)).collect::<Vec<_>>());
     }
 
     fn get_thread(&self, resource_id: &str, thread_id: &str) -> Result<Option<Thread>, StoreError> {
@@ -520,10 +549,12 @@ impl Inner {
             removed.bytes += value.len() as u64;
         }
         let mut vector_keys = Vec::new();
+        let mut vector_values = Vec::new();
         for entry in self.vectors.scan_prefix(keys::thread_vectors_prefix(resource_id, thread_id)) {
             let (key, value) = entry.map_err(engine)?;
-            removed.bytes += value.len() as u64;
+            removed.bytes += self.vector_file.stored_bytes(&value);
             vector_keys.push(key);
+            vector_values.push(value);
         }
         let thread_scope = WorkingMemoryScope::Thread {
             resource_id: resource_id.to_owned(),
@@ -552,6 +583,9 @@ impl Inner {
                 Ok(())
             },
         ))?;
+        for value in &vector_values {
+            self.vector_file.deleted(value);
+        }
         self.index.lock().expect("index lock").thread_deleted(resource_id, thread_id);
         self.clear_cache_scope(&CacheScope::Thread {
             resource_id: resource_id.to_owned(),
@@ -684,7 +718,8 @@ impl Inner {
                 for entry in self.vectors.scan_prefix(keys::vectors_prefix(&resource_id)) {
                     let (key, value) = entry.map_err(engine)?;
                     let (thread_id, seq) = parse_vector_key(&key)?;
-                    loaded.insert(&thread_id, seq, &vector_of(&value), scratch);
+                    let Some(vector) = self.vector_file.read(&value)? else { continue };
+                    loaded.insert(&thread_id, seq, &vector, scratch);
                     if loaded.len() % 1024 == 0 && loaded.memory_bytes() > budget {
                         return Ok(false);
                     }
@@ -723,10 +758,9 @@ impl Inner {
         exact.extend(best.into_sorted().into_iter().map(|(_, candidate)| candidate));
         let mut scored = Vec::with_capacity(exact.len());
         for (thread_id, seq) in exact {
-            if let Some(value) =
-                self.vectors.get(keys::vector(resource_id, &thread_id, seq)).map_err(engine)?
-            {
-                scored.push((thread_id, seq, dot(query, &vector_of(&value))));
+            let value = self.vectors.get(keys::vector(resource_id, &thread_id, seq)).map_err(engine)?;
+            if let Some(vector) = value.map(|value| self.vector_file.read(&value)).transpose()?.flatten() {
+                scored.push((thread_id, seq, dot(query, &vector)));
             }
         }
         Ok(scored)
@@ -747,7 +781,8 @@ impl Inner {
         let mut best = TopK::new(query.top_k);
         for entry in self.vectors.scan_prefix(prefix) {
             let (key, value) = entry.map_err(engine)?;
-            let score = dot(&query.vector, &vector_of(&value));
+            let Some(vector) = self.vector_file.read(&value)? else { continue };
+            let score = dot(&query.vector, &vector);
             if best.admits(score) {
                 best.offer(score, parse_vector_key(&key)?);
             }

@@ -325,6 +325,104 @@ async fn data_survives_a_reopen() {
     assert_eq!(store.search(query).await.unwrap().len(), 1);
 }
 
+/// Ids of the threads a resource-wide search finds, best first.
+async fn found_threads(store: &SledStore, resource: &str, vector: &[f32]) -> Vec<String> {
+    let query = VectorQuery {
+        scope: RecallScope::Resource(resource.into()),
+        embedder: "test".into(),
+        vector: unit(vector),
+        top_k: 10,
+        threshold: None,
+    };
+    store.search(query).await.unwrap().into_iter().map(|hit| hit.thread_id).collect()
+}
+
+/// The bytes of the store's vector file.
+fn vector_file_bytes(dir: &std::path::Path) -> u64 {
+    std::fs::metadata(dir.join("vectors.f32")).map_or(0, |metadata| metadata.len())
+}
+
+/// Vectors live in the vector file, one slot each, and the tree only points to them; a deleted
+/// thread's slots are written again by the next saves (the file does not grow), its vectors are
+/// not found, and what took their slots is found, after a reopen too.
+#[tokio::test]
+async fn sled_vectors_live_in_their_file_and_deleted_slots_are_reused() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SledStore::open(dir.path()).unwrap();
+    for i in 0..4 {
+        store
+            .save_run(embedded("old", "r", &format!("old {i}"), &[1.0, 0.0, i as f32 / 10.0]))
+            .await
+            .unwrap();
+    }
+    assert_eq!(vector_file_bytes(dir.path()), 4 * 3 * 4, "four slots of three f32s");
+    assert_eq!(store.usage("r").await.unwrap().messages, 4);
+    store.delete_thread("r", "old").await.unwrap();
+    for i in 0..4 {
+        store
+            .save_run(embedded("new", "r", &format!("new {i}"), &[0.0, 1.0, i as f32 / 10.0]))
+            .await
+            .unwrap();
+    }
+    assert_eq!(vector_file_bytes(dir.path()), 4 * 3 * 4, "the deleted slots were written again");
+    assert_eq!(found_threads(&store, "r", &[0.0, 1.0, 0.0]).await, ["new"; 4]);
+    drop(store);
+
+    let store = SledStore::open(dir.path()).unwrap();
+    assert_eq!(found_threads(&store, "r", &[1.0, 0.0, 0.0]).await, ["new"; 4], "only the new vectors");
+    let usage = store.usage("r").await.unwrap();
+    assert_eq!(usage.messages, 4);
+    store.save_run(embedded("more", "r", "appended", &[1.0, 0.0, 0.0])).await.unwrap();
+    assert_eq!(vector_file_bytes(dir.path()), 5 * 3 * 4);
+    assert_eq!(found_threads(&store, "r", &[1.0, 0.0, 0.0]).await[0], "more");
+}
+
+/// A format-2 store keeps its vectors inline in the tree: it opens as format 3 and finds them as
+/// they are, new vectors go to the file beside them, and `compact` moves the inline ones into the
+/// file, where they are found the same.
+#[tokio::test]
+async fn a_format_2_store_reads_its_inline_vectors_and_compaction_moves_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let inline = [unit(&[1.0, 0.0]), unit(&[0.8, 0.2])];
+    {
+        let store = SledStore::open(dir.path()).unwrap();
+        store.save_run(embedded("t1", "r", "first", &inline[0])).await.unwrap();
+        store.save_run(embedded("t2", "r", "second", &inline[1])).await.unwrap();
+    }
+    {
+        // Back to format 2: the vectors inline, no vector file.
+        let raw = sled::open(dir.path()).unwrap();
+        let vectors = raw.open_tree("vectors").unwrap();
+        let keys: Vec<_> = vectors.iter().keys().map(Result::unwrap).collect();
+        for (key, vector) in keys.iter().zip(&inline) {
+            let bytes: Vec<u8> = vector.iter().flat_map(|value| value.to_le_bytes()).collect();
+            vectors.insert(key, bytes).unwrap();
+        }
+        raw.open_tree("meta").unwrap().insert("format_version", &2u32.to_be_bytes()).unwrap();
+        raw.flush().unwrap();
+        std::fs::remove_file(dir.path().join("vectors.f32")).unwrap();
+    }
+    {
+        let store = SledStore::open(dir.path()).unwrap();
+        assert_eq!(found_threads(&store, "r", &[1.0, 0.0]).await, ["t1", "t2"]);
+        store.save_run(embedded("t3", "r", "third", &[0.0, 1.0])).await.unwrap();
+        assert_eq!(vector_file_bytes(dir.path()), 2 * 4, "only the new vector is in the file");
+        assert_eq!(found_threads(&store, "r", &[0.0, 1.0]).await, ["t3", "t2", "t1"]);
+    }
+    agentwire::storage::compact(dir.path()).unwrap();
+    assert_eq!(vector_file_bytes(dir.path()), 3 * 2 * 4, "every vector is in the file");
+    {
+        let raw = sled::open(dir.path()).unwrap();
+        let format = raw.open_tree("meta").unwrap().get("format_version").unwrap().unwrap();
+        assert_eq!(format.as_ref(), 3u32.to_be_bytes());
+        let lengths: Vec<usize> =
+            raw.open_tree("vectors").unwrap().iter().values().map(|value| value.unwrap().len()).collect();
+        assert_eq!(lengths, [13, 13, 13], "pointers, not vectors");
+    }
+    let store = SledStore::open(dir.path()).unwrap();
+    assert_eq!(found_threads(&store, "r", &[1.0, 0.0]).await, ["t1", "t2", "t3"]);
+}
+
 /// A data directory written in another storage format is refused at open, not misread.
 #[tokio::test]
 async fn an_unknown_storage_format_is_refused() {
@@ -336,7 +434,7 @@ async fn an_unknown_storage_format_is_refused() {
         raw.flush().unwrap();
     }
     let error = SledStore::open(dir.path()).unwrap_err();
-    assert_eq!(error, StoreError::UnsupportedFormat { found: 99, supported: 2 });
+    assert_eq!(error, StoreError::UnsupportedFormat { found: 99, supported: 3 });
     assert!(error.to_string().contains("format 99"));
 }
 
