@@ -28,6 +28,8 @@ pub(super) const EXACT_PER_HIT: usize = 4;
 const PARALLEL_FROM: usize = 50_000;
 /// From this many codes in the probed lists on, a clustered scan is shared between the cores.
 const PARALLEL_LISTS_FROM: usize = 8_192;
+/// Codes moved between lists before the old list's memory is given back, when clustering.
+const MOVED_AT_ONCE: usize = 16_384;
 /// The most threads a scan uses.
 const MAX_SCAN_THREADS: usize = 4;
 /// The slot of an entry not in the scratch file.
@@ -72,6 +74,25 @@ struct CodeList {
 }
 
 impl CodeList {
+    /// An empty list with room for `count` codes of `width` bytes.
+    fn with_capacity(count: usize, width: usize) -> CodeList {
+        CodeList {
+            codes: Vec::with_capacity(count * width),
+            scales: Vec::with_capacity(count),
+            entries: Vec::with_capacity(count),
+        }
+    }
+
+    /// Keeps the first `count` codes and gives the memory of the rest back.
+    fn truncate(&mut self, count: usize, width: usize) {
+        self.codes.truncate(count * width);
+        self.codes.shrink_to_fit();
+        self.scales.truncate(count);
+        self.scales.shrink_to_fit();
+        self.entries.truncate(count);
+        self.entries.shrink_to_fit();
+    }
+
     /// Appends a code; returns its place.
     fn push(&mut self, vector: &[f32], width: usize, entry: u32) -> u32 {
         let place = index(self.entries.len());
@@ -182,26 +203,32 @@ impl ResourceVectors {
         self.clusters = (count >= CLUSTER_FROM)
             .then(|| Clusters::train(self.dimension, count, |entry| self.decoded(entry)));
         let target = self.clusters.as_ref().map(|clusters| self.assigned(clusters));
+        let list_of = |entry: u32| target.as_ref().map_or(0, |target| target[entry as usize] as usize);
         let width = self.width();
-        let lists = self.clusters.as_ref().map_or(1, Clusters::len);
-        let old = std::mem::replace(&mut self.lists, (0..lists).map(|_| CodeList::default()).collect());
-        // One old list at a time is moved and dropped, so the codes are never held twice.
-        for old_list in old {
-            for (place, entry) in old_list.entries.iter().enumerate() {
-                let code = &old_list.codes[place * width..(place + 1) * width];
-                let scale = old_list.scales[place];
-                let list = target.as_ref().map_or(0, |target| target[*entry as usize] as usize);
-                let codes = &mut self.lists[list];
-                self.place_of[*entry as usize] = (index(list), index(codes.entries.len()));
-                codes.codes.extend_from_slice(code);
-                codes.scales.push(scale);
-                codes.entries.push(*entry);
+        // Each new list is made as large as it will be, so that moving into it never grows it.
+        let mut sizes = vec![0usize; self.clusters.as_ref().map_or(1, Clusters::len)];
+        for list in &self.lists {
+            for &entry in &list.entries {
+                sizes[list_of(entry)] += 1;
             }
         }
-        for list in &mut self.lists {
-            list.codes.shrink_to_fit();
-            list.scales.shrink_to_fit();
-            list.entries.shrink_to_fit();
+        let lists = sizes.iter().map(|&size| CodeList::with_capacity(size, width)).collect();
+        let old = std::mem::replace(&mut self.lists, lists);
+        for mut old_list in old {
+            // From its end, a share at a time, each share's memory given back once moved: the
+            // codes are never held twice.
+            while !old_list.entries.is_empty() {
+                let from = old_list.entries.len().saturating_sub(MOVED_AT_ONCE);
+                for (place, &entry) in old_list.entries.iter().enumerate().skip(from) {
+                    let list = list_of(entry);
+                    let codes = &mut self.lists[list];
+                    self.place_of[entry as usize] = (index(list), index(codes.entries.len()));
+                    codes.codes.extend_from_slice(&old_list.codes[place * width..(place + 1) * width]);
+                    codes.scales.push(old_list.scales[place]);
+                    codes.entries.push(entry);
+                }
+                old_list.truncate(from, width);
+            }
         }
     }
 
