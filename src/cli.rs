@@ -124,6 +124,11 @@ enum Command {
         /// ([storage.postgres] recall_ef_search), to measure recall and latency at another value.
         #[arg(long)]
         ef_search: Option<u32>,
+        /// The in-process server keeps its sled store in this data directory (and leaves it
+        /// there) instead of a temporary one: a second run finds the recall resources filled and
+        /// measures a server that opened them.
+        #[arg(long, conflicts_with_all = ["addr", "postgres"])]
+        data_dir: Option<PathBuf>,
         /// Seconds each measurement lasts.
         #[arg(long, default_value_t = 5.0)]
         seconds: f64,
@@ -231,6 +236,7 @@ pub async fn main() -> ExitCode {
             addr,
             postgres,
             ef_search,
+            data_dir,
             seconds,
             warm_up,
             concurrency,
@@ -264,11 +270,12 @@ pub async fn main() -> ExitCode {
             };
             let defaults = if smoke { BenchOptions::smoke() } else { BenchOptions::default() };
             let options = if smoke {
-                BenchOptions { addr, postgres, only, records: !no_records, ..defaults }
+                BenchOptions { addr, postgres, data_dir, only, records: !no_records, ..defaults }
             } else {
                 BenchOptions {
                     addr,
                     postgres,
+                    data_dir,
                     warm_up: Duration::from_secs_f64(warm_up),
                     duration: Duration::from_secs_f64(seconds),
                     concurrency,

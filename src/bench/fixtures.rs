@@ -200,8 +200,8 @@ async fn serve_floor(router: tonic::transport::server::Router) -> Result<String,
 }
 
 /// The S4 and G2 floor: `AgentService.Stream` answering every request with the same 200 text
-/// deltas, built once — the bytes of S4 over bare tonic; and the G1 floor: `Generate` answering
-/// with the response agentwire gave G1's request (set by the bench once it has one).
+/// deltas, built once — the bytes of S4 over bare tonic; and the S1 and G1 floors: `Generate`
+/// answering with the response agentwire gave the same request (set by the bench before each).
 struct FloorAgents {
     chunks: Arc<Vec<pb::Chunk>>,
     answer: FloorAnswer,

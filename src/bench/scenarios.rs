@@ -31,8 +31,9 @@ pub(super) enum Ask {
     StreamFloor,
     /// One round trip on the bare tonic bidirectional floor.
     PingFloor,
-    /// One `Generate` round trip on the bare tonic floor, answered with a fixed response.
-    UnaryFloor,
+    /// One `Generate` round trip on the bare tonic floor with the request agentwire gets for
+    /// `agent`, answered with the response agentwire gave it: the same bytes both ways.
+    UnaryFloor { agent: &'static str },
     /// The request agentwire makes of the fake provider for a model of `tokens` (streamed or
     /// not), sent to it directly over HTTP.
     Direct { tokens: usize, streamed: bool },
@@ -77,6 +78,11 @@ pub(super) fn all(recall_sizes: &[usize]) -> Vec<Scenario> {
     let generate = |agent, threads| Ask::Generate { agent, text: "hello".into(), threads, trips: false };
     let mut scenarios = vec![
         Scenario::new("S1", "Generate \"hello\", no memory, no processors", generate("s1", Threads::None)),
+        Scenario::new(
+            "S1 floor",
+            "a bare tonic unary round trip of S1's bytes",
+            Ask::UnaryFloor { agent: "s1" },
+        ),
         Scenario::new(
             "S2a",
             "S1 + last_messages = 10, one thread past 1,000 messages",
@@ -154,7 +160,11 @@ fn gateway() -> Vec<Scenario> {
             Ask::Direct { tokens: GATEWAY_TOKENS, streamed: false },
         ),
         Scenario::new("G1", "Generate through agentwire to the fake provider, no processors", generate("g1")),
-        Scenario::new("G1 floor", "a bare tonic unary round trip of G1's bytes", Ask::UnaryFloor),
+        Scenario::new(
+            "G1 floor",
+            "a bare tonic unary round trip of G1's bytes",
+            Ask::UnaryFloor { agent: "g1" },
+        ),
         Scenario::new(
             "G1+s",
             "G1 + a pass-through processOutputStream: the provider streams the answer",
@@ -193,9 +203,9 @@ fn run_request(agent: &str, text: &str, threads: &Threads, worker: usize, run: u
     pb::RunRequest { agent_id: agent.into(), text: text.into(), thread_id, resource_id, ..Default::default() }
 }
 
-/// G1's request, which the unary floor is sent too.
-pub(super) fn unary_floor_request() -> pb::RunRequest {
-    run_request("g1", "hello", &Threads::None, 0, 0)
+/// The request of `agent` a unary floor is sent, as agentwire is.
+pub(super) fn unary_floor_request(agent: &str) -> pb::RunRequest {
+    run_request(agent, "hello", &Threads::None, 0, 0)
 }
 
 /// One worker of `scenario`, numbered `worker`.
@@ -241,12 +251,12 @@ pub(super) async fn worker(
                 async move { pinger.lock().await.round_trip().await.map(|()| Arrivals::default()) }.boxed()
             })
         }
-        Ask::UnaryFloor => {
+        Ask::UnaryFloor { agent } => {
             let client = AgentServiceClient::new(targets.floors.clone());
             Box::new(move || {
                 let mut client = client.clone();
                 async move {
-                    client.generate(unary_floor_request()).await.map_err(|status| status.to_string())?;
+                    client.generate(unary_floor_request(agent)).await.map_err(|status| status.to_string())?;
                     Ok(Arrivals::default())
                 }
                 .boxed()

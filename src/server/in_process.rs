@@ -1,6 +1,8 @@
-//! A server in this process, on its own runtime and threads, over a temporary data directory:
-//! what `agentwire bench` and `agentwire eval` drive over real gRPC.
+//! A server in this process, on its own runtime and threads, over a temporary data directory
+//! (or a kept one, or PostgreSQL): what `agentwire bench` and `agentwire eval` drive over real
+//! gRPC.
 
+use std::path::Path;
 use std::sync::Arc;
 
 use tokio::net::TcpListener;
@@ -10,20 +12,36 @@ use crate::config::Config;
 use crate::runtime::{Components, Runtime};
 use crate::storage::{PgOptions, PgStore, SledStore, Store};
 
-/// A running server; [`InProcess::stop`] ends it and deletes its data.
+/// A running server; [`InProcess::stop`] ends it and deletes its data when it was temporary.
 pub struct InProcess {
     address: String,
     store: Arc<dyn Store>,
     stop: tokio::sync::oneshot::Sender<()>,
     thread: std::thread::JoinHandle<()>,
-    _data: tempfile::TempDir,
+    _data: Option<tempfile::TempDir>,
+}
+
+/// Where an in-process server keeps its memory.
+enum Backing<'a> {
+    /// sled in a temporary directory, deleted when the server stops.
+    Temporary,
+    /// sled in `store` under this data directory, as `agentwire serve --data-dir` keeps it.
+    Kept(&'a Path),
+    /// PostgreSQL.
+    Postgres(&'a PgOptions),
 }
 
 impl InProcess {
     /// Starts a server of the agents in `config` (an `agentwire.toml`) on a loopback port, with a
     /// runtime of two worker threads named `thread_name`.
     pub fn start(config: &str, thread_name: &str) -> Result<InProcess, String> {
-        InProcess::start_with(config, thread_name, None)
+        InProcess::start_with(config, thread_name, Backing::Temporary)
+    }
+
+    /// [`InProcess::start`] with the store kept in the data directory `data_dir` (opened as
+    /// `agentwire serve --data-dir` opens it, and left there when the server stops).
+    pub fn start_in(config: &str, thread_name: &str, data_dir: &Path) -> Result<InProcess, String> {
+        InProcess::start_with(config, thread_name, Backing::Kept(data_dir))
     }
 
     /// [`InProcess::start`] with the store in PostgreSQL (its connections made on the server's
@@ -33,29 +51,32 @@ impl InProcess {
         thread_name: &str,
         postgres: &PgOptions,
     ) -> Result<InProcess, String> {
-        InProcess::start_with(config, thread_name, Some(postgres))
+        InProcess::start_with(config, thread_name, Backing::Postgres(postgres))
     }
 
-    fn start_with(
-        config: &str,
-        thread_name: &str,
-        postgres: Option<&PgOptions>,
-    ) -> Result<InProcess, String> {
-        let data = tempfile::tempdir().map_err(|error| format!("cannot make a data directory: {error}"))?;
+    fn start_with(config: &str, thread_name: &str, backing: Backing<'_>) -> Result<InProcess, String> {
         let server_runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .thread_name(thread_name)
             .enable_all()
             .build()
             .map_err(|error| format!("cannot start the {thread_name} runtime: {error}"))?;
-        let store: Arc<dyn Store> = match postgres {
-            None => Arc::new(
-                SledStore::open(data.path()).map_err(|error| format!("cannot open the store: {error}"))?,
-            ),
-            Some(options) => Arc::new(
-                server_runtime
-                    .block_on(PgStore::connect(options))
-                    .map_err(|error| format!("cannot open the PostgreSQL store: {error}"))?,
+        let open_sled =
+            |path: &Path| SledStore::open(path).map_err(|error| format!("cannot open the store: {error}"));
+        let (store, data): (Arc<dyn Store>, _) = match backing {
+            Backing::Temporary => {
+                let data =
+                    tempfile::tempdir().map_err(|error| format!("cannot make a data directory: {error}"))?;
+                (Arc::new(open_sled(data.path())?), Some(data))
+            }
+            Backing::Kept(data_dir) => (Arc::new(open_sled(&data_dir.join("store"))?), None),
+            Backing::Postgres(options) => (
+                Arc::new(
+                    server_runtime
+                        .block_on(PgStore::connect(options))
+                        .map_err(|error| format!("cannot open the PostgreSQL store: {error}"))?,
+                ),
+                None,
             ),
         };
         let components = Components::builtin().with_store(Arc::clone(&store));

@@ -9,6 +9,7 @@ fn every_scenario_runs_and_aborted_runs_save_nothing() {
     let report = run(&BenchOptions::smoke()).expect("the bench runs");
     for scenario in [
         "S1",
+        "S1 floor",
         "S2a",
         "S2b",
         "S3",
@@ -51,9 +52,29 @@ fn every_scenario_runs_and_aborted_runs_save_nothing() {
     let rendered = render(&report);
     assert!(
         rendered.contains("| S6 300 | semantic recall")
+            && rendered.contains("ms for the same bytes over bare tonic")
             && rendered.contains("R1: a blocking remote processInput adds")
             && rendered.contains("G1 at 1: agentwire adds")
             && rendered.contains("G2 at 1: agentwire adds")
             && rendered.contains("G3: the guard pipeline adds")
     );
+}
+
+/// With `--data-dir` the store is kept: a second bench finds the recall resource filled by the
+/// first and measures it without filling it again.
+#[test]
+fn a_kept_data_directory_is_filled_once() {
+    let data = tempfile::tempdir().expect("temp dir");
+    let options = BenchOptions {
+        only: vec!["S6".into()],
+        data_dir: Some(data.path().to_owned()),
+        ..BenchOptions::smoke()
+    };
+    let first = run(&options).expect("the first bench runs");
+    assert!(first.recall_loads[0].filled.is_some(), "the first run fills the resource");
+    assert!(data.path().join("store").is_dir(), "the store is kept");
+    let second = run(&options).expect("the second bench runs");
+    assert_eq!(second.recall_loads[0].filled, None, "the second finds it filled");
+    assert!(second.row("S6 300", 1).expect("measured").measured.requests > 0);
+    assert!(second.recall[0].1 >= 0.95, "recall over the reopened store: {}", second.recall[0].1);
 }
