@@ -3,7 +3,7 @@
 //! Trees: `threads` (resource | id → thread), `resource_threads` (resource | created_at | thread → ()),
 //! `messages` (resource | thread | seq → message), `resource_message_ids` (resource | id → message key), `vectors`
 //! (resource | thread | seq → a pointer into the vector file, `vector_file.rs`, or an f32 vector inline), `working_memory` (scope → record), `resource_usage` (resource → threads, messages, bytes, for quotas), `response_cache`
-//! (scope | key → expiry and value), `run_pages` and `run_page_index` (run records, a page per batch:
+//! (scope | key → expiry and value), `run_pages` and `run_page_index` (run records, in pages of a few records:
 //! `sled_store/run_pages.rs`), `meta` (format version, embedder). Multi-tree writes are one sled transaction; sled calls run on blocking
 //! threads; writes return once group-committed to disk.
 

@@ -377,6 +377,80 @@ async fn sled_vectors_live_in_their_file_and_deleted_slots_are_reused() {
     assert_eq!(found_threads(&store, "r", &[1.0, 0.0, 0.0]).await[0], "more");
 }
 
+/// The values of sled's `run_pages` tree, by key.
+fn run_page_values(dir: &std::path::Path) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let raw = sled::open(dir).unwrap();
+    let pages = raw.open_tree("run_pages").unwrap();
+    pages.iter().map(|entry| entry.map(|(key, value)| (key.to_vec(), value.to_vec())).unwrap()).collect()
+}
+
+/// sled keeps run records in values of at most 6 KiB, even a record of 200 KB (sled never pages
+/// out a larger value: every record would stay in memory), and they read back whole; pages of
+/// a store written before that (a whole page under its number) read the same, and retention
+/// rewrites them into small values.
+#[tokio::test]
+async fn sled_run_records_are_kept_in_small_values() {
+    const PART: usize = 6 * 1024;
+    let dir = tempfile::tempdir().unwrap();
+    let mut records: Vec<RunRecord> = (0..300)
+        .map(|index| {
+            run_record(&format!("r{index:03}"), index + 1, "echo", "x", RunOutcome::Finished, "probe")
+        })
+        .collect();
+    records[150].content = Some(agentwire::domain::RunContent {
+        prompts: Vec::new(),
+        chunks: vec![agentwire::domain::Chunk::TextDelta { id: "t".into(), text: "word ".repeat(40_000) }],
+        truncated: false,
+    });
+    {
+        let store = SledStore::open(dir.path()).unwrap();
+        store.save_run_records(records.clone()).await.unwrap();
+    }
+    let values = run_page_values(dir.path());
+    assert!(values.len() > 300 * 200 / PART, "many small pages: {}", values.len());
+    assert!(values.iter().all(|(_, value)| value.len() <= PART), "every value within 6 KiB");
+    let store = SledStore::open(dir.path()).unwrap();
+    assert_eq!(store.get_run_record("r150").await.unwrap().as_ref(), Some(&records[150]), "the large one");
+    let listed = store.list_run_records(&RunFilter::default(), "", 300).await.unwrap();
+    assert_eq!(listed.runs.len(), 300);
+    assert!(listed.runs.iter().rev().eq(records.iter()), "every record, newest first");
+    drop(store);
+
+    // As a store written before parts kept a batch: one page of all 300 records, whole under
+    // its number, listed as one.
+    {
+        let raw = sled::open(dir.path()).unwrap();
+        let (pages, listing) =
+            (raw.open_tree("run_pages").unwrap(), raw.open_tree("run_page_index").unwrap());
+        pages.clear().unwrap();
+        listing.clear().unwrap();
+        let bodies: Vec<Vec<u8>> = records.iter().map(|record| serde_json::to_vec(record).unwrap()).collect();
+        let mut page = (bodies.len() as u32).to_be_bytes().to_vec();
+        let mut end = 0u32;
+        for body in &bodies {
+            end += body.len() as u32;
+            page.extend_from_slice(&end.to_be_bytes());
+        }
+        page.extend(bodies.concat());
+        pages.insert(0u64.to_be_bytes(), page).unwrap();
+        let runs: Vec<serde_json::Value> = records
+            .iter()
+            .map(|record| {
+                serde_json::json!({"run_id": record.run_id, "resource_id": record.resource_id, "started_at": record.started_at})
+            })
+            .collect();
+        listing.insert(0u64.to_be_bytes(), serde_json::to_vec(&runs).unwrap()).unwrap();
+        raw.flush().unwrap();
+    }
+    let store = SledStore::open(dir.path()).unwrap();
+    assert_eq!(store.get_run_record("r150").await.unwrap().as_ref(), Some(&records[150]));
+    assert_eq!(store.prune_run_records(None, Some(100)).await.unwrap(), 200);
+    let kept = store.list_run_records(&RunFilter::default(), "", 300).await.unwrap().runs;
+    assert!(kept.iter().rev().eq(records[200..].iter()), "the newest 100");
+    drop(store);
+    assert!(run_page_values(dir.path()).iter().all(|(_, value)| value.len() <= PART));
+}
+
 /// A format-2 store keeps its vectors inline in the tree: it opens as format 3 and finds them as
 /// they are, new vectors go to the file beside them, and `compact` moves the inline ones into the
 /// file, where they are found the same.

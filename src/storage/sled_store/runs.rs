@@ -1,5 +1,5 @@
-//! Run records in sled, a page per batch (`run_pages.rs`): saving a batch is one transaction of
-//! two inserts, listing walks the in-memory index newest first and reads each record from its
+//! Run records in sled, in pages of a few records (`run_pages.rs`): saving a batch is one
+//! transaction, listing walks the in-memory index newest first and reads each record from its
 //! page, and removing records (retention, `DeleteResource`) rewrites the pages they were in.
 //! Stores written before pages (a `runs` tree, a key per record) are moved into pages when the
 //! index is first built.
@@ -9,19 +9,28 @@ use std::sync::MutexGuard;
 
 use sled::Transactional;
 
-use super::run_pages::{PagedRun, RunIndex, encode_page, page_record, page_records};
+use super::run_pages::{PART_BYTES, PagedRun, RunIndex, page_record, page_records, paged};
 use super::{Inner, StoreError, decode, encode, engine, keys, transaction};
 use crate::domain::RunRecord;
 use crate::storage::{RunFilter, RunPage};
 
-/// Records moved into one page from a store written before pages.
-const LEGACY_PAGE: usize = 256;
+/// Records moved into pages in one transaction from a store written before pages.
+const LEGACY_BATCH: usize = 256;
 
 /// Pages a listing keeps read at once (the newest runs lie in a few pages).
 const PAGES_HELD: usize = 8;
 
 fn page_key(page: u64) -> [u8; 8] {
     page.to_be_bytes()
+}
+
+/// The key of a page's part.
+fn part_key(page: u64, part: usize) -> [u8; 12] {
+    let mut key = [0u8; 12];
+    key[..8].copy_from_slice(&page_key(page));
+    key[8..]
+        .copy_from_slice(&u32::try_from(part).expect("a page of fewer than 4 billion parts").to_be_bytes());
+    key
 }
 
 fn page_of(key: &[u8]) -> Result<u64, StoreError> {
@@ -48,17 +57,48 @@ impl Inner {
         Ok(index)
     }
 
-    /// Writes `records` as page `page` (replacing it), and tells `index`.
-    fn write_page(&self, index: &mut RunIndex, page: u64, records: &[RunRecord]) -> Result<(), StoreError> {
-        let runs: Vec<PagedRun> = records.iter().map(PagedRun::of).collect();
-        let (body, listed) = (encode_page(records), encode(&runs));
-        transaction((&self.run_pages, &self.run_page_index).transaction(|(pages, listing)| {
-            pages.insert(&page_key(page), body.as_slice())?;
-            listing.insert(&page_key(page), listed.as_slice())?;
+    /// Writes `pages` (number, bytes, runs) in one transaction, in parts of at most
+    /// [`PART_BYTES`], replacing whatever parts they had, and tells `index`.
+    fn write_pages(
+        &self,
+        index: &mut RunIndex,
+        pages: Vec<(u64, Vec<u8>, Vec<PagedRun>)>,
+    ) -> Result<(), StoreError> {
+        let stale = self.part_keys(pages.iter().map(|(page, _, _)| *page))?;
+        let listed: Vec<Vec<u8>> = pages.iter().map(|(_, _, runs)| encode(runs)).collect();
+        transaction((&self.run_pages, &self.run_page_index).transaction(|(parts, listing)| {
+            for key in &stale {
+                parts.remove(key)?;
+            }
+            for ((page, body, _), listed) in pages.iter().zip(&listed) {
+                for (part, bytes) in body.chunks(PART_BYTES).enumerate() {
+                    parts.insert(&part_key(*page, part), bytes)?;
+                }
+                listing.insert(&page_key(*page), listed.as_slice())?;
+            }
             Ok(())
         }))?;
-        index.add(page, runs);
+        for (page, _, runs) in pages {
+            index.add(page, runs);
+        }
         Ok(())
+    }
+
+    /// The keys of every part of `pages` that is stored.
+    fn part_keys(&self, pages: impl Iterator<Item = u64>) -> Result<Vec<sled::IVec>, StoreError> {
+        let mut keys = Vec::new();
+        for page in pages {
+            for key in self.run_pages.scan_prefix(page_key(page)).keys() {
+                keys.push(key.map_err(engine)?);
+            }
+        }
+        Ok(keys)
+    }
+
+    /// Writes `records` into new pages.
+    fn write_new_pages(&self, index: &mut RunIndex, records: &[RunRecord]) -> Result<(), StoreError> {
+        let pages = paged(records).into_iter().map(|(body, runs)| (index.take_page(), body, runs)).collect();
+        self.write_pages(index, pages)
     }
 
     pub(super) fn save_run_records(&self, records: &[RunRecord]) -> Result<(), StoreError> {
@@ -66,16 +106,22 @@ impl Inner {
             return Ok(());
         }
         let mut index = self.run_index()?;
-        let index = index.as_mut().expect("loaded");
-        let page = index.take_page();
-        self.write_page(index, page, records)
+        self.write_new_pages(index.as_mut().expect("loaded"), records)
     }
 
+    /// A page's bytes, its parts joined.
     fn read_page(&self, page: u64) -> Result<sled::IVec, StoreError> {
-        self.run_pages.get(page_key(page)).map_err(engine)?.ok_or_else(|| StoreError::Corrupt {
+        let mut parts = self.run_pages.scan_prefix(page_key(page)).values();
+        let first = parts.next().transpose().map_err(engine)?.ok_or_else(|| StoreError::Corrupt {
             tree: "run_pages",
             reason: format!("page {page} is indexed but missing"),
-        })
+        })?;
+        let Some(second) = parts.next().transpose().map_err(engine)? else { return Ok(first) };
+        let mut joined = [first.as_ref(), second.as_ref()].concat();
+        for part in parts {
+            joined.extend_from_slice(&part.map_err(engine)?);
+        }
+        Ok(joined.into())
     }
 
     pub(super) fn list_run_records(
@@ -169,8 +215,11 @@ impl Inner {
                 .filter(|run_id| !leaving.contains(&run_id.as_str()))
                 .collect();
             if staying.is_empty() {
-                transaction((&self.run_pages, &self.run_page_index).transaction(|(pages, listing)| {
-                    pages.remove(&page_key(page))?;
+                let stale = self.part_keys(std::iter::once(page))?;
+                transaction((&self.run_pages, &self.run_page_index).transaction(|(parts, listing)| {
+                    for key in &stale {
+                        parts.remove(key)?;
+                    }
                     listing.remove(&page_key(page))?;
                     Ok(())
                 }))?;
@@ -181,7 +230,14 @@ impl Inner {
                 .into_iter()
                 .filter(|record| staying.contains(&record.run_id))
                 .collect();
-            self.write_page(index, page, &kept)?;
+            // What is left is written back under the page's number (a page of a store written
+            // before parts may give several: the rest take new numbers).
+            let pages = paged(&kept)
+                .into_iter()
+                .enumerate()
+                .map(|(at, (body, runs))| (if at == 0 { page } else { index.take_page() }, body, runs))
+                .collect();
+            self.write_pages(index, pages)?;
         }
         Ok(())
     }
@@ -194,18 +250,14 @@ impl Inner {
             return Ok(());
         }
         let legacy = self.db.open_tree("runs").map_err(engine)?;
-        let mut page = Vec::with_capacity(LEGACY_PAGE);
+        let mut batch = Vec::with_capacity(LEGACY_BATCH);
         for entry in legacy.iter().values() {
-            page.push(decode::<RunRecord>("runs", &entry.map_err(engine)?)?);
-            if page.len() == LEGACY_PAGE {
-                let number = index.take_page();
-                self.write_page(index, number, &std::mem::take(&mut page))?;
+            batch.push(decode::<RunRecord>("runs", &entry.map_err(engine)?)?);
+            if batch.len() == LEGACY_BATCH {
+                self.write_new_pages(index, &std::mem::take(&mut batch))?;
             }
         }
-        if !page.is_empty() {
-            let number = index.take_page();
-            self.write_page(index, number, &page)?;
-        }
+        self.write_new_pages(index, &batch)?;
         for old in ["runs", "resource_runs"] {
             self.db.drop_tree(old).map_err(engine)?;
         }
