@@ -4,11 +4,13 @@
 //! server stopped — and crash-safe: the copy is written beside the store, marked complete by a
 //! rename, and swapped in by two more; opening the store finishes a swap a crash interrupted.
 //! The vector file is rewritten with it: the live vectors only (inline ones of older stores
-//! included), in slots one after another, with the pointers to them.
+//! included), in slots one after another, with the pointers to them; and so are the run
+//! records' segments: the live pages only (inline ones of older stores included).
 
 use std::path::{Path, PathBuf};
 
 use super::StoreError;
+use super::run_segments::RunSegments;
 use super::sled_codec::{Batched, copy_tree, engine, open_waiting_for_lock};
 use super::vector_file::{VectorFile, stored_dimension};
 
@@ -85,7 +87,9 @@ pub fn compact(path: &Path) -> Result<Compacted, StoreError> {
         for name in live.tree_names() {
             let (from, into) =
                 (live.open_tree(&name).map_err(engine)?, copy.open_tree(&name).map_err(engine)?);
-            records += if name.as_ref() == b"vectors" {
+            records += if name.as_ref() == b"run_pages" {
+                copy_run_pages(&from, &RunSegments::open(path)?, &into, &RunSegments::open(&compacting)?)?
+            } else if name.as_ref() == b"vectors" {
                 let dimension = stored_dimension(&live.open_tree("meta").map_err(engine)?)?;
                 copy_vectors(
                     &from,
@@ -118,6 +122,29 @@ fn copy_vectors(
         }
     }
     into_file.sync()?;
+    writer.finish()
+}
+
+/// Copies the `run_pages` tree `from` (pointing into `from_segments`) into `into`, each page
+/// written to `into_segments`; a pointer whose page is gone is kept as it is (it reads as gone
+/// there too, and its listing stays consistent). Returns the pages copied.
+fn copy_run_pages(
+    from: &sled::Tree,
+    from_segments: &RunSegments,
+    into: &sled::Tree,
+    into_segments: &RunSegments,
+) -> Result<u64, StoreError> {
+    let mut writer = Batched::into(into);
+    for entry in from.iter() {
+        let (key, value) = entry.map_err(engine)?;
+        let page =
+            if RunSegments::is_pointer(&value) { from_segments.read(&value)? } else { Some(value.to_vec()) };
+        match page {
+            Some(page) => writer.insert(key, into_segments.append(&page)?.as_slice())?,
+            None => writer.insert(key, value)?,
+        }
+    }
+    into_segments.sync()?;
     writer.finish()
 }
 

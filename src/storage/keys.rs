@@ -6,8 +6,9 @@ use super::CacheScope;
 /// The storage format this build reads and writes, recorded at open. 2: threads, their messages
 /// and working memory, and message ids are keyed by resource (format 1 keyed them by thread or
 /// message id alone, across resources). 3: a vector may be a pointer into the vector file
-/// (`vector_file.rs`) instead of inline, so a build that reads only format 2 refuses the store
-/// rather than misread it.
+/// (`vector_file.rs`) and a page of run records a pointer into a segment (`run_segments.rs`)
+/// instead of inline, so a build that reads only format 2 refuses the store rather than misread
+/// it.
 pub(super) const FORMAT_VERSION: u32 = 3;
 /// The format whose stores this build opens as they are: format 3 reads its inline vectors.
 pub(super) const FORMAT_INLINE_VECTORS: u32 = 2;

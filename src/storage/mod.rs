@@ -12,6 +12,7 @@ mod keys;
 mod postgres;
 mod quota;
 mod reopening;
+mod run_segments;
 mod sled_codec;
 mod sled_store;
 mod types;

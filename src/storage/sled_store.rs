@@ -3,7 +3,7 @@
 //! Trees: `threads` (resource | id → thread), `resource_threads` (resource | created_at | thread → ()),
 //! `messages` (resource | thread | seq → message), `resource_message_ids` (resource | id → message key), `vectors`
 //! (resource | thread | seq → a pointer into the vector file, `vector_file.rs`, or an f32 vector inline), `working_memory` (scope → record), `resource_usage` (resource → threads, messages, bytes, for quotas), `response_cache`
-//! (scope | key → expiry and value), `run_pages` and `run_page_index` (run records, in pages of a few records:
+//! (scope | key → expiry and value), `run_pages` and `run_page_index` (run records, a page per batch in segment files:
 //! `sled_store/run_pages.rs`), `meta` (format version, embedder). Multi-tree writes are one sled transaction; sled calls run on blocking
 //! threads; writes return once group-committed to disk.
 
@@ -22,6 +22,7 @@ use super::upgrade;
 
 mod run_pages;
 mod runs;
+use super::run_segments::RunSegments;
 use super::vector_codes::dot;
 use super::vector_file::{POINTER_BYTES, VectorFile, stored_dimension};
 use super::vector_index::{DEFAULT_INDEX_BYTES, VectorIndex};
@@ -75,6 +76,8 @@ struct Inner {
     run_pages: sled::Tree,
     run_page_index: sled::Tree,
     run_index: Mutex<Option<run_pages::RunIndex>>,
+    /// The pages of run records the `run_pages` tree points into.
+    run_segments: RunSegments,
 }
 
 /// The thread id and seq of a `vectors` key.
@@ -290,6 +293,7 @@ impl Inner {
             run_pages: tree("run_pages")?,
             run_page_index: tree("run_page_index")?,
             run_index: Mutex::new(None),
+            run_segments: RunSegments::open(path)?,
             cache_puts: AtomicU64::new(0),
             group_commit: GroupCommit::start(db.clone(), vector_file)?,
             index: Mutex::new(VectorIndex::new(recall_budget, Some(path))),

@@ -384,13 +384,24 @@ fn run_page_values(dir: &std::path::Path) -> Vec<(Vec<u8>, Vec<u8>)> {
     pages.iter().map(|entry| entry.map(|(key, value)| (key.to_vec(), value.to_vec())).unwrap()).collect()
 }
 
-/// sled keeps run records in values of at most 6 KiB, even a record of 200 KB (sled never pages
-/// out a larger value: every record would stay in memory), and they read back whole; pages of
-/// a store written before that (a whole page under its number) read the same, and retention
-/// rewrites them into small values.
+/// The segment files of a store's run records.
+fn run_segment_files(dir: &std::path::Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir.join("runs"))
+        .map(|entries| {
+            entries.map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned()).collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
+/// Run records' pages live in segment files and sled keeps only a 17-byte pointer to each (sled
+/// never pages out a value of over 128 KiB, so pages in its tree stayed in memory), a record of
+/// 200 KB included; a store that kept its pages inline reads them the same, retention writes
+/// what it keeps into segments, and `compact` moves the rest; a segment no page points into is
+/// deleted.
 #[tokio::test]
-async fn sled_run_records_are_kept_in_small_values() {
-    const PART: usize = 6 * 1024;
+async fn sled_run_records_live_in_segment_files() {
     let dir = tempfile::tempdir().unwrap();
     let mut records: Vec<RunRecord> = (0..300)
         .map(|index| {
@@ -404,51 +415,63 @@ async fn sled_run_records_are_kept_in_small_values() {
     });
     {
         let store = SledStore::open(dir.path()).unwrap();
-        store.save_run_records(records.clone()).await.unwrap();
+        store.save_run_records(records[..100].to_vec()).await.unwrap();
+        store.save_run_records(records[100..].to_vec()).await.unwrap();
     }
     let values = run_page_values(dir.path());
-    assert!(values.len() > 300 * 200 / PART, "many small pages: {}", values.len());
-    assert!(values.iter().all(|(_, value)| value.len() <= PART), "every value within 6 KiB");
-    let store = SledStore::open(dir.path()).unwrap();
-    assert_eq!(store.get_run_record("r150").await.unwrap().as_ref(), Some(&records[150]), "the large one");
-    let listed = store.list_run_records(&RunFilter::default(), "", 300).await.unwrap();
-    assert_eq!(listed.runs.len(), 300);
-    assert!(listed.runs.iter().rev().eq(records.iter()), "every record, newest first");
-    drop(store);
+    assert_eq!(values.len(), 2, "a page per batch");
+    assert!(values.iter().all(|(_, value)| value.len() == 17), "sled keeps pointers only");
+    assert_eq!(run_segment_files(dir.path()), ["00000000.seg"]);
 
-    // As a store written before parts kept a batch: one page of all 300 records, whole under
-    // its number, listed as one.
+    // As a store written before segments kept them: each page inline, under its number.
     {
+        let store = SledStore::open(dir.path()).unwrap();
+        assert_eq!(
+            store.get_run_record("r150").await.unwrap().as_ref(),
+            Some(&records[150]),
+            "the large one"
+        );
+        drop(store);
+        let pages: Vec<Vec<u8>> = {
+            let segment = std::fs::read(dir.path().join("runs/00000000.seg")).unwrap();
+            let lengths: Vec<usize> = values
+                .iter()
+                .map(|(_, pointer)| u32::from_le_bytes(pointer[9..13].try_into().unwrap()) as usize)
+                .collect();
+            vec![segment[..lengths[0]].to_vec(), segment[lengths[0]..lengths[0] + lengths[1]].to_vec()]
+        };
         let raw = sled::open(dir.path()).unwrap();
-        let (pages, listing) =
-            (raw.open_tree("run_pages").unwrap(), raw.open_tree("run_page_index").unwrap());
-        pages.clear().unwrap();
-        listing.clear().unwrap();
-        let bodies: Vec<Vec<u8>> = records.iter().map(|record| serde_json::to_vec(record).unwrap()).collect();
-        let mut page = (bodies.len() as u32).to_be_bytes().to_vec();
-        let mut end = 0u32;
-        for body in &bodies {
-            end += body.len() as u32;
-            page.extend_from_slice(&end.to_be_bytes());
+        let tree = raw.open_tree("run_pages").unwrap();
+        for ((key, _), page) in values.iter().zip(pages) {
+            tree.insert(key, page).unwrap();
         }
-        page.extend(bodies.concat());
-        pages.insert(0u64.to_be_bytes(), page).unwrap();
-        let runs: Vec<serde_json::Value> = records
-            .iter()
-            .map(|record| {
-                serde_json::json!({"run_id": record.run_id, "resource_id": record.resource_id, "started_at": record.started_at})
-            })
-            .collect();
-        listing.insert(0u64.to_be_bytes(), serde_json::to_vec(&runs).unwrap()).unwrap();
         raw.flush().unwrap();
+        std::fs::remove_dir_all(dir.path().join("runs")).unwrap();
     }
     let store = SledStore::open(dir.path()).unwrap();
-    assert_eq!(store.get_run_record("r150").await.unwrap().as_ref(), Some(&records[150]));
-    assert_eq!(store.prune_run_records(None, Some(100)).await.unwrap(), 200);
-    let kept = store.list_run_records(&RunFilter::default(), "", 300).await.unwrap().runs;
-    assert!(kept.iter().rev().eq(records[200..].iter()), "the newest 100");
+    let listed = store.list_run_records(&RunFilter::default(), "", 300).await.unwrap();
+    assert!(listed.runs.iter().rev().eq(records.iter()), "every record, newest first");
+    assert_eq!(store.prune_run_records(None, Some(250)).await.unwrap(), 50, "the first page loses 50");
     drop(store);
-    assert!(run_page_values(dir.path()).iter().all(|(_, value)| value.len() <= PART));
+    let lengths: Vec<usize> = run_page_values(dir.path()).iter().map(|(_, value)| value.len()).collect();
+    assert_eq!(
+        lengths.iter().filter(|length| **length == 17).count(),
+        1,
+        "the page retention kept is a pointer"
+    );
+    agentwire::storage::compact(dir.path()).unwrap();
+    assert!(
+        run_page_values(dir.path()).iter().all(|(_, value)| value.len() == 17),
+        "compaction moved the rest"
+    );
+    let store = SledStore::open(dir.path()).unwrap();
+    let kept = store.list_run_records(&RunFilter::default(), "", 300).await.unwrap().runs;
+    assert!(kept.iter().rev().eq(records[50..].iter()), "the newest 250, after compaction");
+    assert_eq!(store.get_run_record("r150").await.unwrap().as_ref(), Some(&records[150]));
+    assert_eq!(store.prune_run_records(None, Some(0)).await.unwrap(), 250);
+    store.save_run_records(vec![records[0].clone()]).await.unwrap();
+    drop(store);
+    assert_eq!(run_segment_files(dir.path()), ["00000001.seg"], "the emptied segment is deleted");
 }
 
 /// A format-2 store keeps its vectors inline in the tree: it opens as format 3 and finds them as

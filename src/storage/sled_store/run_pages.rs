@@ -1,21 +1,15 @@
-//! How run records lie in sled: pages of a few records each, not a key per record (a sled
-//! insert costs about as much as a page of records, so a key per record cost each run tens of
-//! µs of the server's CPU), and an index of where each run is.
+//! How run records are kept: a page per batch the writer writes, not a key per record (a sled
+//! insert costs about as much as a whole page of records, so a key per record cost each run
+//! tens of µs of the server's CPU), and an index of where each run is.
 //!
-//! - `run_pages`: page number (u64, big-endian, in the order written) and part number (u32,
-//!   big-endian) → a part of the page: a count, the end offset of each record, then the records
-//!   as JSON, so one record reads without the rest. A page is at most [`PART_BYTES`] unless one
-//!   record alone is larger, and then its parts are at most that. (Stores written before parts
-//!   keep a page whole under its number alone, read the same way.)
+//! - A page: a count, the end offset of each record, then the records as JSON, so one record
+//!   reads without the rest. It lives in a segment file (`storage/run_segments.rs`).
+//! - `run_pages`: page number (u64, big-endian, in the order written) → the page's pointer into
+//!   its segment (stores written before segments keep the page itself, read the same way).
 //! - `run_page_index`: page number → the page's runs (id, resource, start) in slot order, a few
 //!   bytes a run, read once to build the in-memory [`RunIndex`].
 //!
-//! Why small values: sled writes a value (or a leaf of up to 16) larger than a quarter of its
-//! 512 KiB segment out of line, as a blob, and counts only the blob's pointer against its cache's
-//! capacity — so it never pages it out. A page per batch (up to 256 records, about 150 KB) kept
-//! every retained record in memory: 52 MB live at 100,000 records, whatever `cache_mb` said.
-//!
-//! A batch's pages and their index entries are written in one transaction.
+//! A page's pointer and its index entry are written in one transaction.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::ops::Bound;
@@ -25,49 +19,18 @@ use serde::{Deserialize, Serialize};
 use super::{StoreError, decode, encode};
 use crate::domain::RunRecord;
 
-/// The most bytes a value of `run_pages` holds: sixteen of them, a leaf, stay within sled's
-/// 128 KiB threshold of out-of-line values.
-pub(super) const PART_BYTES: usize = 6 * 1024;
-
 /// A page's records, encoded.
-#[cfg(test)]
 pub(super) fn encode_page(records: &[RunRecord]) -> Vec<u8> {
-    page_of(&records.iter().map(encode).collect::<Vec<_>>())
-}
-
-/// `records` in pages, in order: each page's bytes and its runs. A page takes records while it
-/// stays within [`PART_BYTES`]; a record larger than that has a page of its own.
-pub(super) fn paged(records: &[RunRecord]) -> Vec<(Vec<u8>, Vec<PagedRun>)> {
     let bodies: Vec<Vec<u8>> = records.iter().map(encode).collect();
-    let mut pages = Vec::new();
-    let (mut start, mut bytes) = (0, 4);
-    for (at, body) in bodies.iter().enumerate() {
-        if at > start && bytes + 4 + body.len() > PART_BYTES {
-            pages.push(start..at);
-            (start, bytes) = (at, 4);
-        }
-        bytes += 4 + body.len();
-    }
-    if start < records.len() {
-        pages.push(start..records.len());
-    }
-    pages
-        .into_iter()
-        .map(|range| (page_of(&bodies[range.clone()]), records[range].iter().map(PagedRun::of).collect()))
-        .collect()
-}
-
-/// A page of records already encoded.
-fn page_of(bodies: &[Vec<u8>]) -> Vec<u8> {
     let header = 4 * (1 + bodies.len());
     let mut page = Vec::with_capacity(header + bodies.iter().map(Vec::len).sum::<usize>());
     page.extend_from_slice(&(bodies.len() as u32).to_be_bytes());
     let mut end = 0u32;
-    for body in bodies {
+    for body in &bodies {
         end += body.len() as u32;
         page.extend_from_slice(&end.to_be_bytes());
     }
-    for body in bodies {
+    for body in &bodies {
         page.extend_from_slice(body);
     }
     page
@@ -278,32 +241,6 @@ mod tests {
         assert_eq!(page_records(&page).unwrap(), records);
         assert!(page_record(&page, 3).is_err());
         assert!(page_record(&page[..6], 0).is_err(), "a truncated page is corrupt, not a panic");
-    }
-
-    /// Records go into pages in order, each page within `PART_BYTES` unless a record alone is
-    /// larger, and each page reads back its own records.
-    #[test]
-    fn records_are_paged_within_a_part() {
-        let mut records: Vec<RunRecord> = (0..40).map(|index| record(&format!("r{index:02}"), "x")).collect();
-        records[7].agent_id = "a".repeat(3 * PART_BYTES);
-        let pages = paged(&records);
-        let mut seen = Vec::new();
-        for (body, runs) in &pages {
-            assert!(body.len() <= PART_BYTES || runs.len() == 1, "a page of {} bytes", body.len());
-            let read = page_records(body).unwrap();
-            assert_eq!(
-                read.iter().map(|record| &record.run_id).collect::<Vec<_>>(),
-                runs.iter().map(|run| &run.run_id).collect::<Vec<_>>()
-            );
-            seen.extend(read);
-        }
-        assert_eq!(seen, records);
-        assert!(
-            pages.iter().any(|(_, runs)| runs.len() == 1 && runs[0].run_id == "r07"),
-            "the large one alone"
-        );
-        assert!(pages.len() < 40, "small records share pages");
-        assert!(paged(&[]).is_empty());
     }
 
     /// A run written again moves to its new page; removing a page forgets only the runs still

@@ -1,6 +1,8 @@
-//! Run records in sled, in pages of a few records (`run_pages.rs`): saving a batch is one
-//! transaction, listing walks the in-memory index newest first and reads each record from its
-//! page, and removing records (retention, `DeleteResource`) rewrites the pages they were in.
+//! Run records, a page per batch (`run_pages.rs`) in the segment files (`run_segments.rs`):
+//! saving a batch is one write to a segment and one sled transaction of two small inserts,
+//! listing walks the in-memory index newest first and reads each record from its page, and
+//! removing records (retention, `DeleteResource`) writes the pages they were in again without
+//! them, giving the old pages back to their segments.
 //! Stores written before pages (a `runs` tree, a key per record) are moved into pages when the
 //! index is first built.
 
@@ -9,28 +11,20 @@ use std::sync::MutexGuard;
 
 use sled::Transactional;
 
-use super::run_pages::{PART_BYTES, PagedRun, RunIndex, page_record, page_records, paged};
+use super::RunSegments;
+use super::run_pages::{PagedRun, RunIndex, encode_page, page_record, page_records};
 use super::{Inner, StoreError, decode, encode, engine, keys, transaction};
 use crate::domain::RunRecord;
 use crate::storage::{RunFilter, RunPage};
 
-/// Records moved into pages in one transaction from a store written before pages.
-const LEGACY_BATCH: usize = 256;
+/// Records moved into one page from a store written before pages.
+const LEGACY_PAGE: usize = 256;
 
 /// Pages a listing keeps read at once (the newest runs lie in a few pages).
 const PAGES_HELD: usize = 8;
 
 fn page_key(page: u64) -> [u8; 8] {
     page.to_be_bytes()
-}
-
-/// The key of a page's part.
-fn part_key(page: u64, part: usize) -> [u8; 12] {
-    let mut key = [0u8; 12];
-    key[..8].copy_from_slice(&page_key(page));
-    key[8..]
-        .copy_from_slice(&u32::try_from(part).expect("a page of fewer than 4 billion parts").to_be_bytes());
-    key
 }
 
 fn page_of(key: &[u8]) -> Result<u64, StoreError> {
@@ -51,54 +45,34 @@ impl Inner {
                 Ok((page_of(&key)?, value.to_vec()))
             });
             let mut loaded = RunIndex::load(entries)?;
+            let mut pointers = Vec::new();
+            for value in self.run_pages.iter().values() {
+                pointers.push(value.map_err(engine)?);
+            }
+            self.run_segments.track(pointers.iter().map(|pointer| pointer.as_ref()))?;
             self.move_legacy_runs(&mut loaded)?;
             *index = Some(loaded);
         }
         Ok(index)
     }
 
-    /// Writes `pages` (number, bytes, runs) in one transaction, in parts of at most
-    /// [`PART_BYTES`], replacing whatever parts they had, and tells `index`.
-    fn write_pages(
-        &self,
-        index: &mut RunIndex,
-        pages: Vec<(u64, Vec<u8>, Vec<PagedRun>)>,
-    ) -> Result<(), StoreError> {
-        let stale = self.part_keys(pages.iter().map(|(page, _, _)| *page))?;
-        let listed: Vec<Vec<u8>> = pages.iter().map(|(_, _, runs)| encode(runs)).collect();
-        transaction((&self.run_pages, &self.run_page_index).transaction(|(parts, listing)| {
-            for key in &stale {
-                parts.remove(key)?;
-            }
-            for ((page, body, _), listed) in pages.iter().zip(&listed) {
-                for (part, bytes) in body.chunks(PART_BYTES).enumerate() {
-                    parts.insert(&part_key(*page, part), bytes)?;
-                }
-                listing.insert(&page_key(*page), listed.as_slice())?;
-            }
-            Ok(())
-        }))?;
-        for (page, _, runs) in pages {
-            index.add(page, runs);
+    /// Writes `records` as page `page` (replacing it), and tells `index`: the page goes to a
+    /// segment, its pointer and runs into sled, and the page it replaces is given back.
+    fn write_page(&self, index: &mut RunIndex, page: u64, records: &[RunRecord]) -> Result<(), StoreError> {
+        let runs: Vec<PagedRun> = records.iter().map(PagedRun::of).collect();
+        let pointer = self.run_segments.append(&encode_page(records))?;
+        let listed = encode(&runs);
+        let replaced =
+            transaction((&self.run_pages, &self.run_page_index).transaction(|(pages, listing)| {
+                let replaced = pages.insert(&page_key(page), pointer.as_slice())?;
+                listing.insert(&page_key(page), listed.as_slice())?;
+                Ok(replaced)
+            }))?;
+        if let Some(replaced) = replaced {
+            self.run_segments.released(&replaced);
         }
+        index.add(page, runs);
         Ok(())
-    }
-
-    /// The keys of every part of `pages` that is stored.
-    fn part_keys(&self, pages: impl Iterator<Item = u64>) -> Result<Vec<sled::IVec>, StoreError> {
-        let mut keys = Vec::new();
-        for page in pages {
-            for key in self.run_pages.scan_prefix(page_key(page)).keys() {
-                keys.push(key.map_err(engine)?);
-            }
-        }
-        Ok(keys)
-    }
-
-    /// Writes `records` into new pages.
-    fn write_new_pages(&self, index: &mut RunIndex, records: &[RunRecord]) -> Result<(), StoreError> {
-        let pages = paged(records).into_iter().map(|(body, runs)| (index.take_page(), body, runs)).collect();
-        self.write_pages(index, pages)
     }
 
     pub(super) fn save_run_records(&self, records: &[RunRecord]) -> Result<(), StoreError> {
@@ -106,22 +80,22 @@ impl Inner {
             return Ok(());
         }
         let mut index = self.run_index()?;
-        self.write_new_pages(index.as_mut().expect("loaded"), records)
+        let index = index.as_mut().expect("loaded");
+        let page = index.take_page();
+        self.write_page(index, page, records)
     }
 
-    /// A page's bytes, its parts joined.
-    fn read_page(&self, page: u64) -> Result<sled::IVec, StoreError> {
-        let mut parts = self.run_pages.scan_prefix(page_key(page)).values();
-        let first = parts.next().transpose().map_err(engine)?.ok_or_else(|| StoreError::Corrupt {
-            tree: "run_pages",
-            reason: format!("page {page} is indexed but missing"),
+    /// A page's bytes; `None` when its segment no longer holds it (a crash between the segment
+    /// and the tree): its records are as if deleted.
+    fn read_page(&self, page: u64) -> Result<Option<Vec<u8>>, StoreError> {
+        let value = self.run_pages.get(page_key(page)).map_err(engine)?.ok_or_else(|| {
+            StoreError::Corrupt { tree: "run_pages", reason: format!("page {page} is indexed but missing") }
         })?;
-        let Some(second) = parts.next().transpose().map_err(engine)? else { return Ok(first) };
-        let mut joined = [first.as_ref(), second.as_ref()].concat();
-        for part in parts {
-            joined.extend_from_slice(&part.map_err(engine)?);
+        if RunSegments::is_pointer(&value) {
+            self.run_segments.read(&value)
+        } else {
+            Ok(Some(value.to_vec()))
         }
-        Ok(joined.into())
     }
 
     pub(super) fn list_run_records(
@@ -134,7 +108,7 @@ impl Inner {
             keys::decode_cursor(cursor).and_then(|bytes| String::from_utf8(bytes).ok()).unwrap_or_default();
         let index = self.run_index()?;
         let index = index.as_ref().expect("loaded");
-        let mut held: HashMap<u64, sled::IVec> = HashMap::new();
+        let mut held: HashMap<u64, Option<Vec<u8>>> = HashMap::new();
         let mut runs: Vec<RunRecord> = Vec::new();
         for (run_id, place) in index.newest_first(&filter.resource_id, &before) {
             // The index knows when each run began: a window skips runs without reading them.
@@ -149,7 +123,8 @@ impl Inner {
                 }
                 held.insert(place.page, self.read_page(place.page)?);
             }
-            let record = page_record(&held[&place.page], place.slot)?;
+            let Some(page) = &held[&place.page] else { continue };
+            let record = page_record(page, place.slot)?;
             if record.run_id != run_id || !filter.matches(&record) {
                 continue;
             }
@@ -165,7 +140,7 @@ impl Inner {
     pub(super) fn get_run_record(&self, run_id: &str) -> Result<Option<RunRecord>, StoreError> {
         let index = self.run_index()?;
         let Some(place) = index.as_ref().expect("loaded").place(run_id) else { return Ok(None) };
-        page_record(&self.read_page(place.page)?, place.slot).map(Some)
+        self.read_page(place.page)?.map(|page| page_record(&page, place.slot)).transpose()
     }
 
     pub(super) fn prune_run_records(
@@ -214,30 +189,24 @@ impl Inner {
                 .map(|run| run.run_id.clone())
                 .filter(|run_id| !leaving.contains(&run_id.as_str()))
                 .collect();
-            if staying.is_empty() {
-                let stale = self.part_keys(std::iter::once(page))?;
-                transaction((&self.run_pages, &self.run_page_index).transaction(|(parts, listing)| {
-                    for key in &stale {
-                        parts.remove(key)?;
-                    }
-                    listing.remove(&page_key(page))?;
-                    Ok(())
-                }))?;
+            // A page its segment lost has nothing left to keep either.
+            let body = if staying.is_empty() { None } else { self.read_page(page)? };
+            let Some(body) = body else {
+                let removed =
+                    transaction((&self.run_pages, &self.run_page_index).transaction(|(pages, listing)| {
+                        let removed = pages.remove(&page_key(page))?;
+                        listing.remove(&page_key(page))?;
+                        Ok(removed)
+                    }))?;
+                if let Some(removed) = removed {
+                    self.run_segments.released(&removed);
+                }
                 index.remove_page(page);
                 continue;
-            }
-            let kept: Vec<RunRecord> = page_records(&self.read_page(page)?)?
-                .into_iter()
-                .filter(|record| staying.contains(&record.run_id))
-                .collect();
-            // What is left is written back under the page's number (a page of a store written
-            // before parts may give several: the rest take new numbers).
-            let pages = paged(&kept)
-                .into_iter()
-                .enumerate()
-                .map(|(at, (body, runs))| (if at == 0 { page } else { index.take_page() }, body, runs))
-                .collect();
-            self.write_pages(index, pages)?;
+            };
+            let kept: Vec<RunRecord> =
+                page_records(&body)?.into_iter().filter(|record| staying.contains(&record.run_id)).collect();
+            self.write_page(index, page, &kept)?;
         }
         Ok(())
     }
@@ -250,14 +219,18 @@ impl Inner {
             return Ok(());
         }
         let legacy = self.db.open_tree("runs").map_err(engine)?;
-        let mut batch = Vec::with_capacity(LEGACY_BATCH);
+        let mut page = Vec::with_capacity(LEGACY_PAGE);
         for entry in legacy.iter().values() {
-            batch.push(decode::<RunRecord>("runs", &entry.map_err(engine)?)?);
-            if batch.len() == LEGACY_BATCH {
-                self.write_new_pages(index, &std::mem::take(&mut batch))?;
+            page.push(decode::<RunRecord>("runs", &entry.map_err(engine)?)?);
+            if page.len() == LEGACY_PAGE {
+                let number = index.take_page();
+                self.write_page(index, number, &std::mem::take(&mut page))?;
             }
         }
-        self.write_new_pages(index, &batch)?;
+        if !page.is_empty() {
+            let number = index.take_page();
+            self.write_page(index, number, &page)?;
+        }
         for old in ["runs", "resource_runs"] {
             self.db.drop_tree(old).map_err(engine)?;
         }
