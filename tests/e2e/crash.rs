@@ -1,14 +1,16 @@
 //! Durability: the real server under concurrent runs is killed with SIGKILL; the store must
-//! reopen cleanly, hold every run whose `finish` a client received, and show no half run.
+//! reopen cleanly, hold every run whose `finish` a client received (its messages, and the
+//! vectors semantic recall finds them by), and show no half run.
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use agentwire::memory::embedder::{Embedder, Lexical};
 use agentwire::server::pb;
 use agentwire::server::pb::agent_service_client::AgentServiceClient;
-use agentwire::storage::{Direction, SledStore, Store};
+use agentwire::storage::{Direction, RecallScope, SledStore, Store, VectorQuery};
 
 const CONFIG: &str = r#"
 [[agents]]
@@ -16,6 +18,9 @@ id = "echo"
 model = "mock/echo"
 memory = { last_messages = 2, semantic_recall = {} }
 "#;
+
+/// The finished runs of each thread, newest first, whose vectors are searched after each kill.
+const RECALLED: usize = 20;
 
 /// Concurrent clients, each with its own thread.
 const CLIENTS: usize = 16;
@@ -167,6 +172,28 @@ async fn kill_9_rounds(postgres: Option<&str>) {
                 if *finished_thread == thread {
                     assert!(stored.contains(text), "{thread}: the finished run `{text}` was lost");
                 }
+            }
+            // The last runs before the kill are found by their own text's vector.
+            let finished_here = all_finished.iter().filter(|(finished_thread, _)| *finished_thread == thread);
+            for (_, text) in finished_here.rev().take(RECALLED) {
+                let seq =
+                    messages.iter().find(|stored| text_of(&stored.message) == *text).expect("stored").seq;
+                let query = VectorQuery {
+                    scope: RecallScope::Thread {
+                        resource_id: "crash-test".into(),
+                        thread_id: thread.clone(),
+                    },
+                    embedder: Lexical::new().id().to_owned(),
+                    vector: Lexical::embed_one(text),
+                    top_k: 1,
+                    threshold: Some(0.999),
+                };
+                let hits = store.search(query).await.unwrap();
+                assert_eq!(
+                    hits.iter().map(|hit| hit.seq).collect::<Vec<_>>(),
+                    [seq],
+                    "{thread}: the vector of the finished run `{text}` was lost"
+                );
             }
         }
         drop(store);
