@@ -377,9 +377,26 @@ async fn sled_vectors_live_in_their_file_and_deleted_slots_are_reused() {
     assert_eq!(found_threads(&store, "r", &[1.0, 0.0, 0.0]).await[0], "more");
 }
 
+/// The store's sled database opened raw, once the store that had it open has let go of its
+/// lock (sled's threads hold it a moment after the store is dropped).
+fn raw_sled(dir: &std::path::Path) -> sled::Db {
+    let started = std::time::Instant::now();
+    loop {
+        match sled::open(dir) {
+            Err(sled::Error::Io(error))
+                if error.to_string().contains("could not acquire lock")
+                    && started.elapsed() < std::time::Duration::from_secs(10) =>
+            {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            opened => return opened.unwrap(),
+        }
+    }
+}
+
 /// The values of sled's `run_pages` tree, by key.
 fn run_page_values(dir: &std::path::Path) -> Vec<(Vec<u8>, Vec<u8>)> {
-    let raw = sled::open(dir).unwrap();
+    let raw = raw_sled(dir);
     let pages = raw.open_tree("run_pages").unwrap();
     pages.iter().map(|entry| entry.map(|(key, value)| (key.to_vec(), value.to_vec())).unwrap()).collect()
 }
@@ -440,7 +457,7 @@ async fn sled_run_records_live_in_segment_files() {
                 .collect();
             vec![segment[..lengths[0]].to_vec(), segment[lengths[0]..lengths[0] + lengths[1]].to_vec()]
         };
-        let raw = sled::open(dir.path()).unwrap();
+        let raw = raw_sled(dir.path());
         let tree = raw.open_tree("run_pages").unwrap();
         for ((key, _), page) in values.iter().zip(pages) {
             tree.insert(key, page).unwrap();
@@ -488,7 +505,7 @@ async fn a_format_2_store_reads_its_inline_vectors_and_compaction_moves_them() {
     }
     {
         // Back to format 2: the vectors inline, no vector file.
-        let raw = sled::open(dir.path()).unwrap();
+        let raw = raw_sled(dir.path());
         let vectors = raw.open_tree("vectors").unwrap();
         let keys: Vec<_> = vectors.iter().keys().map(Result::unwrap).collect();
         for (key, vector) in keys.iter().zip(&inline) {
@@ -509,7 +526,7 @@ async fn a_format_2_store_reads_its_inline_vectors_and_compaction_moves_them() {
     agentwire::storage::compact(dir.path()).unwrap();
     assert_eq!(vector_file_bytes(dir.path()), 3 * 2 * 4, "every vector is in the file");
     {
-        let raw = sled::open(dir.path()).unwrap();
+        let raw = raw_sled(dir.path());
         let format = raw.open_tree("meta").unwrap().get("format_version").unwrap().unwrap();
         assert_eq!(format.as_ref(), 3u32.to_be_bytes());
         let lengths: Vec<usize> =
@@ -526,7 +543,7 @@ async fn an_unknown_storage_format_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     drop(SledStore::open(dir.path()).unwrap());
     {
-        let raw = sled::open(dir.path()).unwrap();
+        let raw = raw_sled(dir.path());
         raw.open_tree("meta").unwrap().insert("format_version", &99u32.to_be_bytes()).unwrap();
         raw.flush().unwrap();
     }
