@@ -21,6 +21,7 @@ mod vector_clusters;
 mod vector_codes;
 mod vector_file;
 mod vector_index;
+mod vector_quantizer;
 mod vector_scratch;
 mod vectors;
 mod writability;

@@ -26,7 +26,7 @@ use super::run_segments::RunSegments;
 use super::vector_codes::dot;
 use super::vector_file::{POINTER_BYTES, VectorFile, stored_dimension};
 use super::vector_index::{DEFAULT_INDEX_BYTES, VectorIndex};
-use super::vectors::{CANDIDATES_PER_HIT, Candidate, EXACT_PER_HIT, TopK, best_hits};
+use super::vectors::{CANDIDATES_PER_HIT, Candidate, EXACT_PER_HIT, ResourceVectors, TopK, best_hits};
 use super::{
     CacheScope, DeleteReport, Direction, Hit, MessagePage, NewThread, RecallScope, ResourceUsage, RunFilter,
     RunPage, RunSave, Store, StoreError, StoredMessage, Thread, ThreadPage, ThreadUpdate, VectorQuery,
@@ -719,17 +719,24 @@ impl Inner {
         let candidates = {
             let mut index = self.index.lock().expect("index lock");
             let loaded = index.searched(&resource_id, |loaded, scratch, budget| {
-                for entry in self.vectors.scan_prefix(keys::vectors_prefix(&resource_id)) {
-                    let (key, value) = entry.map_err(engine)?;
-                    let (thread_id, seq) = parse_vector_key(&key)?;
-                    let Some(vector) = self.vector_file.read(&value)? else { continue };
-                    loaded.insert(&thread_id, seq, &vector, scratch);
-                    if loaded.len() % 1024 == 0 && loaded.memory_bytes() > budget {
-                        return Ok(false);
+                // A second pass only when the scratch file failed under the first, whose
+                // deferred codes it held: the second has no scratch file to defer to.
+                loop {
+                    for entry in self.vectors.scan_prefix(keys::vectors_prefix(&resource_id)) {
+                        let (key, value) = entry.map_err(engine)?;
+                        let (thread_id, seq) = parse_vector_key(&key)?;
+                        let Some(vector) = self.vector_file.read(&value)? else { continue };
+                        loaded.load(&thread_id, seq, &vector, scratch);
+                        if loaded.len() % 1024 == 0 && loaded.memory_bytes() > budget {
+                            return Ok(false);
+                        }
                     }
+                    if loaded.finish_load(scratch) {
+                        return Ok(loaded.memory_bytes() <= budget);
+                    }
+                    loaded.release(scratch);
+                    *loaded = ResourceVectors::default();
                 }
-                loaded.keep_clustered();
-                Ok(loaded.memory_bytes() <= budget)
             })?;
             loaded.map(|(loaded, scratch)| loaded.candidates(&query.vector, wanted, thread, scratch))
         };

@@ -2,10 +2,15 @@
 //! centroids (spherical k-means, trained on a scrambled sample), each group's codes kept
 //! together, and a search scores the query against the centroids and scans only the groups of the
 //! closest ones — a sixteenth of the vectors, read in order, so a large resource is searched in
-//! a fraction of the time of a full scan. The clusters only choose what is scanned; the
-//! scan and the rescoring are unchanged.
+//! a fraction of the time of a full scan.
+//!
+//! A clustered vector is kept as the product code ([`ProductQuantizer`]) of its residual — the
+//! vector minus its cluster's mean — trained on the same sample: 48 bytes at 384 dimensions
+//! instead of a four-bit code's 192. Its score is the query's dot product with the mean, once
+//! per cluster, plus the code's score from the query's table.
 
 use super::vector_codes::dot;
+use super::vector_quantizer::{ProductQuantizer, score};
 
 /// From this many vectors on, a resource is clustered (below it a full scan takes well under a
 /// millisecond).
@@ -19,15 +24,22 @@ const CLUSTER_COUNTS: (usize, usize) = (32, 256);
 const PROBED_SHARE: usize = 16;
 /// Vectors of the training sample, per cluster.
 const SAMPLE_PER_CLUSTER: usize = 40;
+/// The fewest vectors of the training sample: about forty for each of the product quantizer's
+/// 256 centroids of a place.
+const SAMPLE_AT_LEAST: usize = 10_240;
 /// Rounds of k-means.
 const ROUNDS: usize = 8;
 
-/// Unit-length centroids.
+/// Unit-length centroids, the means of their clusters and the quantizer of the residuals.
 #[derive(Debug)]
 pub(super) struct Clusters {
     dimension: usize,
     /// Contiguous: cluster `c` is `centroids[c * dimension..(c + 1) * dimension]`.
     centroids: Vec<f32>,
+    /// The mean of each cluster's sampled vectors, laid out as `centroids`: residuals are taken
+    /// from it (a unit centroid is longer than the mean of the vectors around it).
+    means: Vec<f32>,
+    quantizer: ProductQuantizer,
     /// The vectors there were when these clusters were trained.
     trained_for: usize,
 }
@@ -35,11 +47,16 @@ pub(super) struct Clusters {
 impl Clusters {
     /// Centroids for `count` vectors of `dimension`, read with `vector_of(index)`, trained on a
     /// sample of them drawn in a scrambled order (a stride would follow any period in the data,
-    /// and the first centroids, the sample's first vectors, would all be alike).
-    pub(super) fn train(dimension: usize, count: usize, vector_of: impl Fn(usize) -> Vec<f32>) -> Clusters {
+    /// and the first centroids, the sample's first vectors, would all be alike); `None` when a
+    /// sampled vector cannot be read.
+    pub(super) fn train(
+        dimension: usize,
+        count: usize,
+        vector_of: impl Fn(usize) -> Option<Vec<f32>>,
+    ) -> Option<Clusters> {
         let clusters =
             (count / VECTORS_PER_CLUSTER).clamp(CLUSTER_COUNTS.0, CLUSTER_COUNTS.1).min(count.max(1));
-        let sample_count = (clusters * SAMPLE_PER_CLUSTER).min(count);
+        let sample_count = (clusters * SAMPLE_PER_CLUSTER).max(SAMPLE_AT_LEAST).min(count);
         let drawn = |index: usize| {
             let scrambled = (index as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 16;
             // Below `count`, which is a usize.
@@ -47,35 +64,89 @@ impl Clusters {
             let drawn = (scrambled % count as u64) as usize;
             drawn
         };
-        let sample: Vec<Vec<f32>> = (0..sample_count).map(|index| vector_of(drawn(index))).collect();
+        let sample: Vec<Vec<f32>> =
+            (0..sample_count).map(|index| vector_of(drawn(index))).collect::<Option<_>>()?;
+        let centroids: Vec<f32> = sample[..clusters].iter().flatten().copied().collect();
         let mut trained = Clusters {
             dimension,
-            centroids: sample[..clusters].iter().flatten().copied().collect(),
+            means: Vec::new(),
+            centroids,
+            quantizer: ProductQuantizer::train(dimension, &[]),
             trained_for: count,
         };
-        for _ in 0..ROUNDS {
+        for round in 0..=ROUNDS {
             let mut sums = vec![0.0f32; clusters * dimension];
+            let mut counts = vec![0u32; clusters];
             for vector in &sample {
                 let cluster = trained.closest(vector);
+                counts[cluster] += 1;
                 for (sum, value) in
                     sums[cluster * dimension..(cluster + 1) * dimension].iter_mut().zip(vector)
                 {
                     *sum += value;
                 }
             }
-            for (sum, centroid) in
-                sums.chunks_exact(dimension).zip(trained.centroids.chunks_exact_mut(dimension))
+            // The last round only measures the means of the clusters the rounds before trained.
+            let measuring = round == ROUNDS;
+            if measuring {
+                trained.means.clone_from(&trained.centroids);
+            }
+            let target = if measuring { &mut trained.means } else { &mut trained.centroids };
+            for ((sum, centroid), count) in
+                sums.chunks_exact(dimension).zip(target.chunks_exact_mut(dimension)).zip(counts)
             {
-                let norm = dot(sum, sum).sqrt();
-                // An empty cluster keeps its centroid.
-                if norm > 0.0 {
+                #[allow(clippy::cast_precision_loss)]
+                let length = if measuring { count as f32 } else { dot(sum, sum).sqrt() };
+                // An empty cluster keeps its centroid (and its mean stays the centroid).
+                if length > 0.0 {
                     for (centroid, sum) in centroid.iter_mut().zip(sum) {
-                        *centroid = sum / norm;
+                        *centroid = sum / length;
                     }
                 }
             }
         }
-        trained
+        let residuals: Vec<Vec<f32>> =
+            sample.iter().map(|vector| trained.residual(trained.closest(vector), vector)).collect();
+        trained.quantizer = ProductQuantizer::train(dimension, &residuals);
+        Some(trained)
+    }
+
+    /// The mean of `cluster`.
+    fn mean(&self, cluster: usize) -> &[f32] {
+        &self.means[cluster * self.dimension..(cluster + 1) * self.dimension]
+    }
+
+    /// `vector` minus the mean of `cluster`.
+    fn residual(&self, cluster: usize, vector: &[f32]) -> Vec<f32> {
+        vector.iter().zip(self.mean(cluster)).map(|(value, mean)| value - mean).collect()
+    }
+
+    /// The bytes of a code.
+    pub(super) fn code_bytes(&self) -> usize {
+        self.quantizer.code_bytes()
+    }
+
+    /// Encodes `vector`, of `cluster`, into `code` ([`Self::code_bytes`] long).
+    pub(super) fn encode(&self, cluster: usize, vector: &[f32], code: &mut [u8]) {
+        self.quantizer.encode(vector, self.mean(cluster), code);
+    }
+
+    /// The vector a code of `cluster` holds.
+    pub(super) fn decode(&self, cluster: usize, code: &[u8]) -> Vec<f32> {
+        self.quantizer
+            .decode(code)
+            .iter()
+            .zip(self.mean(cluster))
+            .map(|(residual, mean)| residual + mean)
+            .collect()
+    }
+
+    /// `query` prepared to score the codes of any cluster.
+    pub(super) fn query(&self, query: &[f32]) -> ClusterQuery {
+        ClusterQuery {
+            table: self.quantizer.table(query),
+            means: self.means.chunks_exact(self.dimension).map(|mean| dot(mean, query)).collect(),
+        }
     }
 
     /// How many clusters there are.
@@ -115,9 +186,23 @@ impl Clusters {
         order.into_iter().map(|(_, cluster)| cluster).collect()
     }
 
-    /// The memory the centroids take, in bytes.
+    /// The memory the centroids, means and quantizer take, in bytes.
     pub(super) fn memory_bytes(&self) -> usize {
-        self.centroids.capacity() * 4
+        (self.centroids.capacity() + self.means.capacity()) * 4 + self.quantizer.memory_bytes()
+    }
+}
+
+/// A query's dot products with the clusters' means and with the quantizer's centroids.
+#[derive(Debug)]
+pub(super) struct ClusterQuery {
+    table: Vec<f32>,
+    means: Vec<f32>,
+}
+
+impl ClusterQuery {
+    /// The approximate dot product of the query with the vector of `code`, of `cluster`.
+    pub(super) fn score(&self, cluster: usize, code: &[u8]) -> f32 {
+        self.means[cluster] + score(&self.table, code)
     }
 }
 
@@ -148,7 +233,8 @@ mod tests {
     fn probing_finds_the_query_group() {
         let dimension = 64;
         let vectors = grouped(dimension, 64, 20_000);
-        let clusters = Clusters::train(dimension, vectors.len(), |index| vectors[index].clone());
+        let clusters = Clusters::train(dimension, vectors.len(), |index| Some(vectors[index].clone()))
+            .expect("all read");
         assert_eq!(clusters.len(), 50);
         for group in [0, 5, 63] {
             let probed = clusters.probed(&vectors[group]);

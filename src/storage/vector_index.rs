@@ -78,7 +78,7 @@ impl VectorIndex {
             loaded.vectors.insert(thread_id, *seq, vector, &mut self.scratch);
         }
         self.scratch.flush();
-        loaded.vectors.keep_clustered();
+        loaded.vectors.keep_clustered(&mut self.scratch);
         if loaded.vectors.memory_bytes() > self.budget {
             self.drop_resource(resource_id);
             self.oversized.insert(resource_id.to_owned());

@@ -130,7 +130,7 @@ impl ScratchVectors {
     }
 
     /// Gives the file up (its disk is freed when it is closed).
-    fn give_up(&mut self) {
+    pub(super) fn give_up(&mut self) {
         self.file = None;
         self.free.clear();
         self.pending.clear();
@@ -139,16 +139,45 @@ impl ScratchVectors {
     /// The approximate dot product of `query` with the vector in `slot` (written and flushed),
     /// or `None` when it cannot be read.
     pub(super) fn score(&self, slot: u32, query: &[f32]) -> Option<f32> {
-        let file = self.file.as_ref()?;
-        if query.len() != self.dimension || slot >= self.pending_from {
+        if query.len() != self.dimension {
             return None;
         }
-        let mut bytes = vec![0u8; self.slot_bytes()];
-        let offset = u64::from(slot) * bytes.len() as u64;
-        file.read_exact_at(&mut bytes, offset).ok()?;
-        let scale = f32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]);
+        let mut bytes = Vec::new();
+        let scale = self.read(slot, &mut bytes)?;
         Some(dot_i8(query, &bytes[4..]) / scale)
     }
+
+    /// Reads the vector in `slot` (written and flushed), as its int8 copy holds it, into
+    /// `room.vector`; `false` when it cannot be read.
+    pub(super) fn read_vector(&self, slot: u32, room: &mut VectorRoom) -> bool {
+        let Some(scale) = self.read(slot, &mut room.bytes) else { return false };
+        room.vector.clear();
+        // The bits of a component, read as signed.
+        #[allow(clippy::cast_possible_wrap)]
+        room.vector.extend(room.bytes[4..].iter().map(|byte| f32::from(*byte as i8) / scale));
+        true
+    }
+
+    /// Reads `slot` into `bytes` (the scale's four, then the components); its scale.
+    fn read(&self, slot: u32, bytes: &mut Vec<u8>) -> Option<f32> {
+        let file = self.file.as_ref()?;
+        if slot >= self.pending_from {
+            return None;
+        }
+        bytes.resize(self.slot_bytes(), 0);
+        let offset = u64::from(slot) * bytes.len() as u64;
+        file.read_exact_at(bytes, offset).ok()?;
+        Some(f32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]))
+    }
+}
+
+/// Room to read vectors back into, kept between reads so that reading a million allocates
+/// nothing ([`ScratchVectors::read_vector`]).
+#[derive(Debug, Default)]
+pub(super) struct VectorRoom {
+    bytes: Vec<u8>,
+    /// The vector last read.
+    pub(super) vector: Vec<f32>,
 }
 
 /// A slot's bytes: the scale, then each component as `round(value * scale)`, the largest at ±127.

@@ -5,22 +5,29 @@
 //! vectors by the store ([`best_hits`]).
 //!
 //! The codes are kept in lists, one per cluster of a large resource ([`Clusters`]) and a single
-//! one for a small one, each list's codes contiguous so that a scan reads them in order. A message
-//! costs about 230 bytes here with 384 dimensions (its code, scale, thread, seq and the places
-//! that find it), an eighth of an f32 and int8 copy, so a million messages of one resource fit in
-//! memory.
+//! one for a small one, each list's codes contiguous so that a scan reads them in order. A small
+//! resource's codes are four-bit ([`encode`]: 192 bytes at 384 dimensions, about 230 a message
+//! with its scale, thread, seq and the places that find it); a clustered one's are product codes
+//! of their residuals (48 bytes, about 80 a message), so a million messages of one resource take
+//! about 80 MB.
 
 use std::collections::HashMap;
 
 use super::Hit;
-use super::vector_clusters::{CLUSTER_FROM, Clusters};
+use super::vector_clusters::{CLUSTER_FROM, ClusterQuery, Clusters};
 use super::vector_codes::{QueryCode, code_bytes, decode, encode};
-use super::vector_scratch::ScratchVectors;
+use super::vector_quantizer::code_bytes as product_code_bytes;
+use super::vector_scratch::{ScratchVectors, VectorRoom};
 
-/// Candidates scored again, per hit asked for: the codes' ranking puts the exact top 3 of
-/// 100,000 chat-like messages among its best 96 in about 98 of 100 cases, of 1,000,000 in about
-/// 97 (BENCHMARKS.md); twice as many lift a million to 99 and cost about a millisecond.
+/// Candidates scored again, per hit asked for, from a scan of up to [`SCANNED_PER_WIDENING`]
+/// codes: the codes' ranking puts the exact top 3 of 100,000 chat-like messages among its best
+/// 96 in about 98 of 100 cases (BENCHMARKS.md).
 pub(super) const CANDIDATES_PER_HIT: usize = 32;
+/// A clustered scan of more codes than this asks for more candidates, in proportion: the more
+/// codes crowd the probed lists, the further down the codes' ranking the exact best falls (at a
+/// million messages a scan reads about 62,000 codes, and 32 candidates a hit found about 95 of
+/// the exact top 3 in 100; about 60 find 97).
+const SCANNED_PER_WIDENING: usize = 32_768;
 /// Candidates read from sled and scored exactly, per hit asked for, of those the scratch file
 /// scored: its int8 copies rank the true best of the candidates within their best 12.
 pub(super) const EXACT_PER_HIT: usize = 4;
@@ -28,12 +35,12 @@ pub(super) const EXACT_PER_HIT: usize = 4;
 const PARALLEL_FROM: usize = 50_000;
 /// From this many codes in the probed lists on, a clustered scan is shared between the cores.
 const PARALLEL_LISTS_FROM: usize = 8_192;
-/// Codes moved between lists before the old list's memory is given back, when clustering.
-const MOVED_AT_ONCE: usize = 16_384;
 /// The most threads a scan uses.
 const MAX_SCAN_THREADS: usize = 4;
 /// The slot of an entry not in the scratch file.
 const NO_SLOT: u32 = u32::MAX;
+/// The list of an entry whose code is deferred ([`ResourceVectors::load`]).
+const UNPLACED: u32 = u32::MAX;
 
 /// A candidate of a search: its thread, seq, and score from the scratch file when it has one.
 pub(super) type Candidate = (String, u64, Option<f32>);
@@ -47,8 +54,11 @@ pub(super) struct ResourceVectors {
     lists: Vec<CodeList>,
     /// The clusters the lists follow, for a large resource ([`Self::keep_clustered`]).
     clusters: Option<Clusters>,
-    /// Each entry's list and place in it.
+    /// Each entry's list and place in it; [`UNPLACED`] for a loaded entry whose code is made
+    /// once the load is done.
     place_of: Vec<(u32, u32)>,
+    /// How many entries are unplaced.
+    deferred: usize,
     /// Each entry's thread, an index into `threads`.
     thread_of: Vec<u32>,
     /// Each entry's seq in its thread.
@@ -74,31 +84,11 @@ struct CodeList {
 }
 
 impl CodeList {
-    /// An empty list with room for `count` codes of `width` bytes.
-    fn with_capacity(count: usize, width: usize) -> CodeList {
-        CodeList {
-            codes: Vec::with_capacity(count * width),
-            scales: Vec::with_capacity(count),
-            entries: Vec::with_capacity(count),
-        }
-    }
-
-    /// Keeps the first `count` codes and gives the memory of the rest back.
-    fn truncate(&mut self, count: usize, width: usize) {
-        self.codes.truncate(count * width);
-        self.codes.shrink_to_fit();
-        self.scales.truncate(count);
-        self.scales.shrink_to_fit();
-        self.entries.truncate(count);
-        self.entries.shrink_to_fit();
-    }
-
-    /// Appends a code; returns its place.
-    fn push(&mut self, vector: &[f32], width: usize, entry: u32) -> u32 {
+    /// Appends a code, with its scale if it is a four-bit one; returns its place.
+    fn push(&mut self, code: &[u8], scale: Option<f32>, entry: u32) -> u32 {
         let place = index(self.entries.len());
-        self.codes.resize(self.codes.len() + width, 0);
-        let at = self.codes.len() - width;
-        self.scales.push(encode(vector, &mut self.codes[at..]));
+        self.codes.extend_from_slice(code);
+        self.scales.extend(scale);
         self.entries.push(entry);
         place
     }
@@ -108,7 +98,9 @@ impl CodeList {
         let last = self.entries.len() - 1;
         self.codes.copy_within(last * width..(last + 1) * width, place * width);
         self.codes.truncate(last * width);
-        self.scales.swap_remove(place);
+        if !self.scales.is_empty() {
+            self.scales.swap_remove(place);
+        }
         self.entries.swap_remove(place);
         (place < last).then(|| self.entries[place])
     }
@@ -116,6 +108,14 @@ impl CodeList {
     fn memory_bytes(&self) -> usize {
         self.codes.capacity() + 4 * self.scales.capacity() + 4 * self.entries.capacity()
     }
+}
+
+/// A query prepared for the codes of a resource.
+enum QueryCodes {
+    /// For four-bit codes.
+    Scalar(QueryCode),
+    /// For product codes of residuals.
+    Clustered(ClusterQuery),
 }
 
 /// One thread's entries, by seq.
@@ -134,7 +134,28 @@ fn index(value: usize) -> u32 {
 impl ResourceVectors {
     /// The bytes of one code.
     fn width(&self) -> usize {
-        code_bytes(self.dimension)
+        self.clusters.as_ref().map_or_else(|| code_bytes(self.dimension), Clusters::code_bytes)
+    }
+
+    /// `vector`'s code for `list`, and its scale when it is a four-bit one.
+    fn encoded(&self, list: usize, vector: &[f32]) -> (Vec<u8>, Option<f32>) {
+        let mut code = vec![0u8; self.width()];
+        match &self.clusters {
+            Some(clusters) => {
+                clusters.encode(list, vector, &mut code);
+                (code, None)
+            }
+            None => {
+                let scale = encode(vector, &mut code);
+                (code, Some(scale))
+            }
+        }
+    }
+
+    /// Appends `vector`'s code for `entry` to `list`; returns its place.
+    fn push(&mut self, list: usize, vector: &[f32], entry: usize) -> (u32, u32) {
+        let (code, scale) = self.encoded(list, vector);
+        (index(list), self.lists[list].push(&code, scale, index(entry)))
     }
 
     /// The number of vectors held.
@@ -153,6 +174,19 @@ impl ResourceVectors {
     /// Adds or replaces a vector, its int8 copy in `scratch` (one of another dimension than the
     /// first is ignored: the store refuses those before they are written).
     pub(super) fn insert(&mut self, thread_id: &str, seq: u64, vector: &[f32], scratch: &mut ScratchVectors) {
+        self.add(thread_id, seq, vector, scratch, false);
+    }
+
+    /// Adds a vector read by a load, its int8 copy in `scratch`; its code is made from that
+    /// copy by [`Self::finish_load`], once every vector is in and the codes they need are known,
+    /// so a load never holds a code it is about to throw away (four-bit codes of a resource that
+    /// turns out to be clustered: 192 MB at a million). Without a copy it is encoded at once.
+    pub(super) fn load(&mut self, thread_id: &str, seq: u64, vector: &[f32], scratch: &mut ScratchVectors) {
+        self.add(thread_id, seq, vector, scratch, true);
+    }
+
+    /// [`Self::insert`], or [`Self::load`] when `defer`.
+    fn add(&mut self, thread_id: &str, seq: u64, vector: &[f32], scratch: &mut ScratchVectors, defer: bool) {
         if self.place_of.is_empty() {
             self.dimension = vector.len();
         }
@@ -160,24 +194,30 @@ impl ResourceVectors {
             return;
         }
         let thread = self.thread(thread_id);
-        let width = self.width();
         let list = self.list_for(vector);
         let entries = &self.threads[thread as usize].entries;
         let at = entries.partition_point(|&other| self.seq_of[other as usize] < seq);
         if let Some(&entry) = entries.get(at).filter(|&&found| self.seq_of[found as usize] == seq) {
             let entry = entry as usize;
             self.take_out(entry);
-            self.place_of[entry] = (index(list), self.lists[list].push(vector, width, index(entry)));
+            self.place_of[entry] = self.push(list, vector, entry);
             let slot = &mut self.slot_of[entry];
             *slot = scratch.put((*slot != NO_SLOT).then_some(*slot), vector).unwrap_or(NO_SLOT);
             return;
         }
-        let entry = index(self.len());
-        self.threads[thread as usize].entries.insert(at, entry);
-        self.place_of.push((index(list), self.lists[list].push(vector, width, entry)));
+        let entry = self.len();
+        self.threads[thread as usize].entries.insert(at, index(entry));
+        let slot = scratch.put(None, vector).unwrap_or(NO_SLOT);
+        let place = if defer && slot != NO_SLOT {
+            self.deferred += 1;
+            (UNPLACED, 0)
+        } else {
+            self.push(list, vector, entry)
+        };
+        self.place_of.push(place);
         self.thread_of.push(thread);
         self.seq_of.push(seq);
-        self.slot_of.push(scratch.put(None, vector).unwrap_or(NO_SLOT));
+        self.slot_of.push(slot);
     }
 
     /// Takes an entry's code out of its list (the entry keeps a stale place until it is given a
@@ -185,73 +225,156 @@ impl ResourceVectors {
     fn take_out(&mut self, entry: usize) {
         let width = self.width();
         let (list, place) = self.place_of[entry];
+        if list == UNPLACED {
+            self.deferred -= 1;
+            return;
+        }
         if let Some(moved) = self.lists[list as usize].swap_remove(place as usize, width) {
             self.place_of[moved as usize] = (list, place);
         }
     }
 
     /// Clusters a resource grown to [`CLUSTER_FROM`] vectors, trains its clusters again when it
-    /// has doubled or halved since, and drops them when it has shrunk below, moving the codes to
-    /// the lists of their clusters: called once a load's or a write's vectors are all in, so
-    /// that a load trains once.
-    pub(super) fn keep_clustered(&mut self) {
-        let count = self.len();
-        let stale = self.clusters.as_ref().map_or(count >= CLUSTER_FROM, |clusters| clusters.stale(count));
-        if !stale {
-            return;
-        }
-        self.clusters = (count >= CLUSTER_FROM)
-            .then(|| Clusters::train(self.dimension, count, |entry| self.decoded(entry)));
-        let target = self.clusters.as_ref().map(|clusters| self.assigned(clusters));
-        let list_of = |entry: u32| target.as_ref().map_or(0, |target| target[entry as usize] as usize);
-        let width = self.width();
-        // Each new list is made as large as it will be, so that moving into it never grows it.
-        let mut sizes = vec![0usize; self.clusters.as_ref().map_or(1, Clusters::len)];
-        for list in &self.lists {
-            for &entry in &list.entries {
-                sizes[list_of(entry)] += 1;
-            }
-        }
-        let lists = sizes.iter().map(|&size| CodeList::with_capacity(size, width)).collect();
-        let old = std::mem::replace(&mut self.lists, lists);
-        for mut old_list in old {
-            // From its end, a share at a time, each share's memory given back once moved: the
-            // codes are never held twice.
-            while !old_list.entries.is_empty() {
-                let from = old_list.entries.len().saturating_sub(MOVED_AT_ONCE);
-                for (place, &entry) in old_list.entries.iter().enumerate().skip(from) {
-                    let list = list_of(entry);
-                    let codes = &mut self.lists[list];
-                    self.place_of[entry as usize] = (index(list), index(codes.entries.len()));
-                    codes.codes.extend_from_slice(&old_list.codes[place * width..(place + 1) * width]);
-                    codes.scales.push(old_list.scales[place]);
-                    codes.entries.push(entry);
-                }
-                old_list.truncate(from, width);
-            }
-        }
+    /// has doubled or halved since, and drops them when it has shrunk below, encoding every
+    /// vector anew for its list (from its int8 copy in `scratch` where it has one, so that codes
+    /// are never made from codes): called once a write's vectors are all in.
+    pub(super) fn keep_clustered(&mut self, scratch: &mut ScratchVectors) {
+        let encoded = self.encode_when_due(scratch);
+        debug_assert!(encoded, "only a load defers codes, and a write's vectors decode");
     }
 
-    /// An entry's vector, as its code holds it.
+    /// Ends a load: clusters the resource if it is large enough (trained once, on all it holds)
+    /// and makes the deferred codes from their copies in `scratch`. `false` when those copies
+    /// cannot be read back (the scratch file was given up under the load): nothing is changed
+    /// then, and the load should be made again with [`Self::insert`].
+    pub(super) fn finish_load(&mut self, scratch: &mut ScratchVectors) -> bool {
+        self.encode_when_due(scratch)
+    }
+
+    /// [`Self::keep_clustered`], and the deferred codes made; `false` when they cannot be.
+    fn encode_when_due(&mut self, scratch: &mut ScratchVectors) -> bool {
+        let count = self.len();
+        let stale = self.clusters.as_ref().map_or(count >= CLUSTER_FROM, |clusters| clusters.stale(count));
+        if !stale && self.deferred == 0 {
+            return true;
+        }
+        scratch.flush();
+        let scratch = &*scratch;
+        let clusters = if count >= CLUSTER_FROM {
+            let Some(clusters) =
+                Clusters::train(self.dimension, count, |entry| self.vector_of(entry, scratch))
+            else {
+                return false;
+            };
+            Some(clusters)
+        } else {
+            None
+        };
+        let Some(lists) = self.encoded_lists(clusters.as_ref(), scratch) else { return false };
+        self.lists = lists;
+        self.clusters = clusters;
+        self.deferred = 0;
+        for (list, codes) in self.lists.iter().enumerate() {
+            for (place, entry) in codes.entries.iter().enumerate() {
+                self.place_of[*entry as usize] = (index(list), index(place));
+            }
+        }
+        true
+    }
+
+    /// Every entry encoded under `clusters` (four-bit codes in one list when `None`), in lists
+    /// sized exactly, each in order of entry: every entry's list found first, then each list's
+    /// codes made, both shared between the cores. The lists are allocated here and only filled
+    /// by the other threads, whose allocator arenas so hold nothing once they are done. `None`
+    /// when a deferred entry's vector cannot be read.
+    fn encoded_lists(&self, clusters: Option<&Clusters>, scratch: &ScratchVectors) -> Option<Vec<CodeList>> {
+        let count = self.len();
+        let shares = shares_for(count, 0);
+        let per_share = count.div_ceil(shares);
+        let assigned: Vec<Vec<u32>> = each_share(shares, |share| {
+            let entries = (share * per_share).min(count)..((share + 1) * per_share).min(count);
+            let Some(clusters) = clusters else { return Some(vec![0; entries.len()]) };
+            let mut room = VectorRoom::default();
+            entries
+                .map(|entry| {
+                    self.read_vector(entry, scratch, &mut room).then(|| index(clusters.closest(&room.vector)))
+                })
+                .collect()
+        })
+        .into_iter()
+        .collect::<Option<_>>()?;
+        let mut sizes = vec![0usize; clusters.map_or(1, Clusters::len)];
+        for list in assigned.iter().flatten() {
+            sizes[*list as usize] += 1;
+        }
+        let width = clusters.map_or_else(|| code_bytes(self.dimension), Clusters::code_bytes);
+        let mut lists: Vec<CodeList> = sizes
+            .iter()
+            .map(|&size| CodeList {
+                codes: vec![0; size * width],
+                scales: vec![0.0; if clusters.is_some() { 0 } else { size }],
+                entries: Vec::with_capacity(size),
+            })
+            .collect();
+        for (entry, list) in assigned.into_iter().flatten().enumerate() {
+            lists[list as usize].entries.push(index(entry));
+        }
+        // Lists dealt out in turn, so that each share gets large and small ones.
+        let mut dealt: Vec<Vec<(usize, &mut CodeList)>> = (0..shares).map(|_| Vec::new()).collect();
+        for (list, codes) in lists.iter_mut().enumerate() {
+            dealt[list % shares].push((list, codes));
+        }
+        let filled = each_owned(dealt, |mine| {
+            let mut room = VectorRoom::default();
+            for (list, codes) in mine {
+                for (at, &entry) in codes.entries.iter().enumerate() {
+                    if !self.read_vector(entry as usize, scratch, &mut room) {
+                        return false;
+                    }
+                    let code = &mut codes.codes[at * width..(at + 1) * width];
+                    match clusters {
+                        Some(clusters) => clusters.encode(list, &room.vector, code),
+                        None => codes.scales[at] = encode(&room.vector, code),
+                    }
+                }
+            }
+            true
+        });
+        filled.into_iter().all(|filled| filled).then_some(lists)
+    }
+
+    /// Reads an entry's vector into `room.vector`: from its int8 copy in `scratch` when it has
+    /// one, else as its code holds it; `false` for a deferred entry whose copy cannot be read.
+    fn read_vector(&self, entry: usize, scratch: &ScratchVectors, room: &mut VectorRoom) -> bool {
+        let slot = self.slot_of[entry];
+        if slot != NO_SLOT && scratch.read_vector(slot, room) {
+            return true;
+        }
+        if self.place_of[entry].0 == UNPLACED {
+            return false;
+        }
+        room.vector = self.decoded(entry);
+        true
+    }
+
+    /// An entry's vector ([`Self::read_vector`]).
+    fn vector_of(&self, entry: usize, scratch: &ScratchVectors) -> Option<Vec<f32>> {
+        let mut room = VectorRoom::default();
+        self.read_vector(entry, scratch, &mut room).then_some(room.vector)
+    }
+
+    /// An entry's vector, as its code holds it (the entry placed).
     fn decoded(&self, entry: usize) -> Vec<f32> {
         let width = self.width();
         let (list, place) = self.place_of[entry];
         let (codes, place) = (&self.lists[list as usize], place as usize);
-        let mut vector = decode(&codes.codes[place * width..(place + 1) * width], codes.scales[place]);
+        let code = &codes.codes[place * width..(place + 1) * width];
+        let mut vector = match &self.clusters {
+            Some(clusters) => clusters.decode(list as usize, code),
+            None => decode(code, codes.scales[place]),
+        };
         vector.truncate(self.dimension);
         vector
-    }
-
-    /// Each entry's closest cluster, the entries shared between the cores.
-    fn assigned(&self, clusters: &Clusters) -> Vec<u32> {
-        let count = self.len();
-        let shares = shares_for(count, 0);
-        let per_share = count.div_ceil(shares);
-        let assigned = each_share(shares, |share| -> Vec<u32> {
-            let entries = share * per_share..((share + 1) * per_share).min(count);
-            entries.map(|entry| index(clusters.closest(&self.decoded(entry)))).collect()
-        });
-        assigned.concat()
     }
 
     /// The index of a thread, added if new.
@@ -268,12 +391,19 @@ impl ResourceVectors {
     }
 
     /// About how much memory these codes take, in bytes: the lists, the entries' places, threads,
-    /// seqs and slots, the threads' entries, the thread ids with their map, and the centroids.
+    /// seqs and slots, the threads' entries, the thread ids with their map, and the centroids;
+    /// with the codes deferred entries will take once made.
     pub(super) fn memory_bytes(&self) -> usize {
         const PER_ENTRY: usize = 8 + 4 + 8 + 4 + 4;
         const PER_THREAD: usize =
             2 * std::mem::size_of::<String>() + std::mem::size_of::<ThreadEntries>() + 16;
+        let deferred_code = if self.len() >= CLUSTER_FROM {
+            product_code_bytes(self.dimension)
+        } else {
+            code_bytes(self.dimension) + 4
+        };
         self.lists.iter().map(CodeList::memory_bytes).sum::<usize>()
+            + self.deferred * (deferred_code + 4)
             + self.len() * PER_ENTRY
             + self.threads.len() * PER_THREAD
             + self.id_bytes
@@ -300,6 +430,9 @@ impl ResourceVectors {
             if self.thread_of[entry] == removed {
                 if self.slot_of[entry] != NO_SLOT {
                     scratch.free(self.slot_of[entry]);
+                }
+                if self.place_of[entry].0 == UNPLACED {
+                    self.deferred -= 1;
                 }
                 continue;
             }
@@ -339,7 +472,7 @@ impl ResourceVectors {
         for thread in &mut self.threads {
             thread.entries.sort_unstable_by_key(|&entry| seq_of[entry as usize]);
         }
-        self.keep_clustered();
+        self.keep_clustered(scratch);
     }
 
     /// The `wanted` vectors whose codes score best against `query`, best first, optionally only
@@ -354,25 +487,24 @@ impl ResourceVectors {
         if query.len() != self.dimension || wanted == 0 || self.place_of.is_empty() {
             return Vec::new();
         }
-        let code = QueryCode::new(query);
-        let width = self.width();
-        let score = |list: &CodeList, place: usize| {
-            code.score(&list.codes[place * width..(place + 1) * width], list.scales[place])
+        let codes = match &self.clusters {
+            Some(clusters) => QueryCodes::Clustered(clusters.query(query)),
+            None => QueryCodes::Scalar(QueryCode::new(query)),
         };
-        let best = match thread {
-            Some(thread_id) => {
+        let best = match (thread, &codes, &self.clusters) {
+            (Some(thread_id), _, _) => {
                 let Some(&thread) = self.thread_index.get(thread_id) else { return Vec::new() };
                 let mut best = TopK::new(wanted);
                 for &entry in &self.threads[thread as usize].entries {
                     let (list, place) = self.place_of[entry as usize];
-                    best.offer(score(&self.lists[list as usize], place as usize), entry);
+                    best.offer(self.score(&codes, list as usize, place as usize), entry);
                 }
                 best
             }
-            None => match &self.clusters {
-                Some(clusters) => self.scan_lists(&clusters.probed(query), wanted, &code),
-                None => self.scan_all(wanted, |place| score(&self.lists[0], place)),
-            },
+            (None, QueryCodes::Clustered(scorer), Some(clusters)) => {
+                self.scan_lists(&clusters.probed(query), wanted, scorer)
+            }
+            (None, _, _) => self.scan_all(wanted, |place| self.score(&codes, 0, place)),
         };
         best.into_sorted()
             .into_iter()
@@ -385,22 +517,34 @@ impl ResourceVectors {
             .collect()
     }
 
-    /// The codes of `lists` scored, the best `wanted` kept (as entries); when there are many,
-    /// the lists are shared between the cores.
-    fn scan_lists(&self, lists: &[usize], wanted: usize, code: &QueryCode) -> TopK<u32> {
+    /// The approximate score of the code at `place` of `list`.
+    fn score(&self, codes: &QueryCodes, list: usize, place: usize) -> f32 {
+        let width = self.width();
+        let held = &self.lists[list];
+        let code = &held.codes[place * width..(place + 1) * width];
+        match codes {
+            QueryCodes::Scalar(scalar) => scalar.score(code, held.scales[place]),
+            QueryCodes::Clustered(clustered) => clustered.score(list, code),
+        }
+    }
+
+    /// The codes of `lists` of a clustered resource scored, the best `wanted` kept (as
+    /// entries), more when the lists hold more than [`SCANNED_PER_WIDENING`] codes; when there
+    /// are many, the lists are shared between the cores.
+    fn scan_lists(&self, lists: &[usize], wanted: usize, scorer: &ClusterQuery) -> TopK<u32> {
+        let count: usize = lists.iter().map(|list| self.lists[*list].entries.len()).sum();
+        let wanted = wanted.max(wanted * count / SCANNED_PER_WIDENING);
         let width = self.width();
         let scan = |lists: &[usize]| {
             let mut best = TopK::new(wanted);
-            for list in lists {
-                let codes = &self.lists[*list];
-                let scored = codes.codes.chunks_exact(width).zip(&codes.scales).zip(&codes.entries);
-                for ((one, scale), entry) in scored {
-                    best.offer(code.score(one, *scale), *entry);
+            for &list in lists {
+                let codes = &self.lists[list];
+                for (code, entry) in codes.codes.chunks_exact(width).zip(&codes.entries) {
+                    best.offer(scorer.score(list, code), *entry);
                 }
             }
             best
         };
-        let count: usize = lists.iter().map(|list| self.lists[*list].entries.len()).sum();
         let shares = shares_for(count, PARALLEL_LISTS_FROM);
         // Lists dealt out in turn, so that each share gets large and small ones.
         let dealt: Vec<Vec<usize>> =
@@ -451,10 +595,17 @@ fn in_shares(shares: usize, wanted: usize, scan: impl Fn(usize) -> TopK<u32> + S
 /// `work` of each of `shares` shares, in order: the first on this thread, the others on their
 /// own.
 fn each_share<T: Send>(shares: usize, work: impl Fn(usize) -> T + Sync) -> Vec<T> {
+    each_owned((0..shares).collect(), work)
+}
+
+/// `work` on each of `shares`, in order: the first on this thread, the others on their own.
+fn each_owned<S: Send, T: Send>(shares: Vec<S>, work: impl Fn(S) -> T + Sync) -> Vec<T> {
     let work = &work;
+    let mut shares = shares.into_iter();
+    let Some(first) = shares.next() else { return Vec::new() };
     std::thread::scope(|scope| {
-        let others: Vec<_> = (1..shares).map(|share| scope.spawn(move || work(share))).collect();
-        let mut done = vec![work(0)];
+        let others: Vec<_> = shares.map(|share| scope.spawn(move || work(share))).collect();
+        let mut done = vec![work(first)];
         done.extend(others.into_iter().map(|other| other.join().expect("share thread")));
         done
     })
@@ -635,12 +786,14 @@ mod tests {
             .collect();
         let mut vectors = ResourceVectors::default();
         for (index, vector) in leaning.iter().enumerate() {
-            vectors.insert(&format!("t{}", index % 4), (index / 4) as u64, vector, &mut scratch);
+            vectors.load(&format!("t{}", index % 4), (index / 4) as u64, vector, &mut scratch);
         }
-        scratch.flush();
-        vectors.keep_clustered();
+        assert!(vectors.finish_load(&mut scratch));
         assert!(vectors.clusters.is_some() && vectors.lists.len() > 1);
         assert_consistent(&vectors);
+        assert_eq!(vectors.width(), dimension / 8, "product codes of a byte per eight components");
+        let per_entry = vectors.memory_bytes() / vectors.len();
+        assert!(per_entry < 60, "{per_entry} bytes an entry");
         let exact_best = |leaning: &[Vec<f32>], query: &[f32], removed: Option<usize>| {
             (0..leaning.len())
                 .filter(|index| Some(index % 4) != removed)
@@ -666,7 +819,8 @@ mod tests {
         scratch.flush();
         leaning[0] = moved.clone();
         assert_consistent(&vectors);
-        assert_eq!(ids(vectors.candidates(&moved, 1, None, &scratch)), [("t0".to_owned(), 0)]);
+        let found = vectors.candidates(&moved, CANDIDATES_PER_HIT, None, &scratch);
+        assert_eq!(best_scored(found), Some(("t0".to_owned(), 0)), "found in its new cluster");
 
         vectors.remove_thread("t1", &mut scratch);
         assert_consistent(&vectors);
@@ -677,6 +831,44 @@ mod tests {
         assert_eq!(best_scored(found), exact_best(&leaning, query, Some(1)));
         let reused = scratch.put(None, &moved).expect("a slot");
         assert!(reused < u32::try_from(leaning.len()).expect("small"), "a freed slot is handed out again");
+    }
+
+    /// A load defers its codes to the scratch file's copies, counting them in its memory, and
+    /// makes them when it is finished; one whose scratch file is given up before that cannot
+    /// finish and changes nothing, and loaded again without the file it encodes as it reads.
+    #[test]
+    fn a_load_defers_its_codes_to_the_scratch_file() {
+        let directory = tempfile::tempdir().expect("temp dir");
+        let mut scratch = ScratchVectors::create(Some(directory.path()));
+        let corpus = random_units(16, 100);
+        let load = |vectors: &mut ResourceVectors, scratch: &mut ScratchVectors| {
+            for (seq, vector) in corpus.iter().enumerate() {
+                vectors.load("t", seq as u64, vector, scratch);
+            }
+        };
+        let mut vectors = ResourceVectors::default();
+        load(&mut vectors, &mut scratch);
+        assert_eq!(vectors.deferred, corpus.len());
+        assert!(vectors.lists.iter().all(|list| list.codes.is_empty()));
+        let estimated = vectors.memory_bytes();
+        assert!(vectors.finish_load(&mut scratch));
+        assert_consistent(&vectors);
+        assert_eq!(vectors.deferred, 0);
+        assert_eq!(vectors.memory_bytes(), estimated, "the estimate is what the codes take");
+        assert_eq!(best_scored(vectors.candidates(&corpus[7], 3, None, &scratch)), Some(("t".into(), 7)));
+
+        let mut failed = ResourceVectors::default();
+        load(&mut failed, &mut scratch);
+        scratch.give_up();
+        assert!(!failed.finish_load(&mut scratch));
+        assert_eq!(failed.deferred, corpus.len(), "nothing changed");
+        assert!(failed.candidates(&corpus[7], 3, None, &scratch).is_empty());
+        failed.release(&mut scratch);
+        let mut again = ResourceVectors::default();
+        load(&mut again, &mut scratch);
+        assert_eq!(again.deferred, 0, "without a scratch file, encoded as read");
+        assert!(again.finish_load(&mut scratch));
+        assert_eq!(ids(again.candidates(&corpus[7], 1, None, &scratch)), [("t".into(), 7)]);
     }
 
     /// The best hits are ordered, cut at top k, and under the threshold dropped.
