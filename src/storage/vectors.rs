@@ -84,15 +84,6 @@ struct CodeList {
 }
 
 impl CodeList {
-    /// Appends a code, with its scale if it is a four-bit one; returns its place.
-    fn push(&mut self, code: &[u8], scale: Option<f32>, entry: u32) -> u32 {
-        let place = index(self.entries.len());
-        self.codes.extend_from_slice(code);
-        self.scales.extend(scale);
-        self.entries.push(entry);
-        place
-    }
-
     /// Removes the code at `place` by moving the last one there; returns the entry moved, if any.
     fn swap_remove(&mut self, place: usize, width: usize) -> Option<u32> {
         let last = self.entries.len() - 1;
@@ -134,28 +125,28 @@ fn index(value: usize) -> u32 {
 impl ResourceVectors {
     /// The bytes of one code.
     fn width(&self) -> usize {
-        self.clusters.as_ref().map_or_else(|| code_bytes(self.dimension), Clusters::code_bytes)
+        self.width_under(self.clusters.as_ref())
     }
 
-    /// `vector`'s code for `list`, and its scale when it is a four-bit one.
-    fn encoded(&self, list: usize, vector: &[f32]) -> (Vec<u8>, Option<f32>) {
-        let mut code = vec![0u8; self.width()];
-        match &self.clusters {
-            Some(clusters) => {
-                clusters.encode(list, vector, &mut code);
-                (code, None)
-            }
-            None => {
-                let scale = encode(vector, &mut code);
-                (code, Some(scale))
-            }
-        }
+    /// The bytes of one code under `clusters`: a product code, or a four-bit one when `None`.
+    fn width_under(&self, clusters: Option<&Clusters>) -> usize {
+        clusters.map_or_else(|| code_bytes(self.dimension), Clusters::code_bytes)
     }
 
-    /// Appends `vector`'s code for `entry` to `list`; returns its place.
+    /// Encodes `vector` for `entry` at the end of `list`; returns its place.
     fn push(&mut self, list: usize, vector: &[f32], entry: usize) -> (u32, u32) {
-        let (code, scale) = self.encoded(list, vector);
-        (index(list), self.lists[list].push(&code, scale, index(entry)))
+        let width = self.width();
+        let codes = &mut self.lists[list];
+        let place = index(codes.entries.len());
+        let at = codes.codes.len();
+        codes.codes.resize(at + width, 0);
+        let code = &mut codes.codes[at..];
+        match &self.clusters {
+            Some(clusters) => clusters.encode(list, vector, code),
+            None => codes.scales.push(encode(vector, code)),
+        }
+        codes.entries.push(index(entry));
+        (index(list), place)
     }
 
     /// The number of vectors held.
@@ -307,7 +298,7 @@ impl ResourceVectors {
         for list in assigned.iter().flatten() {
             sizes[*list as usize] += 1;
         }
-        let width = clusters.map_or_else(|| code_bytes(self.dimension), Clusters::code_bytes);
+        let width = self.width_under(clusters);
         let mut lists: Vec<CodeList> = sizes
             .iter()
             .map(|&size| CodeList {
