@@ -176,7 +176,7 @@ test("an API key goes with every call", async () => {
     await assert.rejects(withKey.generate("echo", "hi", { resourceId: "someone-else" }), refused(Code.PermissionDenied));
     await assert.rejects(new Client(keyed.address, "").generate("echo", "hi"), refused(Code.Unauthenticated));
   } finally {
-    keyed.stop();
+    await keyed.stop();
   }
 });
 
@@ -211,7 +211,7 @@ test("one processor serves every replica (a list, and a dns:/// name)", async ()
     }
   } finally {
     await blocker.stop();
-    second.stop();
+    await second.stop();
   }
   assert.deepEqual(blocker.connected(), []);
 });

@@ -27,8 +27,8 @@ before(async () => {
   server = await serve(join(work, "tls.toml"), { ...process.env, AGENTWIRE_TEST_PROCESSOR_TOKEN: token });
 });
 
-after(() => {
-  server.stop();
+after(async () => {
+  await server.stop();
   rmSync(work, { recursive: true, force: true });
 });
 
@@ -99,6 +99,6 @@ test("mTLS takes a client certificate", async () => {
       return true;
     });
   } finally {
-    mtls.stop();
+    await mtls.stop();
   }
 });

@@ -15,10 +15,10 @@ const binary = process.env.AGENTWIRE_BIN ?? join(root, "target/debug/agentwire")
 /** The server config all client suites share. */
 export const config = join(root, "clients/testdata/agentwire.toml");
 
-/** A running server: its address, how to stop it, and how to kill it (-9, data kept). */
+/** A running server: its address, how to stop it (its data directory removed once it has exited), and how to kill it (-9, data kept). */
 export interface Served {
   address: string;
-  stop: () => void;
+  stop: () => Promise<void>;
   kill: () => Promise<void>;
 }
 
@@ -37,8 +37,10 @@ export async function serve(
   const lines = createInterface({ input: child.stdout! });
   const ready: string = await new Promise((resolve) => lines.once("line", resolve));
   assert.match(ready, /^agentwire listening on /);
-  const stop = () => {
+  // The directory goes only once the server has exited: it writes its store as it shuts down.
+  const stop = async () => {
     child.kill("SIGTERM");
+    await exited;
     if (dataDir === undefined) rmSync(dir, { recursive: true, force: true });
   };
   const kill = async () => {
@@ -51,7 +53,7 @@ export async function serve(
 /** A server with the shared config for the whole file: started before its tests, stopped after. */
 export function useServer(): { readonly address: string; readonly client: Client } {
   const shared = { address: "", client: undefined as unknown as Client };
-  let stop = () => {};
+  let stop = async () => {};
   before(async () => {
     const served = await serve(config);
     shared.address = served.address;
