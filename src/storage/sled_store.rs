@@ -25,7 +25,8 @@ mod runs;
 use super::run_segments::RunSegments;
 use super::vector_codes::dot;
 use super::vector_file::{POINTER_BYTES, VectorFile, stored_dimension};
-use super::vector_index::{DEFAULT_INDEX_BYTES, VectorIndex};
+use super::vector_index::{DEFAULT_INDEX_BYTES, SharedIndex};
+use super::vector_scratch::ScratchWriter;
 use super::vectors::{CANDIDATES_PER_HIT, Candidate, EXACT_PER_HIT, ResourceVectors, TopK, best_hits};
 use super::{
     CacheScope, DeleteReport, Direction, Hit, MessagePage, NewThread, RecallScope, ResourceUsage, RunFilter,
@@ -70,7 +71,7 @@ struct Inner {
     meta: sled::Tree,
     group_commit: GroupCommit,
     /// Vectors of the resources searched so far, kept in step with every write.
-    index: Mutex<VectorIndex>,
+    index: SharedIndex,
     /// Run records (`runs.rs`): pages of records, each page's runs, and where each run is
     /// (built on first use).
     run_pages: sled::Tree,
@@ -156,7 +157,7 @@ impl SledStore {
     pub fn set_recall_budget(&self, bytes: usize) {
         self.recall_budget.store(bytes, Ordering::Relaxed);
         if let Some(inner) = self.engine.current() {
-            inner.index.lock().expect("index lock").set_budget(bytes);
+            inner.index.lock().set_budget(bytes);
         }
     }
 
@@ -168,7 +169,7 @@ impl SledStore {
 
     /// The memory recall's in-memory vectors take now, in bytes.
     pub fn recall_index_bytes(&self) -> usize {
-        self.engine.current().map_or(0, |inner| inner.index.lock().expect("index lock").bytes())
+        self.engine.current().map_or(0, |inner| inner.index.lock().bytes())
     }
 
     /// [`SledStore::open`] with a page cache of `cache_bytes` (sled's own default, 1 GiB, lets
@@ -296,7 +297,7 @@ impl Inner {
             run_segments: RunSegments::open(path)?,
             cache_puts: AtomicU64::new(0),
             group_commit: GroupCommit::start(db.clone(), vector_file)?,
-            index: Mutex::new(VectorIndex::new(recall_budget, Some(path))),
+            index: SharedIndex::new(recall_budget, Some(path)),
             meta,
             db,
         })
@@ -444,11 +445,7 @@ impl Inner {
         };
         self.release_slots(&pointers, &kept);
         if !written_vectors.is_empty() {
-            self.index.lock().expect("index lock").written(
-                &save.resource_id,
-                &save.thread_id,
-                &written_vectors,
-            );
+            self.index.lock().written(&save.resource_id, &save.thread_id, &written_vectors);
         }
         Ok(())
     }
@@ -590,7 +587,7 @@ impl Inner {
         for value in &vector_values {
             self.vector_file.deleted(value);
         }
-        self.index.lock().expect("index lock").thread_deleted(resource_id, thread_id);
+        self.index.lock().thread_deleted(resource_id, thread_id);
         self.clear_cache_scope(&CacheScope::Thread {
             resource_id: resource_id.to_owned(),
             thread_id: thread_id.to_owned(),
@@ -619,7 +616,7 @@ impl Inner {
             report.working_memories += 1;
         }
         self.resource_usage.remove(keys::resource_usage(resource_id)).map_err(engine)?;
-        self.index.lock().expect("index lock").remove(resource_id);
+        self.index.lock().remove(resource_id);
         self.clear_cache_scope(&CacheScope::Resource(resource_id.to_owned()))?;
         self.delete_resource_runs(resource_id)?;
         Ok(report)
@@ -716,30 +713,29 @@ impl Inner {
             Some(_) => self.check_embedder(&query.embedder, query.vector.len())?,
         }
         let wanted = query.top_k.saturating_mul(CANDIDATES_PER_HIT);
-        let candidates = {
-            let mut index = self.index.lock().expect("index lock");
-            let loaded = index.searched(&resource_id, |loaded, scratch, budget| {
-                // A second pass only when the scratch file failed under the first, whose
-                // deferred codes it held: the second has no scratch file to defer to.
-                loop {
-                    for entry in self.vectors.scan_prefix(keys::vectors_prefix(&resource_id)) {
-                        let (key, value) = entry.map_err(engine)?;
-                        let (thread_id, seq) = parse_vector_key(&key)?;
-                        let Some(vector) = self.vector_file.read(&value)? else { continue };
-                        loaded.load(&thread_id, seq, &vector, scratch);
-                        if loaded.len() % 1024 == 0 && loaded.memory_bytes() > budget {
-                            return Ok(false);
-                        }
+        let load = |loaded: &mut ResourceVectors, scratch: &mut ScratchWriter<'_>, budget: usize| {
+            // A second pass only when the scratch file failed under the first, whose deferred
+            // codes it held: the second has no scratch file to defer to.
+            loop {
+                for entry in self.vectors.scan_prefix(keys::vectors_prefix(&resource_id)) {
+                    let (key, value) = entry.map_err(engine)?;
+                    let (thread_id, seq) = parse_vector_key(&key)?;
+                    let Some(vector) = self.vector_file.read(&value)? else { continue };
+                    loaded.load(&thread_id, seq, &vector, scratch);
+                    if loaded.len().is_multiple_of(1024) && loaded.memory_bytes() > budget {
+                        return Ok(false);
                     }
-                    if loaded.finish_load(scratch) {
-                        return Ok(loaded.memory_bytes() <= budget);
-                    }
-                    loaded.release(scratch);
-                    *loaded = ResourceVectors::default();
                 }
-            })?;
-            loaded.map(|(loaded, scratch)| loaded.candidates(&query.vector, wanted, thread, scratch))
+                if loaded.finish_load(scratch) {
+                    return Ok(loaded.memory_bytes() <= budget);
+                }
+                loaded.release(scratch.scratch());
+                *loaded = ResourceVectors::default();
+            }
         };
+        let candidates = self.index.search(&resource_id, load, |loaded, scratch| {
+            loaded.candidates(&query.vector, wanted, thread, scratch)
+        })?;
         let scored = match candidates {
             Some(candidates) => self.rescored(&resource_id, &query.vector, candidates, query.top_k)?,
             // Too large for the budget: an exact scan on disk.

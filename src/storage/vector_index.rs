@@ -4,12 +4,19 @@
 //! next search of one loads it again). A resource whose codes alone would not fit is not loaded
 //! at all: its searches read its vectors from disk. So recall memory is the budget, whatever
 //! the store holds.
+//!
+//! A load runs outside the index's lock ([`SharedIndex::search`]): a million messages take
+//! seconds to load, and meanwhile the other loaded resources are searched and written as ever.
+//! Writes and deletions made to the resource being loaded are noted and applied to it once it is
+//! in. One load runs at a time, so that the memory loads take stays within one budget; a search
+//! that needs another load waits for it.
 
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 
 use super::StoreError;
-use super::vector_scratch::ScratchVectors;
+use super::vector_scratch::{ScratchVectors, ScratchWriter};
 use super::vectors::ResourceVectors;
 
 /// The default budget: 256 MiB.
@@ -20,6 +27,20 @@ struct Loaded {
     last_used: u64,
 }
 
+/// The resource being loaded outside the lock, and what was done to it meanwhile.
+struct Loading {
+    resource_id: String,
+    changes: Vec<Change>,
+    /// The resource was deleted under the load: what it loaded is thrown away.
+    removed: bool,
+}
+
+/// A change made to a resource while it was loaded, applied to it once it is in.
+enum Change {
+    Written { thread_id: String, vectors: Vec<(u64, Vec<f32>)> },
+    ThreadDeleted(String),
+}
+
 /// Loaded resources' vectors, by resource id.
 pub(super) struct VectorIndex {
     resources: HashMap<String, Loaded>,
@@ -28,8 +49,10 @@ pub(super) struct VectorIndex {
     oversized: HashSet<String>,
     budget: usize,
     clock: u64,
-    /// The int8 copies of the loaded vectors, for rescoring.
-    scratch: ScratchVectors,
+    /// The int8 copies of the loaded vectors, for rescoring; shared with the load that runs
+    /// outside the lock.
+    scratch: Arc<ScratchVectors>,
+    loading: Option<Loading>,
 }
 
 impl std::fmt::Debug for VectorIndex {
@@ -40,8 +63,21 @@ impl std::fmt::Debug for VectorIndex {
             .field("oversized", &self.oversized.len())
             .field("bytes", &self.bytes())
             .field("budget", &self.budget)
+            .field("loading", &self.loading.as_ref().map(|loading| &loading.resource_id))
             .finish()
     }
+}
+
+/// What a search finds of a resource in the index.
+enum Found {
+    /// Its codes are in: scan them.
+    Loaded,
+    /// Too large for the budget: search it on disk.
+    OnDisk,
+    /// It must be loaded, and no other load is running: load it.
+    ToLoad,
+    /// It is being loaded, or must be and another load is running: wait for that load's end.
+    Wait,
 }
 
 impl VectorIndex {
@@ -52,7 +88,8 @@ impl VectorIndex {
             oversized: HashSet::new(),
             budget,
             clock: 0,
-            scratch: ScratchVectors::create(scratch_directory),
+            scratch: Arc::new(ScratchVectors::create(scratch_directory)),
+            loading: None,
         }
     }
 
@@ -69,16 +106,28 @@ impl VectorIndex {
         self.resources.values().map(|loaded| loaded.vectors.memory_bytes()).sum()
     }
 
+    /// The load running outside the lock, if it is of `resource_id`.
+    fn loading_of(&mut self, resource_id: &str) -> Option<&mut Loading> {
+        self.loading.as_mut().filter(|loading| loading.resource_id == resource_id)
+    }
+
     /// Adds vectors written to a resource's thread, if the resource is loaded (if not, the
-    /// next search loads them from disk); a resource grown past the whole budget is dropped,
-    /// otherwise the least recently searched others make room.
+    /// next search loads them from disk; if it is being loaded, they are added once it is in);
+    /// a resource grown past the whole budget is dropped, otherwise the least recently searched
+    /// others make room.
     pub(super) fn written(&mut self, resource_id: &str, thread_id: &str, vectors: &[(u64, Vec<f32>)]) {
-        let Some(loaded) = self.resources.get_mut(resource_id) else { return };
-        for (seq, vector) in vectors {
-            loaded.vectors.insert(thread_id, *seq, vector, &mut self.scratch);
+        if let Some(loading) = self.loading_of(resource_id) {
+            let (thread_id, vectors) = (thread_id.to_owned(), vectors.to_vec());
+            loading.changes.push(Change::Written { thread_id, vectors });
+            return;
         }
-        self.scratch.flush();
-        loaded.vectors.keep_clustered(&mut self.scratch);
+        let Some(loaded) = self.resources.get_mut(resource_id) else { return };
+        let mut writer = self.scratch.writer();
+        for (seq, vector) in vectors {
+            loaded.vectors.insert(thread_id, *seq, vector, &mut writer);
+        }
+        loaded.vectors.keep_clustered(&mut writer);
+        drop(writer);
         if loaded.vectors.memory_bytes() > self.budget {
             self.drop_resource(resource_id);
             self.oversized.insert(resource_id.to_owned());
@@ -89,14 +138,20 @@ impl VectorIndex {
 
     /// Forgets a thread's vectors (its resource may fit the budget again).
     pub(super) fn thread_deleted(&mut self, resource_id: &str, thread_id: &str) {
+        if let Some(loading) = self.loading_of(resource_id) {
+            loading.changes.push(Change::ThreadDeleted(thread_id.to_owned()));
+        }
         if let Some(loaded) = self.resources.get_mut(resource_id) {
-            loaded.vectors.remove_thread(thread_id, &mut self.scratch);
+            loaded.vectors.remove_thread(thread_id, &mut self.scratch.writer());
         }
         self.oversized.remove(resource_id);
     }
 
     /// Forgets a resource.
     pub(super) fn remove(&mut self, resource_id: &str) {
+        if let Some(loading) = self.loading_of(resource_id) {
+            loading.removed = true;
+        }
         self.drop_resource(resource_id);
         self.oversized.remove(resource_id);
     }
@@ -104,40 +159,81 @@ impl VectorIndex {
     /// Drops a loaded resource, giving its scratch slots back.
     fn drop_resource(&mut self, resource_id: &str) {
         if let Some(loaded) = self.resources.remove(resource_id) {
-            loaded.vectors.release(&mut self.scratch);
+            loaded.vectors.release(&self.scratch);
         }
     }
 
-    /// A resource's codes for a search, with the scratch file their candidates are rescored
-    /// from, loaded with `load` when they are not, then the least recently searched others
-    /// dropped until the index fits its budget. `load` fills empty codes and returns whether
-    /// they fit the budget it is given; when they do not, this is `None`, then and for every
-    /// later search of that resource: search it on disk.
-    pub(super) fn searched(
+    /// Where a search of `resource_id` stands.
+    fn find(&self, resource_id: &str) -> Found {
+        if self.resources.contains_key(resource_id) {
+            Found::Loaded
+        } else if self.oversized.contains(resource_id) {
+            Found::OnDisk
+        } else if self.loading.is_some() {
+            Found::Wait
+        } else {
+            Found::ToLoad
+        }
+    }
+
+    /// Marks `resource_id` as being loaded; the scratch file and the budget to load it with.
+    fn begin_load(&mut self, resource_id: &str) -> (Arc<ScratchVectors>, usize) {
+        self.loading =
+            Some(Loading { resource_id: resource_id.to_owned(), changes: Vec::new(), removed: false });
+        (Arc::clone(&self.scratch), self.budget)
+    }
+
+    /// Ends the load of `resource_id` with what it loaded and whether that fit its budget: the
+    /// changes made meanwhile applied, the resource put in (the least recently searched others
+    /// dropped to make room), or marked too large, or thrown away when it was deleted meanwhile.
+    fn end_load(
         &mut self,
         resource_id: &str,
-        load: impl FnOnce(&mut ResourceVectors, &mut ScratchVectors, usize) -> Result<bool, StoreError>,
-    ) -> Result<Option<(&ResourceVectors, &ScratchVectors)>, StoreError> {
-        if self.oversized.contains(resource_id) {
-            return Ok(None);
-        }
-        self.clock += 1;
-        if !self.resources.contains_key(resource_id) {
-            let mut vectors = ResourceVectors::default();
-            let fits = load(&mut vectors, &mut self.scratch, self.budget);
-            self.scratch.flush();
-            if !matches!(fits, Ok(true)) {
-                vectors.release(&mut self.scratch);
-                fits?;
-                self.oversized.insert(resource_id.to_owned());
-                return Ok(None);
+        mut vectors: ResourceVectors,
+        fits: Result<bool, StoreError>,
+    ) -> Result<(), StoreError> {
+        let loading = self.loading.take().filter(|loading| loading.resource_id == resource_id);
+        let Some(loading) = loading.filter(|loading| !loading.removed) else {
+            vectors.release(&self.scratch);
+            return fits.map(drop);
+        };
+        let fits = match fits {
+            Ok(fits) => fits,
+            Err(error) => {
+                vectors.release(&self.scratch);
+                return Err(error);
             }
-            self.resources.insert(resource_id.to_owned(), Loaded { vectors, last_used: self.clock });
-            self.evict_beyond_budget(Some(resource_id));
+        };
+        let mut writer = self.scratch.writer();
+        for change in loading.changes {
+            match change {
+                Change::Written { thread_id, vectors: written } => {
+                    for (seq, vector) in &written {
+                        vectors.insert(&thread_id, *seq, vector, &mut writer);
+                    }
+                    vectors.keep_clustered(&mut writer);
+                }
+                Change::ThreadDeleted(thread_id) => vectors.remove_thread(&thread_id, &mut writer),
+            }
         }
-        let loaded = self.resources.get_mut(resource_id).expect("just loaded or present");
+        drop(writer);
+        if !fits || vectors.memory_bytes() > self.budget {
+            vectors.release(&self.scratch);
+            self.oversized.insert(resource_id.to_owned());
+            return Ok(());
+        }
+        self.resources.insert(resource_id.to_owned(), Loaded { vectors, last_used: self.clock });
+        self.evict_beyond_budget(Some(resource_id));
+        Ok(())
+    }
+
+    /// A loaded resource's codes for a search, with the scratch file their candidates are
+    /// rescored from; it becomes the most recently searched.
+    fn searched(&mut self, resource_id: &str) -> Option<(&ResourceVectors, &ScratchVectors)> {
+        self.clock += 1;
+        let loaded = self.resources.get_mut(resource_id)?;
         loaded.last_used = self.clock;
-        Ok(Some((&loaded.vectors, &self.scratch)))
+        Some((&loaded.vectors, &self.scratch))
     }
 
     /// Drops the least recently searched resources, never `keep`, until the index fits.
@@ -157,19 +253,105 @@ impl VectorIndex {
     }
 }
 
+/// The index behind its lock, and the signal that a load outside it has ended.
+#[derive(Debug)]
+pub(super) struct SharedIndex {
+    index: Mutex<VectorIndex>,
+    load_ended: Condvar,
+}
+
+impl SharedIndex {
+    /// An empty index of at most `budget` bytes, its scratch file in `scratch_directory`.
+    pub(super) fn new(budget: usize, scratch_directory: Option<&Path>) -> SharedIndex {
+        SharedIndex {
+            index: Mutex::new(VectorIndex::new(budget, scratch_directory)),
+            load_ended: Condvar::new(),
+        }
+    }
+
+    /// The index, locked.
+    pub(super) fn lock(&self) -> MutexGuard<'_, VectorIndex> {
+        self.index.lock().expect("index lock")
+    }
+
+    /// Scans a resource's codes with `scan`, under the lock; loads them first with `load`,
+    /// outside the lock, when they are not in (`load` fills empty codes and returns whether they
+    /// fit the budget it is given). `None` when the resource is too large for the budget, then
+    /// and for every later search of it (or was deleted under its load): search it on disk.
+    pub(super) fn search<T>(
+        &self,
+        resource_id: &str,
+        load: impl FnOnce(&mut ResourceVectors, &mut ScratchWriter<'_>, usize) -> Result<bool, StoreError>,
+        scan: impl FnOnce(&ResourceVectors, &ScratchVectors) -> T,
+    ) -> Result<Option<T>, StoreError> {
+        let mut load = Some(load);
+        let mut index = self.lock();
+        loop {
+            match index.find(resource_id) {
+                Found::Loaded => {
+                    let (vectors, scratch) = index.searched(resource_id).expect("found loaded");
+                    return Ok(Some(scan(vectors, scratch)));
+                }
+                Found::OnDisk => return Ok(None),
+                Found::Wait => index = self.load_ended.wait(index).expect("index lock"),
+                Found::ToLoad => {
+                    // Loaded once already by this search, and deleted under it.
+                    let Some(load) = load.take() else { return Ok(None) };
+                    let (scratch, budget) = index.begin_load(resource_id);
+                    drop(index);
+                    let ending = LoadEnding { shared: self };
+                    let mut vectors = ResourceVectors::default();
+                    let fits = load(&mut vectors, &mut scratch.writer(), budget);
+                    // The load ended without a panic: it is ended below, under the lock.
+                    std::mem::forget(ending);
+                    index = self.lock();
+                    let ended = index.end_load(resource_id, vectors, fits);
+                    self.load_ended.notify_all();
+                    ended?;
+                }
+            }
+        }
+    }
+}
+
+/// Ends a load that panicked: no search waits for it forever.
+struct LoadEnding<'a> {
+    shared: &'a SharedIndex,
+}
+
+impl Drop for LoadEnding<'_> {
+    fn drop(&mut self) {
+        let mut index = self.shared.index.lock().unwrap_or_else(PoisonError::into_inner);
+        index.loading = None;
+        self.shared.load_ended.notify_all();
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    use std::sync::mpsc;
+
     use super::*;
 
-    /// Loads `count` vectors of one thread into a resource searched through `index`.
-    fn search(index: &mut VectorIndex, resource: &str, count: u64) -> bool {
-        let loaded = index.searched(resource, |vectors, scratch, budget| {
+    /// Searches `resource` through `index`, loading `count` vectors of thread `t` if it must be
+    /// loaded; how many vectors the search saw, `None` when it was sent to disk.
+    fn search(index: &SharedIndex, resource: &str, count: u64) -> Option<usize> {
+        let load = |vectors: &mut ResourceVectors, writer: &mut ScratchWriter<'_>, budget: usize| {
             for seq in 0..count {
-                vectors.insert("t", seq, &[1.0, seq as f32], scratch);
+                vectors.insert("t", seq, &[1.0, seq as f32], writer);
             }
             Ok(vectors.memory_bytes() <= budget)
-        });
-        loaded.expect("loaded").is_some()
+        };
+        index.search(resource, load, |vectors, _| vectors.len()).expect("searched")
+    }
+
+    /// A search that must not load: the resource is in.
+    fn search_loaded(index: &SharedIndex, resource: &str) -> Option<usize> {
+        let load = |_: &mut ResourceVectors,
+                    _: &mut ScratchWriter<'_>,
+                    _: usize|
+         -> Result<bool, StoreError> { panic!("{resource} was to be in already") };
+        index.search(resource, load, |vectors, _| vectors.len()).expect("searched")
     }
 
     /// A write that grows a loaded resource makes room by dropping the least recently searched
@@ -177,23 +359,76 @@ mod tests {
     /// searched on disk from then on.
     #[test]
     fn a_write_drops_the_least_recently_searched_other_resource() {
-        let mut probe = VectorIndex::new(usize::MAX, None);
-        assert!(search(&mut probe, "probe", 100));
-        let hundred = probe.bytes();
-        let mut index = VectorIndex::new(3 * hundred + hundred / 2, None);
+        let probe = SharedIndex::new(usize::MAX, None);
+        assert_eq!(search(&probe, "probe", 100), Some(100));
+        let hundred = probe.lock().bytes();
+        let index = SharedIndex::new(3 * hundred + hundred / 2, None);
         for resource in ["a", "b", "c"] {
-            assert!(search(&mut index, resource, 100));
+            assert_eq!(search(&index, resource, 100), Some(100));
         }
-        assert!(search(&mut index, "a", 100), "a is searched again: b is now the least recent");
+        assert_eq!(search_loaded(&index, "a"), Some(100), "a is searched again: b is now the least recent");
         let grown: Vec<(u64, Vec<f32>)> = (100..160).map(|seq| (seq, vec![0.5, 1.0])).collect();
-        index.written("c", "t", &grown);
-        assert!(index.resources.contains_key("c") && index.resources.contains_key("a"));
-        assert!(!index.resources.contains_key("b"), "the least recently searched other is dropped");
-        assert!(index.bytes() <= index.budget);
+        let mut locked = index.lock();
+        locked.written("c", "t", &grown);
+        assert!(locked.resources.contains_key("c") && locked.resources.contains_key("a"));
+        assert!(!locked.resources.contains_key("b"), "the least recently searched other is dropped");
+        assert!(locked.bytes() <= locked.budget);
 
         let huge: Vec<(u64, Vec<f32>)> = (160..1_000).map(|seq| (seq, vec![0.5, 1.0])).collect();
-        index.written("c", "t", &huge);
-        assert!(!index.resources.contains_key("c"), "grown past the budget");
-        assert!(!search(&mut index, "c", 0), "searched on disk from then on");
+        locked.written("c", "t", &huge);
+        assert!(!locked.resources.contains_key("c"), "grown past the budget");
+        drop(locked);
+        assert_eq!(search(&index, "c", 0), None, "searched on disk from then on");
+    }
+
+    /// While a resource loads outside the lock, a loaded one is searched and written (neither
+    /// waits for the load), a second search of the loading one waits and finds it in without
+    /// loading it again, and a write and a thread's deletion made to it meanwhile are in it once
+    /// it is loaded. A load that panics lets the searches waiting for it go on.
+    #[test]
+    fn a_load_runs_outside_the_lock() {
+        let directory = tempfile::tempdir().expect("temp dir");
+        let index = Arc::new(SharedIndex::new(usize::MAX, Some(directory.path())));
+        assert_eq!(search(&index, "small", 10), Some(10));
+        let (started, has_started) = mpsc::channel();
+        let (go, goes) = mpsc::channel::<()>();
+        let loader = std::thread::spawn({
+            let index = Arc::clone(&index);
+            move || {
+                let load = |vectors: &mut ResourceVectors, writer: &mut ScratchWriter<'_>, _: usize| {
+                    for seq in 0..100 {
+                        vectors.load("t", seq, &[1.0, seq as f32], writer);
+                    }
+                    vectors.load("gone", 0, &[0.0, 1.0], writer);
+                    started.send(()).expect("sent");
+                    goes.recv().expect("told to go");
+                    Ok(vectors.finish_load(writer))
+                };
+                index.search("big", load, |vectors, _| vectors.len()).expect("searched")
+            }
+        });
+        has_started.recv().expect("the load started");
+        assert_eq!(search_loaded(&index, "small"), Some(10), "searched while the other loads");
+        index.lock().written("small", "t", &[(10, vec![1.0, 10.0])]);
+        assert_eq!(search_loaded(&index, "small"), Some(11));
+        index.lock().written("big", "u", &[(0, vec![0.5, 0.5]), (1, vec![0.5, -0.5])]);
+        index.lock().thread_deleted("big", "gone");
+        let waiting = std::thread::spawn({
+            let index = Arc::clone(&index);
+            move || search_loaded(&index, "big")
+        });
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        assert!(!waiting.is_finished(), "a search of the loading resource waits for its load");
+        go.send(()).expect("sent");
+        assert_eq!(loader.join().expect("loaded"), Some(102), "100 loaded, 2 written, 1 deleted");
+        assert_eq!(waiting.join().expect("waited"), Some(102));
+
+        let panicked = std::thread::spawn({
+            let index = Arc::clone(&index);
+            move || search_loaded(&index, "other")
+        });
+        assert!(panicked.join().is_err(), "the load panicked");
+        assert!(index.lock().loading.is_none(), "and ended");
+        assert_eq!(search(&index, "other", 3), Some(3));
     }
 }

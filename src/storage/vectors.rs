@@ -17,7 +17,7 @@ use super::Hit;
 use super::vector_clusters::{CLUSTER_FROM, ClusterQuery, Clusters};
 use super::vector_codes::{QueryCode, code_bytes, decode, encode};
 use super::vector_quantizer::code_bytes as product_code_bytes;
-use super::vector_scratch::{ScratchVectors, VectorRoom};
+use super::vector_scratch::{ScratchVectors, ScratchWriter, VectorRoom};
 
 /// Candidates scored again, per hit asked for, from a scan of up to [`SCANNED_PER_WIDENING`]
 /// codes: the codes' ranking puts the exact top 3 of 100,000 chat-like messages among its best
@@ -164,7 +164,13 @@ impl ResourceVectors {
 
     /// Adds or replaces a vector, its int8 copy in `scratch` (one of another dimension than the
     /// first is ignored: the store refuses those before they are written).
-    pub(super) fn insert(&mut self, thread_id: &str, seq: u64, vector: &[f32], scratch: &mut ScratchVectors) {
+    pub(super) fn insert(
+        &mut self,
+        thread_id: &str,
+        seq: u64,
+        vector: &[f32],
+        scratch: &mut ScratchWriter<'_>,
+    ) {
         self.add(thread_id, seq, vector, scratch, false);
     }
 
@@ -172,12 +178,25 @@ impl ResourceVectors {
     /// copy by [`Self::finish_load`], once every vector is in and the codes they need are known,
     /// so a load never holds a code it is about to throw away (four-bit codes of a resource that
     /// turns out to be clustered: 192 MB at a million). Without a copy it is encoded at once.
-    pub(super) fn load(&mut self, thread_id: &str, seq: u64, vector: &[f32], scratch: &mut ScratchVectors) {
+    pub(super) fn load(
+        &mut self,
+        thread_id: &str,
+        seq: u64,
+        vector: &[f32],
+        scratch: &mut ScratchWriter<'_>,
+    ) {
         self.add(thread_id, seq, vector, scratch, true);
     }
 
     /// [`Self::insert`], or [`Self::load`] when `defer`.
-    fn add(&mut self, thread_id: &str, seq: u64, vector: &[f32], scratch: &mut ScratchVectors, defer: bool) {
+    fn add(
+        &mut self,
+        thread_id: &str,
+        seq: u64,
+        vector: &[f32],
+        scratch: &mut ScratchWriter<'_>,
+        defer: bool,
+    ) {
         if self.place_of.is_empty() {
             self.dimension = vector.len();
         }
@@ -229,7 +248,7 @@ impl ResourceVectors {
     /// has doubled or halved since, and drops them when it has shrunk below, encoding every
     /// vector anew for its list (from its int8 copy in `scratch` where it has one, so that codes
     /// are never made from codes): called once a write's vectors are all in.
-    pub(super) fn keep_clustered(&mut self, scratch: &mut ScratchVectors) {
+    pub(super) fn keep_clustered(&mut self, scratch: &mut ScratchWriter<'_>) {
         let encoded = self.encode_when_due(scratch);
         debug_assert!(encoded, "only a load defers codes, and a write's vectors decode");
     }
@@ -238,19 +257,19 @@ impl ResourceVectors {
     /// and makes the deferred codes from their copies in `scratch`. `false` when those copies
     /// cannot be read back (the scratch file was given up under the load): nothing is changed
     /// then, and the load should be made again with [`Self::insert`].
-    pub(super) fn finish_load(&mut self, scratch: &mut ScratchVectors) -> bool {
+    pub(super) fn finish_load(&mut self, scratch: &mut ScratchWriter<'_>) -> bool {
         self.encode_when_due(scratch)
     }
 
     /// [`Self::keep_clustered`], and the deferred codes made; `false` when they cannot be.
-    fn encode_when_due(&mut self, scratch: &mut ScratchVectors) -> bool {
+    fn encode_when_due(&mut self, scratch: &mut ScratchWriter<'_>) -> bool {
         let count = self.len();
         let stale = self.clusters.as_ref().map_or(count >= CLUSTER_FROM, |clusters| clusters.stale(count));
         if !stale && self.deferred == 0 {
             return true;
         }
         scratch.flush();
-        let scratch = &*scratch;
+        let scratch = scratch.scratch();
         let clusters = if count >= CLUSTER_FROM {
             let Some(clusters) =
                 Clusters::train(self.dimension, count, |entry| self.vector_of(entry, scratch))
@@ -402,14 +421,14 @@ impl ResourceVectors {
     }
 
     /// Gives every scratch slot back, before these vectors are dropped.
-    pub(super) fn release(&self, scratch: &mut ScratchVectors) {
+    pub(super) fn release(&self, scratch: &ScratchVectors) {
         for slot in self.slot_of.iter().filter(|slot| **slot != NO_SLOT) {
             scratch.free(*slot);
         }
     }
 
     /// Removes every vector of a thread, giving their scratch slots back.
-    pub(super) fn remove_thread(&mut self, thread_id: &str, scratch: &mut ScratchVectors) {
+    pub(super) fn remove_thread(&mut self, thread_id: &str, scratch: &mut ScratchWriter<'_>) {
         let Some(&removed) = self.thread_index.get(thread_id) else { return };
         if self.threads[removed as usize].entries.is_empty() {
             return;
@@ -420,7 +439,7 @@ impl ResourceVectors {
         for (entry, renumbered) in renumbered.iter_mut().enumerate() {
             if self.thread_of[entry] == removed {
                 if self.slot_of[entry] != NO_SLOT {
-                    scratch.free(self.slot_of[entry]);
+                    scratch.scratch().free(self.slot_of[entry]);
                 }
                 if self.place_of[entry].0 == UNPLACED {
                     self.deferred -= 1;
@@ -685,23 +704,24 @@ mod tests {
     /// thread's removal.
     #[test]
     fn candidates_rank_filter_and_follow_writes() {
-        let mut scratch = ScratchVectors::create(None);
+        let scratch = ScratchVectors::create(None);
+        let mut writer = scratch.writer();
         let mut vectors = ResourceVectors::default();
-        vectors.insert("a", 0, &[1.0, 0.0], &mut scratch);
-        vectors.insert("a", 1, &[0.6, 0.8], &mut scratch);
-        vectors.insert("b", 0, &[0.0, 1.0], &mut scratch);
+        vectors.insert("a", 0, &[1.0, 0.0], &mut writer);
+        vectors.insert("a", 1, &[0.6, 0.8], &mut writer);
+        vectors.insert("b", 0, &[0.0, 1.0], &mut writer);
         assert_eq!(
             ids(vectors.candidates(&[1.0, 0.0], 2, None, &scratch)),
             [("a".into(), 0), ("a".into(), 1)]
         );
         assert_eq!(ids(vectors.candidates(&[0.0, 1.0], 5, Some("b"), &scratch)), [("b".into(), 0)]);
         assert!(ids(vectors.candidates(&[0.0, 1.0], 5, Some("c"), &scratch)).is_empty());
-        vectors.insert("a", 0, &[0.0, -1.0], &mut scratch);
+        vectors.insert("a", 0, &[0.0, -1.0], &mut writer);
         assert_eq!(vectors.len(), 3, "an overwrite adds nothing");
         assert_eq!(ids(vectors.candidates(&[1.0, 0.0], 1, None, &scratch)), [("a".into(), 1)]);
-        vectors.remove_thread("a", &mut scratch);
+        vectors.remove_thread("a", &mut writer);
         assert_eq!(ids(vectors.candidates(&[1.0, 0.0], 5, None, &scratch)), [("b".into(), 0)]);
-        vectors.insert("a", 5, &[1.0, 0.0], &mut scratch);
+        vectors.insert("a", 5, &[1.0, 0.0], &mut writer);
         assert_eq!(ids(vectors.candidates(&[1.0, 0.0], 5, Some("a"), &scratch)), [("a".into(), 5)]);
     }
 
@@ -711,10 +731,11 @@ mod tests {
     fn rescored_candidates_match_an_exact_scan() {
         let dimension = 64;
         let corpus = random_units(dimension, PARALLEL_FROM + 500);
-        let mut scratch = ScratchVectors::create(None);
+        let scratch = ScratchVectors::create(None);
+        let mut writer = scratch.writer();
         let mut vectors = ResourceVectors::default();
         for (seq, vector) in corpus.iter().enumerate() {
-            vectors.insert("t", seq as u64, vector, &mut scratch);
+            vectors.insert("t", seq as u64, vector, &mut writer);
         }
         for query in random_units(dimension + 1, 5) {
             let query = &query[..dimension];
@@ -757,7 +778,8 @@ mod tests {
     fn a_clustered_resource_finds_the_exact_best() {
         let dimension = 64;
         let directory = tempfile::tempdir().expect("temp dir");
-        let mut scratch = ScratchVectors::create(Some(directory.path()));
+        let scratch = ScratchVectors::create(Some(directory.path()));
+        let mut writer = scratch.writer();
         let corpus = random_units(dimension, CLUSTER_FROM + 4_000);
         let axis = |group: usize| -> Vec<f32> {
             (0..dimension).map(|d| if d == group { 1.0 } else { 0.0 }).collect()
@@ -777,9 +799,9 @@ mod tests {
             .collect();
         let mut vectors = ResourceVectors::default();
         for (index, vector) in leaning.iter().enumerate() {
-            vectors.load(&format!("t{}", index % 4), (index / 4) as u64, vector, &mut scratch);
+            vectors.load(&format!("t{}", index % 4), (index / 4) as u64, vector, &mut writer);
         }
-        assert!(vectors.finish_load(&mut scratch));
+        assert!(vectors.finish_load(&mut writer));
         assert!(vectors.clusters.is_some() && vectors.lists.len() > 1);
         assert_consistent(&vectors);
         assert_eq!(vectors.width(), dimension / 8, "product codes of a byte per eight components");
@@ -806,21 +828,21 @@ mod tests {
         }
 
         let moved = axis(3);
-        vectors.insert("t0", 0, &moved, &mut scratch);
-        scratch.flush();
+        vectors.insert("t0", 0, &moved, &mut writer);
+        writer.flush();
         leaning[0] = moved.clone();
         assert_consistent(&vectors);
         let found = vectors.candidates(&moved, CANDIDATES_PER_HIT, None, &scratch);
         assert_eq!(best_scored(found), Some(("t0".to_owned(), 0)), "found in its new cluster");
 
-        vectors.remove_thread("t1", &mut scratch);
+        vectors.remove_thread("t1", &mut writer);
         assert_consistent(&vectors);
         assert_eq!(vectors.len(), leaning.len() - leaning.len() / 4);
         let query = &leaning[802];
         let found = vectors.candidates(query, CANDIDATES_PER_HIT, None, &scratch);
         assert!(found.iter().all(|(thread, _, _)| thread != "t1"));
         assert_eq!(best_scored(found), exact_best(&leaning, query, Some(1)));
-        let reused = scratch.put(None, &moved).expect("a slot");
+        let reused = writer.put(None, &moved).expect("a slot");
         assert!(reused < u32::try_from(leaning.len()).expect("small"), "a freed slot is handed out again");
     }
 
@@ -830,35 +852,36 @@ mod tests {
     #[test]
     fn a_load_defers_its_codes_to_the_scratch_file() {
         let directory = tempfile::tempdir().expect("temp dir");
-        let mut scratch = ScratchVectors::create(Some(directory.path()));
+        let scratch = ScratchVectors::create(Some(directory.path()));
+        let mut writer = scratch.writer();
         let corpus = random_units(16, 100);
-        let load = |vectors: &mut ResourceVectors, scratch: &mut ScratchVectors| {
+        let load = |vectors: &mut ResourceVectors, writer: &mut ScratchWriter<'_>| {
             for (seq, vector) in corpus.iter().enumerate() {
-                vectors.load("t", seq as u64, vector, scratch);
+                vectors.load("t", seq as u64, vector, writer);
             }
         };
         let mut vectors = ResourceVectors::default();
-        load(&mut vectors, &mut scratch);
+        load(&mut vectors, &mut writer);
         assert_eq!(vectors.deferred, corpus.len());
         assert!(vectors.lists.iter().all(|list| list.codes.is_empty()));
         let estimated = vectors.memory_bytes();
-        assert!(vectors.finish_load(&mut scratch));
+        assert!(vectors.finish_load(&mut writer));
         assert_consistent(&vectors);
         assert_eq!(vectors.deferred, 0);
         assert_eq!(vectors.memory_bytes(), estimated, "the estimate is what the codes take");
         assert_eq!(best_scored(vectors.candidates(&corpus[7], 3, None, &scratch)), Some(("t".into(), 7)));
 
         let mut failed = ResourceVectors::default();
-        load(&mut failed, &mut scratch);
+        load(&mut failed, &mut writer);
         scratch.give_up();
-        assert!(!failed.finish_load(&mut scratch));
+        assert!(!failed.finish_load(&mut writer));
         assert_eq!(failed.deferred, corpus.len(), "nothing changed");
         assert!(failed.candidates(&corpus[7], 3, None, &scratch).is_empty());
-        failed.release(&mut scratch);
+        failed.release(&scratch);
         let mut again = ResourceVectors::default();
-        load(&mut again, &mut scratch);
+        load(&mut again, &mut writer);
         assert_eq!(again.deferred, 0, "without a scratch file, encoded as read");
-        assert!(again.finish_load(&mut scratch));
+        assert!(again.finish_load(&mut writer));
         assert_eq!(ids(again.candidates(&corpus[7], 1, None, &scratch)), [("t".into(), 7)]);
     }
 
