@@ -104,8 +104,26 @@ pub async fn fill(store: &dyn Store, resource: &str, count: usize) -> Result<(),
     Ok(())
 }
 
-/// How long one search of `resource` takes; the first after a start loads its index.
-pub(super) async fn first_search(store: &dyn Store, resource: &str) -> Result<Duration, String> {
+/// Messages of the resource searched while another's index loads ([`first_search`]).
+const BYSTANDER_MESSAGES: usize = 1_000;
+/// The pause between two of its searches: other tenants' recall, not a load of its own.
+const BYSTANDER_PAUSE: Duration = Duration::from_millis(10);
+
+/// The first search of a resource after a start, which loads its index, and what it cost the
+/// others: searches of a small resource already loaded, made every [`BYSTANDER_PAUSE`] while it
+/// ran.
+#[derive(Debug, Clone, Copy)]
+pub struct FirstSearch {
+    /// The first search.
+    pub took: Duration,
+    /// Searches of the other resource made meanwhile.
+    pub bystander_searches: usize,
+    /// The slowest of them.
+    pub bystander_slowest: Duration,
+}
+
+/// One search of `resource` for a fixed query.
+async fn search_once(store: &dyn Store, resource: &str) -> Result<Duration, String> {
     let search = VectorQuery {
         scope: RecallScope::Resource(resource.to_owned()),
         embedder: Lexical::new().id().to_owned(),
@@ -116,6 +134,31 @@ pub(super) async fn first_search(store: &dyn Store, resource: &str) -> Result<Du
     let started = Instant::now();
     store.search(search).await.map_err(|error| error.to_string())?;
     Ok(started.elapsed())
+}
+
+/// The first search of `resource` ([`FirstSearch`]), a small resource beside it filled (when
+/// it is not yet) and loaded first.
+pub(super) async fn first_search(store: &dyn Store, resource: &str) -> Result<FirstSearch, String> {
+    let bystander = format!("{resource}-bystander");
+    if store.list_threads(&bystander, "", 1).await.map_err(|error| error.to_string())?.threads.is_empty() {
+        fill(store, &bystander, BYSTANDER_MESSAGES).await?;
+    }
+    search_once(store, &bystander).await?;
+    let slowest = std::cell::Cell::new(Duration::ZERO);
+    let searches = std::cell::Cell::new(0);
+    let meanwhile = async {
+        loop {
+            let took = search_once(store, &bystander).await?;
+            slowest.set(slowest.get().max(took));
+            searches.set(searches.get() + 1);
+            tokio::time::sleep(BYSTANDER_PAUSE).await;
+        }
+    };
+    let took = tokio::select! {
+        took = search_once(store, resource) => took?,
+        failed = meanwhile => return failed,
+    };
+    Ok(FirstSearch { took, bystander_searches: searches.get(), bystander_slowest: slowest.get() })
 }
 
 /// Recall@`k` of `store`'s search in `resource`, which [`fill`] gave `count` messages: the

@@ -20,7 +20,7 @@ use std::fmt::Write as _;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use self::corpus::{RECALL_QUERIES, first_search};
+use self::corpus::{FirstSearch, RECALL_QUERIES, first_search};
 pub use self::corpus::{fill, recall_at, sentence};
 pub use self::fake_provider::Arrivals;
 use self::fixtures::FloorAnswer;
@@ -149,8 +149,8 @@ pub struct RecallLoad {
     pub size: usize,
     /// Storing them, when this run did.
     pub filled: Option<Duration>,
-    /// The first search, which loads the resource's index.
-    pub first_search: Duration,
+    /// The first search, which loads the resource's index, and what it cost the others.
+    pub first_search: FirstSearch,
     /// Resident memory once its searches were measured, in bytes.
     pub resident: Option<u64>,
 }
@@ -466,7 +466,12 @@ fn recall_load_line(load: &RecallLoad, verdict: impl Fn(bool) -> &'static str) -
         let seconds = filled.as_secs_f64();
         let _ = write!(line, " filled in {seconds:.1} s ({:.0} messages/s);", load.size as f64 / seconds);
     }
-    let _ = write!(line, " first search (loads the index) {}", micros(load.first_search));
+    let first = load.first_search;
+    let _ = write!(line, " first search (loads the index) {}", micros(first.took));
+    if first.bystander_searches > 0 {
+        let (searches, slowest) = (first.bystander_searches, micros(first.bystander_slowest));
+        let _ = write!(line, ", meanwhile {searches} searches of another resource, the slowest {slowest}");
+    }
     if let Some(resident) = load.resident {
         let _ = write!(line, "; RSS once searched {}", megabytes(resident));
         if load.size == 1_000_000 {
