@@ -144,20 +144,26 @@ pub(super) async fn first_search(store: &dyn Store, resource: &str) -> Result<Fi
         fill(store, &bystander, BYSTANDER_MESSAGES).await?;
     }
     search_once(store, &bystander).await?;
-    let slowest = std::cell::Cell::new(Duration::ZERO);
-    let searches = std::cell::Cell::new(0);
+    let (slowest, searches, done) =
+        (std::cell::Cell::new(Duration::ZERO), std::cell::Cell::new(0), std::cell::Cell::new(false));
+    let first = async {
+        let took = search_once(store, resource).await;
+        done.set(true);
+        took
+    };
+    // Each search made is counted, the one under way when the first search ends too.
     let meanwhile = async {
-        loop {
+        while !done.get() {
             let took = search_once(store, &bystander).await?;
             slowest.set(slowest.get().max(took));
             searches.set(searches.get() + 1);
             tokio::time::sleep(BYSTANDER_PAUSE).await;
         }
+        Ok::<_, String>(())
     };
-    let took = tokio::select! {
-        took = search_once(store, resource) => took?,
-        failed = meanwhile => return failed,
-    };
+    let (took, meanwhile) = tokio::join!(first, meanwhile);
+    let took = took?;
+    meanwhile?;
     Ok(FirstSearch { took, bystander_searches: searches.get(), bystander_slowest: slowest.get() })
 }
 
