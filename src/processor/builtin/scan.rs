@@ -168,11 +168,19 @@ fn kept<'a>(state: &'a Map<String, Value>, key: &str, id: &str) -> &'a str {
     state.get(key).and_then(|kept| kept.get(id)).and_then(Value::as_str).unwrap_or_default()
 }
 
+/// Keeps `text` for stream `id` under `key`, in the string already kept there when there is one
+/// (called for every delta: the map, its key and the string are made once a stream).
 fn keep(state: &mut Map<String, Value>, key: &str, id: &str, text: &str) {
-    if let Value::Object(kept) = state.entry(key).or_insert_with(|| json!({})) {
-        if text.is_empty() {
-            kept.remove(id);
-        } else {
+    if !state.contains_key(key) {
+        state.insert(key.to_owned(), json!({}));
+    }
+    let Some(Value::Object(kept)) = state.get_mut(key) else { return };
+    match kept.get_mut(id) {
+        Some(Value::String(kept)) => {
+            kept.clear();
+            kept.push_str(text);
+        }
+        _ => {
             kept.insert(id.to_owned(), Value::String(text.to_owned()));
         }
     }
@@ -208,9 +216,10 @@ fn findings_after(findings: Vec<Finding>, base: usize, end: usize) -> Vec<Findin
 /// Takes a text delta of stream `id`, with the text held back before it and the context before
 /// that (kept in the run's `state`); returns what is settled and keeps the rest held.
 pub(super) fn pass(scanner: &dyn Scanner, state: &mut Map<String, Value>, id: &str, delta: &str) -> Passage {
-    let context = kept(state, "context", id);
+    let (context, held) = (kept(state, "context", id), kept(state, "held", id));
     let base = context.len();
-    let pending = format!("{context}{}{delta}", kept(state, "held", id));
+    let mut pending = String::with_capacity(base + held.len() + delta.len());
+    pending.extend([context, held, delta]);
     let mut cut = (pending.len() - scanner.open_tail(&pending, base)).max(base);
     // A match reaching into the open tail may still grow: hold it whole.
     let findings = scanner.findings(&pending);
@@ -229,7 +238,8 @@ pub(super) fn release(scanner: &dyn Scanner, state: &mut Map<String, Value>) -> 
     let Some(Value::Object(held)) = state.remove("held") else { return Vec::new() };
     held.into_iter()
         .filter_map(|(id, text)| {
-            let text = text.as_str()?;
+            // A stream whose text all settled keeps an empty string.
+            let text = text.as_str().filter(|text| !text.is_empty())?;
             let context = contexts
                 .as_ref()
                 .and_then(|contexts| contexts.get(&id))

@@ -86,6 +86,10 @@ impl Decided for Vec<Chunk> {
 pub(super) fn stream_decision(given: Option<&Chunk>, answer: &Option<Chunk>) -> Option<HookDecision> {
     match answer {
         None => Some(HookDecision::Dropped),
-        Some(chunk) => replaced(&[("chunk", given.is_some_and(|given| given != chunk))]),
+        // Asked for each chunk: no list of parts to build.
+        Some(chunk) if given.is_some_and(|given| given != chunk) => {
+            Some(HookDecision::Replaced { what: "chunk".to_owned() })
+        }
+        Some(_) => None,
     }
 }
