@@ -20,6 +20,9 @@ use crate::telemetry::metrics::{self, Histogram};
 
 /// Entries looked back through for the entry a continuing stream call adds to.
 const MERGE_WINDOW: usize = 16;
+/// Timeline entries room is made for when a run starts: a run of a few processors and one step
+/// records about a dozen, so its timeline is allocated once rather than grown entry by entry.
+const TIMELINE_ROOM: usize = 16;
 
 /// One run's recording.
 #[derive(Debug)]
@@ -94,7 +97,10 @@ impl Recorder {
             started: Instant::now(),
             started_at: now_millis(),
             note: CallNote::default(),
-            recording: Mutex::default(),
+            recording: Mutex::new(Recording {
+                timeline: Vec::with_capacity(TIMELINE_ROOM),
+                ..Recording::default()
+            }),
             content: content.then(Mutex::default),
         }
     }
