@@ -25,7 +25,7 @@ mod runs;
 use super::run_segments::RunSegments;
 use super::vector_codes::dot;
 use super::vector_file::{POINTER_BYTES, VectorFile, stored_dimension};
-use super::vector_index::{DEFAULT_INDEX_BYTES, SharedIndex};
+use super::vector_index::{DEFAULT_INDEX_BYTES, SharedIndex, VectorSource};
 use super::vector_scratch::ScratchWriter;
 use super::vectors::{CANDIDATES_PER_HIT, Candidate, EXACT_PER_HIT, ResourceVectors, TopK, best_hits};
 use super::{
@@ -713,27 +713,8 @@ impl Inner {
             Some(_) => self.check_embedder(&query.embedder, query.vector.len())?,
         }
         let wanted = query.top_k.saturating_mul(CANDIDATES_PER_HIT);
-        let load = |loaded: &mut ResourceVectors, scratch: &mut ScratchWriter<'_>, budget: usize| {
-            // A second pass only when the scratch file failed under the first, whose deferred
-            // codes it held: the second has no scratch file to defer to.
-            loop {
-                for entry in self.vectors.scan_prefix(keys::vectors_prefix(&resource_id)) {
-                    let (key, value) = entry.map_err(engine)?;
-                    let (thread_id, seq) = parse_vector_key(&key)?;
-                    let Some(vector) = self.vector_file.read(&value)? else { continue };
-                    loaded.load(&thread_id, seq, &vector, scratch);
-                    if loaded.len().is_multiple_of(1024) && loaded.memory_bytes() > budget {
-                        return Ok(false);
-                    }
-                }
-                if loaded.finish_load(scratch) {
-                    return Ok(loaded.memory_bytes() <= budget);
-                }
-                loaded.release(scratch.scratch());
-                *loaded = ResourceVectors::default();
-            }
-        };
-        let candidates = self.index.search(&resource_id, load, |loaded, scratch| {
+        let source = StoredVectors { inner: self, resource_id: &resource_id };
+        let candidates = self.index.search(&resource_id, &source, |loaded, scratch| {
             loaded.candidates(&query.vector, wanted, thread, scratch)
         })?;
         let scored = match candidates {
@@ -1045,5 +1026,70 @@ impl Store for SledStore {
         self.engine.check_space()?;
         let (scope, key) = (scope.clone(), key.to_owned());
         self.blocking(move |inner| inner.cache_put(&scope, &key, &value, expires_at)).await
+    }
+}
+
+/// A resource's stored vectors, read for the recall index: the `vectors` tree's pointers under
+/// the resource (or one of its threads), each read from the vector file.
+struct StoredVectors<'a> {
+    inner: &'a Inner,
+    resource_id: &'a str,
+}
+
+impl StoredVectors<'_> {
+    /// Each vector under `prefix`, with its thread and seq, until `each` says stop.
+    fn each(
+        &self,
+        prefix: Vec<u8>,
+        mut each: impl FnMut(&str, u64, &[f32]) -> bool,
+    ) -> Result<bool, StoreError> {
+        for entry in self.inner.vectors.scan_prefix(prefix) {
+            let (key, value) = entry.map_err(engine)?;
+            let (thread_id, seq) = parse_vector_key(&key)?;
+            let Some(vector) = self.inner.vector_file.read(&value)? else { continue };
+            if !each(&thread_id, seq, &vector) {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+}
+
+impl VectorSource for StoredVectors<'_> {
+    fn load(
+        &self,
+        vectors: &mut ResourceVectors,
+        writer: &mut ScratchWriter<'_>,
+        budget: usize,
+    ) -> Result<bool, StoreError> {
+        // A second pass only when the scratch file failed under the first, whose deferred codes
+        // it held: the second has no scratch file to defer to.
+        loop {
+            let read_all = self.each(keys::vectors_prefix(self.resource_id), |thread_id, seq, vector| {
+                vectors.load(thread_id, seq, vector, writer);
+                !(vectors.len().is_multiple_of(1024) && vectors.memory_bytes() > budget)
+            })?;
+            if !read_all {
+                return Ok(false);
+            }
+            if vectors.finish_load(writer) {
+                return Ok(vectors.memory_bytes() <= budget);
+            }
+            vectors.release(writer.scratch());
+            *vectors = ResourceVectors::default();
+        }
+    }
+
+    fn load_thread(
+        &self,
+        thread_id: &str,
+        vectors: &mut ResourceVectors,
+        writer: &mut ScratchWriter<'_>,
+    ) -> Result<(), StoreError> {
+        self.each(keys::thread_vectors_prefix(self.resource_id, thread_id), |thread_id, seq, vector| {
+            vectors.insert(thread_id, seq, vector, writer);
+            true
+        })
+        .map(drop)
     }
 }

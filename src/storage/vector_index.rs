@@ -7,11 +7,12 @@
 //!
 //! A load runs outside the index's lock ([`SharedIndex::search`]): a million messages take
 //! seconds to load, and meanwhile the other loaded resources are searched and written as ever.
-//! Writes and deletions made to the resource being loaded are noted and applied to it once it is
-//! in. One load runs at a time, so that the memory loads take stays within one budget; a search
-//! that needs another load waits for it.
+//! The threads written or deleted in the resource being loaded are noted (their ids, not their
+//! vectors, so that heavy writes under a long load take no memory to speak of), and read again
+//! from the store once it is in. One load runs at a time, so that the memory loads take stays
+//! within one budget; a search that needs another load waits for it.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::Path;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 
@@ -27,18 +28,41 @@ struct Loaded {
     last_used: u64,
 }
 
+/// Where a resource's vectors are read from for the index: the store.
+pub(super) trait VectorSource {
+    /// Fills empty `vectors` with every stored vector of the resource, their int8 copies put
+    /// with `writer`; whether they fit `budget` (a load may stop as soon as they do not).
+    fn load(
+        &self,
+        vectors: &mut ResourceVectors,
+        writer: &mut ScratchWriter<'_>,
+        budget: usize,
+    ) -> Result<bool, StoreError>;
+
+    /// Adds every stored vector of one thread of the resource.
+    fn load_thread(
+        &self,
+        thread_id: &str,
+        vectors: &mut ResourceVectors,
+        writer: &mut ScratchWriter<'_>,
+    ) -> Result<(), StoreError>;
+}
+
 /// The resource being loaded outside the lock, and what was done to it meanwhile.
 struct Loading {
     resource_id: String,
-    changes: Vec<Change>,
+    /// Threads written or deleted under the load: read again once it is in.
+    touched: BTreeSet<String>,
     /// The resource was deleted under the load: what it loaded is thrown away.
     removed: bool,
 }
 
-/// A change made to a resource while it was loaded, applied to it once it is in.
-enum Change {
-    Written { thread_id: String, vectors: Vec<(u64, Vec<f32>)> },
-    ThreadDeleted(String),
+impl Loading {
+    fn touch(&mut self, thread_id: &str) {
+        if !self.touched.contains(thread_id) {
+            self.touched.insert(thread_id.to_owned());
+        }
+    }
 }
 
 /// Loaded resources' vectors, by resource id.
@@ -112,13 +136,13 @@ impl VectorIndex {
     }
 
     /// Adds vectors written to a resource's thread, if the resource is loaded (if not, the
-    /// next search loads them from disk; if it is being loaded, they are added once it is in);
+    /// next search loads them from disk; if it is being loaded, the thread is read again once it
+    /// is in);
     /// a resource grown past the whole budget is dropped, otherwise the least recently searched
     /// others make room.
     pub(super) fn written(&mut self, resource_id: &str, thread_id: &str, vectors: &[(u64, Vec<f32>)]) {
         if let Some(loading) = self.loading_of(resource_id) {
-            let (thread_id, vectors) = (thread_id.to_owned(), vectors.to_vec());
-            loading.changes.push(Change::Written { thread_id, vectors });
+            loading.touch(thread_id);
             return;
         }
         let Some(loaded) = self.resources.get_mut(resource_id) else { return };
@@ -139,7 +163,7 @@ impl VectorIndex {
     /// Forgets a thread's vectors (its resource may fit the budget again).
     pub(super) fn thread_deleted(&mut self, resource_id: &str, thread_id: &str) {
         if let Some(loading) = self.loading_of(resource_id) {
-            loading.changes.push(Change::ThreadDeleted(thread_id.to_owned()));
+            loading.touch(thread_id);
         }
         if let Some(loaded) = self.resources.get_mut(resource_id) {
             loaded.vectors.remove_thread(thread_id, &mut self.scratch.writer());
@@ -179,18 +203,20 @@ impl VectorIndex {
     /// Marks `resource_id` as being loaded; the scratch file and the budget to load it with.
     fn begin_load(&mut self, resource_id: &str) -> (Arc<ScratchVectors>, usize) {
         self.loading =
-            Some(Loading { resource_id: resource_id.to_owned(), changes: Vec::new(), removed: false });
+            Some(Loading { resource_id: resource_id.to_owned(), touched: BTreeSet::new(), removed: false });
         (Arc::clone(&self.scratch), self.budget)
     }
 
     /// Ends the load of `resource_id` with what it loaded and whether that fit its budget: the
-    /// changes made meanwhile applied, the resource put in (the least recently searched others
-    /// dropped to make room), or marked too large, or thrown away when it was deleted meanwhile.
+    /// threads touched meanwhile read again from `source`, the resource put in (the least
+    /// recently searched others dropped to make room), or marked too large, or thrown away when
+    /// it was deleted meanwhile.
     fn end_load(
         &mut self,
         resource_id: &str,
         mut vectors: ResourceVectors,
         fits: Result<bool, StoreError>,
+        source: &dyn VectorSource,
     ) -> Result<(), StoreError> {
         let loading = self.loading.take().filter(|loading| loading.resource_id == resource_id);
         let Some(loading) = loading.filter(|loading| !loading.removed) else {
@@ -205,17 +231,15 @@ impl VectorIndex {
             }
         };
         let mut writer = self.scratch.writer();
-        for change in loading.changes {
-            match change {
-                Change::Written { thread_id, vectors: written } => {
-                    for (seq, vector) in &written {
-                        vectors.insert(&thread_id, *seq, vector, &mut writer);
-                    }
-                    vectors.keep_clustered(&mut writer);
-                }
-                Change::ThreadDeleted(thread_id) => vectors.remove_thread(&thread_id, &mut writer),
+        for thread_id in &loading.touched {
+            vectors.remove_thread(thread_id, &mut writer);
+            if let Err(error) = source.load_thread(thread_id, &mut vectors, &mut writer) {
+                drop(writer);
+                vectors.release(&self.scratch);
+                return Err(error);
             }
         }
+        vectors.keep_clustered(&mut writer);
         drop(writer);
         if !fits || vectors.memory_bytes() > self.budget {
             vectors.release(&self.scratch);
@@ -274,17 +298,17 @@ impl SharedIndex {
         self.index.lock().expect("index lock")
     }
 
-    /// Scans a resource's codes with `scan`, under the lock; loads them first with `load`,
-    /// outside the lock, when they are not in (`load` fills empty codes and returns whether they
-    /// fit the budget it is given). `None` when the resource is too large for the budget, then
-    /// and for every later search of it (or was deleted under its load): search it on disk.
+    /// Scans a resource's codes with `scan`, under the lock; loads them first from `source`,
+    /// outside the lock, when they are not in. `None` when the resource is too large for the
+    /// budget, then and for every later search of it (or was deleted under its load): search it
+    /// on disk.
     pub(super) fn search<T>(
         &self,
         resource_id: &str,
-        load: impl FnOnce(&mut ResourceVectors, &mut ScratchWriter<'_>, usize) -> Result<bool, StoreError>,
+        source: &dyn VectorSource,
         scan: impl FnOnce(&ResourceVectors, &ScratchVectors) -> T,
     ) -> Result<Option<T>, StoreError> {
-        let mut load = Some(load);
+        let mut loaded_once = false;
         let mut index = self.lock();
         loop {
             match index.find(resource_id) {
@@ -295,17 +319,20 @@ impl SharedIndex {
                 Found::OnDisk => return Ok(None),
                 Found::Wait => index = self.load_ended.wait(index).expect("index lock"),
                 Found::ToLoad => {
-                    // Loaded once already by this search, and deleted under it.
-                    let Some(load) = load.take() else { return Ok(None) };
+                    if loaded_once {
+                        // Deleted under this search's load.
+                        return Ok(None);
+                    }
+                    loaded_once = true;
                     let (scratch, budget) = index.begin_load(resource_id);
                     drop(index);
                     let ending = LoadEnding { shared: self };
                     let mut vectors = ResourceVectors::default();
-                    let fits = load(&mut vectors, &mut scratch.writer(), budget);
+                    let fits = source.load(&mut vectors, &mut scratch.writer(), budget);
                     // The load ended without a panic: it is ended below, under the lock.
                     std::mem::forget(ending);
                     index = self.lock();
-                    let ended = index.end_load(resource_id, vectors, fits);
+                    let ended = index.end_load(resource_id, vectors, fits, source);
                     self.load_ended.notify_all();
                     ended?;
                 }
@@ -329,29 +356,81 @@ impl Drop for LoadEnding<'_> {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeMap;
     use std::sync::mpsc;
 
     use super::*;
 
-    /// Searches `resource` through `index`, loading `count` vectors of thread `t` if it must be
-    /// loaded; how many vectors the search saw, `None` when it was sent to disk.
-    fn search(index: &SharedIndex, resource: &str, count: u64) -> Option<usize> {
-        let load = |vectors: &mut ResourceVectors, writer: &mut ScratchWriter<'_>, budget: usize| {
-            for seq in 0..count {
-                vectors.insert("t", seq, &[1.0, seq as f32], writer);
+    /// A thread's vectors by seq.
+    type Thread = Vec<(u64, Vec<f32>)>;
+
+    /// Vectors of two components by thread, standing in for the store; a load can be held until
+    /// told to go on, and one that is to be in already panics.
+    #[derive(Default)]
+    struct Stored {
+        threads: Mutex<BTreeMap<String, Thread>>,
+        /// Told when a load has read everything, then waited on before it ends.
+        hold: Option<(mpsc::Sender<()>, Mutex<mpsc::Receiver<()>>)>,
+        loaded_already: bool,
+    }
+
+    impl Stored {
+        /// `count` vectors in thread `t`.
+        fn with(count: u64) -> Stored {
+            let stored = Stored::default();
+            stored.write("t", 0..count);
+            stored
+        }
+
+        fn write(&self, thread_id: &str, seqs: std::ops::Range<u64>) {
+            let mut threads = self.threads.lock().expect("stored");
+            let thread = threads.entry(thread_id.to_owned()).or_default();
+            thread.extend(seqs.map(|seq| (seq, vec![1.0, seq as f32])));
+        }
+    }
+
+    impl VectorSource for Stored {
+        fn load(
+            &self,
+            vectors: &mut ResourceVectors,
+            writer: &mut ScratchWriter<'_>,
+            budget: usize,
+        ) -> Result<bool, StoreError> {
+            assert!(!self.loaded_already, "loaded again");
+            for (thread_id, thread) in self.threads.lock().expect("stored").iter() {
+                for (seq, vector) in thread {
+                    vectors.load(thread_id, *seq, vector, writer);
+                }
             }
-            Ok(vectors.memory_bytes() <= budget)
-        };
-        index.search(resource, load, |vectors, _| vectors.len()).expect("searched")
+            if let Some((started, go)) = &self.hold {
+                started.send(()).expect("sent");
+                go.lock().expect("go").recv().expect("told to go");
+            }
+            Ok(vectors.finish_load(writer) && vectors.memory_bytes() <= budget)
+        }
+
+        fn load_thread(
+            &self,
+            thread_id: &str,
+            vectors: &mut ResourceVectors,
+            writer: &mut ScratchWriter<'_>,
+        ) -> Result<(), StoreError> {
+            for (seq, vector) in self.threads.lock().expect("stored").get(thread_id).into_iter().flatten() {
+                vectors.insert(thread_id, *seq, vector, writer);
+            }
+            Ok(())
+        }
+    }
+
+    /// Searches `resource` through `index`, loading it from `source` if it must be loaded; how
+    /// many vectors the search saw, `None` when it was sent to disk.
+    fn search(index: &SharedIndex, resource: &str, source: &Stored) -> Option<usize> {
+        index.search(resource, source, |vectors, _| vectors.len()).expect("searched")
     }
 
     /// A search that must not load: the resource is in.
     fn search_loaded(index: &SharedIndex, resource: &str) -> Option<usize> {
-        let load = |_: &mut ResourceVectors,
-                    _: &mut ScratchWriter<'_>,
-                    _: usize|
-         -> Result<bool, StoreError> { panic!("{resource} was to be in already") };
-        index.search(resource, load, |vectors, _| vectors.len()).expect("searched")
+        search(index, resource, &Stored { loaded_already: true, ..Stored::default() })
     }
 
     /// A write that grows a loaded resource makes room by dropping the least recently searched
@@ -360,11 +439,11 @@ mod tests {
     #[test]
     fn a_write_drops_the_least_recently_searched_other_resource() {
         let probe = SharedIndex::new(usize::MAX, None);
-        assert_eq!(search(&probe, "probe", 100), Some(100));
+        assert_eq!(search(&probe, "probe", &Stored::with(100)), Some(100));
         let hundred = probe.lock().bytes();
         let index = SharedIndex::new(3 * hundred + hundred / 2, None);
         for resource in ["a", "b", "c"] {
-            assert_eq!(search(&index, resource, 100), Some(100));
+            assert_eq!(search(&index, resource, &Stored::with(100)), Some(100));
         }
         assert_eq!(search_loaded(&index, "a"), Some(100), "a is searched again: b is now the least recent");
         let grown: Vec<(u64, Vec<f32>)> = (100..160).map(|seq| (seq, vec![0.5, 1.0])).collect();
@@ -378,40 +457,34 @@ mod tests {
         locked.written("c", "t", &huge);
         assert!(!locked.resources.contains_key("c"), "grown past the budget");
         drop(locked);
-        assert_eq!(search(&index, "c", 0), None, "searched on disk from then on");
+        assert_eq!(search(&index, "c", &Stored::default()), None, "searched on disk from then on");
     }
 
     /// While a resource loads outside the lock, a loaded one is searched and written (neither
     /// waits for the load), a second search of the loading one waits and finds it in without
-    /// loading it again, and a write and a thread's deletion made to it meanwhile are in it once
-    /// it is loaded. A load that panics lets the searches waiting for it go on.
+    /// loading it again, and the threads written and deleted meanwhile are read again once it is
+    /// in. A load that panics lets the searches waiting for it go on.
     #[test]
     fn a_load_runs_outside_the_lock() {
         let directory = tempfile::tempdir().expect("temp dir");
         let index = Arc::new(SharedIndex::new(usize::MAX, Some(directory.path())));
-        assert_eq!(search(&index, "small", 10), Some(10));
+        assert_eq!(search(&index, "small", &Stored::with(10)), Some(10));
         let (started, has_started) = mpsc::channel();
         let (go, goes) = mpsc::channel::<()>();
+        let big = Arc::new(Stored { hold: Some((started, Mutex::new(goes))), ..Stored::with(100) });
+        big.write("gone", 0..1);
         let loader = std::thread::spawn({
-            let index = Arc::clone(&index);
-            move || {
-                let load = |vectors: &mut ResourceVectors, writer: &mut ScratchWriter<'_>, _: usize| {
-                    for seq in 0..100 {
-                        vectors.load("t", seq, &[1.0, seq as f32], writer);
-                    }
-                    vectors.load("gone", 0, &[0.0, 1.0], writer);
-                    started.send(()).expect("sent");
-                    goes.recv().expect("told to go");
-                    Ok(vectors.finish_load(writer))
-                };
-                index.search("big", load, |vectors, _| vectors.len()).expect("searched")
-            }
+            let (index, big) = (Arc::clone(&index), Arc::clone(&big));
+            move || search(&index, "big", &big)
         });
         has_started.recv().expect("the load started");
         assert_eq!(search_loaded(&index, "small"), Some(10), "searched while the other loads");
         index.lock().written("small", "t", &[(10, vec![1.0, 10.0])]);
         assert_eq!(search_loaded(&index, "small"), Some(11));
-        index.lock().written("big", "u", &[(0, vec![0.5, 0.5]), (1, vec![0.5, -0.5])]);
+        // Stored first, then told to the index, as the store does.
+        big.write("u", 0..2);
+        index.lock().written("big", "u", &[(0, vec![1.0, 0.0]), (1, vec![1.0, 1.0])]);
+        big.threads.lock().expect("stored").remove("gone");
         index.lock().thread_deleted("big", "gone");
         let waiting = std::thread::spawn({
             let index = Arc::clone(&index);
@@ -422,6 +495,7 @@ mod tests {
         go.send(()).expect("sent");
         assert_eq!(loader.join().expect("loaded"), Some(102), "100 loaded, 2 written, 1 deleted");
         assert_eq!(waiting.join().expect("waited"), Some(102));
+        assert!(index.lock().loading.is_none());
 
         let panicked = std::thread::spawn({
             let index = Arc::clone(&index);
@@ -429,6 +503,6 @@ mod tests {
         });
         assert!(panicked.join().is_err(), "the load panicked");
         assert!(index.lock().loading.is_none(), "and ended");
-        assert_eq!(search(&index, "other", 3), Some(3));
+        assert_eq!(search(&index, "other", &Stored::with(3)), Some(3));
     }
 }
