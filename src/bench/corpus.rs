@@ -122,15 +122,20 @@ pub struct FirstSearch {
     pub bystander_slowest: Duration,
 }
 
-/// One search of `resource` for a fixed query.
-async fn search_once(store: &dyn Store, resource: &str) -> Result<Duration, String> {
-    let search = VectorQuery {
+/// The top `top_k` of `resource` for `vector`, of the lexical embedder, with no threshold.
+fn resource_query(resource: &str, vector: Vec<f32>, top_k: usize) -> VectorQuery {
+    VectorQuery {
         scope: RecallScope::Resource(resource.to_owned()),
         embedder: Lexical::new().id().to_owned(),
-        vector: Lexical::embed_one(&sentence(QUERY_SEEDS - 1)),
-        top_k: 3,
+        vector,
+        top_k,
         threshold: None,
-    };
+    }
+}
+
+/// One search of `resource` for a fixed query.
+async fn search_once(store: &dyn Store, resource: &str) -> Result<Duration, String> {
+    let search = resource_query(resource, Lexical::embed_one(&sentence(QUERY_SEEDS - 1)), 3);
     let started = Instant::now();
     store.search(search).await.map_err(|error| error.to_string())?;
     Ok(started.elapsed())
@@ -177,14 +182,8 @@ pub async fn recall_at(store: &dyn Store, resource: &str, count: usize, k: usize
     let kth = exact_kth_scores(&queries, count, k);
     let mut found = 0;
     for (vector, kth) in queries.into_iter().zip(kth) {
-        let search = VectorQuery {
-            scope: RecallScope::Resource(resource.to_owned()),
-            embedder: Lexical::new().id().to_owned(),
-            vector,
-            top_k: k,
-            threshold: None,
-        };
-        let hits = store.search(search).await.map_err(|error| error.to_string())?;
+        let hits =
+            store.search(resource_query(resource, vector, k)).await.map_err(|error| error.to_string())?;
         found += hits.iter().filter(|hit| hit.score >= kth - 1e-5).count().min(k);
     }
     Ok(found as f64 / (k * RECALL_QUERIES) as f64)

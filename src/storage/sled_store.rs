@@ -767,15 +767,31 @@ impl Inner {
             None => keys::vectors_prefix(resource_id),
         };
         let mut best = TopK::new(query.top_k);
+        self.each_vector(prefix, |key, vector| {
+            let score = dot(&query.vector, vector);
+            if best.admits(score) {
+                best.offer(score, parse_vector_key(key)?);
+            }
+            Ok(true)
+        })?;
+        Ok(best.into_sorted().into_iter().map(|(score, (thread_id, seq))| (thread_id, seq, score)).collect())
+    }
+
+    /// Each stored vector under `prefix` of the `vectors` tree, with its key, until `each` says
+    /// stop; whether it went through them all.
+    fn each_vector(
+        &self,
+        prefix: Vec<u8>,
+        mut each: impl FnMut(&[u8], &[f32]) -> Result<bool, StoreError>,
+    ) -> Result<bool, StoreError> {
         for entry in self.vectors.scan_prefix(prefix) {
             let (key, value) = entry.map_err(engine)?;
             let Some(vector) = self.vector_file.read(&value)? else { continue };
-            let score = dot(&query.vector, &vector);
-            if best.admits(score) {
-                best.offer(score, parse_vector_key(&key)?);
+            if !each(&key, &vector)? {
+                return Ok(false);
             }
         }
-        Ok(best.into_sorted().into_iter().map(|(score, (thread_id, seq))| (thread_id, seq, score)).collect())
+        Ok(true)
     }
 
     fn get_working_memory(
@@ -1043,15 +1059,10 @@ impl StoredVectors<'_> {
         prefix: Vec<u8>,
         mut each: impl FnMut(&str, u64, &[f32]) -> bool,
     ) -> Result<bool, StoreError> {
-        for entry in self.inner.vectors.scan_prefix(prefix) {
-            let (key, value) = entry.map_err(engine)?;
-            let (thread_id, seq) = parse_vector_key(&key)?;
-            let Some(vector) = self.inner.vector_file.read(&value)? else { continue };
-            if !each(&thread_id, seq, &vector) {
-                return Ok(false);
-            }
-        }
-        Ok(true)
+        self.inner.each_vector(prefix, |key, vector| {
+            let (thread_id, seq) = parse_vector_key(key)?;
+            Ok(each(&thread_id, seq, vector))
+        })
     }
 }
 

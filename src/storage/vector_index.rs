@@ -137,9 +137,8 @@ impl VectorIndex {
 
     /// Adds vectors written to a resource's thread, if the resource is loaded (if not, the
     /// next search loads them from disk; if it is being loaded, the thread is read again once it
-    /// is in);
-    /// a resource grown past the whole budget is dropped, otherwise the least recently searched
-    /// others make room.
+    /// is in); a resource grown past the whole budget is dropped, otherwise the least recently
+    /// searched others make room.
     pub(super) fn written(&mut self, resource_id: &str, thread_id: &str, vectors: &[(u64, Vec<f32>)]) {
         if let Some(loading) = self.loading_of(resource_id) {
             loading.touch(thread_id);

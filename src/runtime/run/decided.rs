@@ -10,10 +10,17 @@ pub(super) trait Decided {
     fn decision(&self) -> Option<HookDecision>;
 }
 
-/// `Replaced` naming the parts that are set, or `None` when none is.
+/// `Replaced` naming the parts that are set, or `None` when none is (asked for every stream
+/// chunk: the names are written straight into the one string).
 fn replaced(parts: &[(&str, bool)]) -> Option<HookDecision> {
-    let what: Vec<&str> = parts.iter().filter(|(_, set)| *set).map(|(name, _)| *name).collect();
-    (!what.is_empty()).then(|| HookDecision::Replaced { what: what.join(", ") })
+    let mut what = String::new();
+    for (name, _) in parts.iter().filter(|(_, set)| *set) {
+        if !what.is_empty() {
+            what.push_str(", ");
+        }
+        what.push_str(name);
+    }
+    (!what.is_empty()).then_some(HookDecision::Replaced { what })
 }
 
 impl Decided for InputOutcome {
@@ -86,10 +93,6 @@ impl Decided for Vec<Chunk> {
 pub(super) fn stream_decision(given: Option<&Chunk>, answer: &Option<Chunk>) -> Option<HookDecision> {
     match answer {
         None => Some(HookDecision::Dropped),
-        // Asked for each chunk: no list of parts to build.
-        Some(chunk) if given.is_some_and(|given| given != chunk) => {
-            Some(HookDecision::Replaced { what: "chunk".to_owned() })
-        }
-        Some(_) => None,
+        Some(chunk) => replaced(&[("chunk", given.is_some_and(|given| given != chunk))]),
     }
 }
