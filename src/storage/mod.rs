@@ -7,7 +7,6 @@
 //! hits out) so that a PostgreSQL + pgvector backend can implement the same trait.
 
 mod compaction;
-mod group_commit;
 mod keys;
 mod postgres;
 mod quota;

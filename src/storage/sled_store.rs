@@ -5,9 +5,10 @@
 //! (resource | thread | seq → a pointer into the vector file, `vector_file.rs`, or an f32 vector inline), `working_memory` (scope → record), `resource_usage` (resource → threads, messages, bytes, for quotas), `response_cache`
 //! (scope | key → expiry and value), `run_pages` and `run_page_index` (run records, a page per batch in segment files:
 //! `sled_store/run_pages.rs`), `meta` (format version, embedder). Multi-tree writes are one sled transaction; sled calls run on blocking
-//! threads; writes return once group-committed to disk.
+//! threads; writes return once group-committed to disk, and the runs saved meanwhile share one
+//! transaction (`sled_store/saves.rs`, `sled_store/group_commit.rs`).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -15,16 +16,17 @@ use std::sync::{Arc, Mutex};
 use sled::Transactional;
 use sled::transaction::{ConflictableTransactionError, TransactionError, TransactionalTree};
 
-use super::group_commit::GroupCommit;
 use super::reopening::Reopening;
 use super::sled_codec::{decode, encode, engine, open_waiting_for_lock};
 use super::upgrade;
 
+mod group_commit;
 mod run_pages;
 mod runs;
+mod saves;
 use super::run_segments::RunSegments;
 use super::vector_codes::dot;
-use super::vector_file::{POINTER_BYTES, VectorFile, stored_dimension};
+use super::vector_file::{VectorFile, stored_dimension};
 use super::vector_index::{DEFAULT_INDEX_BYTES, SharedIndex, VectorSource};
 use super::vector_scratch::ScratchWriter;
 use super::vectors::{CANDIDATES_PER_HIT, Candidate, EXACT_PER_HIT, ResourceVectors, TopK, best_hits};
@@ -34,6 +36,8 @@ use super::{
     WorkingMemoryRecord, WorkingMemoryScope, Writability, check_quota, keys,
 };
 use crate::domain::{Message, RunRecord, now_millis};
+use group_commit::GroupCommit;
+use saves::{PendingSave, Pointers, Saves};
 
 use super::keys::META_EMBEDDER;
 
@@ -58,7 +62,6 @@ struct Inner {
     threads: sled::Tree,
     resource_threads: sled::Tree,
     messages: sled::Tree,
-    message_ids: sled::Tree,
     vectors: sled::Tree,
     /// The vectors the `vectors` tree points to.
     vector_file: Arc<VectorFile>,
@@ -70,8 +73,10 @@ struct Inner {
     cache_puts: AtomicU64,
     meta: sled::Tree,
     group_commit: GroupCommit,
+    /// The trees a run's save writes, shared with the committing thread.
+    saves: Arc<Saves>,
     /// Vectors of the resources searched so far, kept in step with every write.
-    index: SharedIndex,
+    index: Arc<SharedIndex>,
     /// Run records (`runs.rs`): pages of records, each page's runs, and where each run is
     /// (built on first use).
     run_pages: sled::Tree,
@@ -281,54 +286,42 @@ impl Inner {
         db.flush().map_err(engine)?;
         let tree = |name: &str| db.open_tree(name).map_err(engine);
         let vector_file = Arc::new(VectorFile::open(path, stored_dimension(&meta)?)?);
-        Ok(Inner {
+        let index = Arc::new(SharedIndex::new(recall_budget, Some(path)));
+        let saves = Arc::new(Saves {
             threads: tree("threads")?,
             resource_threads: tree("resource_threads")?,
             messages: tree("messages")?,
             message_ids: tree("resource_message_ids")?,
             vectors: tree("vectors")?,
-            vector_file: Arc::clone(&vector_file),
             working_memory: tree("working_memory")?,
+            usage: tree("resource_usage")?,
+            vector_file: Arc::clone(&vector_file),
+            index: Arc::clone(&index),
+        });
+        Ok(Inner {
+            threads: saves.threads.clone(),
+            resource_threads: saves.resource_threads.clone(),
+            messages: saves.messages.clone(),
+            vectors: saves.vectors.clone(),
+            vector_file: Arc::clone(&vector_file),
+            working_memory: saves.working_memory.clone(),
             response_cache: tree("response_cache")?,
-            resource_usage: tree("resource_usage")?,
+            resource_usage: saves.usage.clone(),
             run_pages: tree("run_pages")?,
             run_page_index: tree("run_page_index")?,
             run_index: Mutex::new(None),
             run_segments: RunSegments::open(path)?,
             cache_puts: AtomicU64::new(0),
-            group_commit: GroupCommit::start(db.clone(), vector_file)?,
-            index: SharedIndex::new(recall_budget, Some(path)),
+            group_commit: GroupCommit::start(db.clone(), vector_file, Arc::clone(&saves))?,
+            saves,
+            index,
             meta,
             db,
         })
     }
 }
 
-/// Every tree a thread's data spans, for transactions over all of it.
-type ThreadTrees<'a> = (
-    &'a sled::Tree,
-    &'a sled::Tree,
-    &'a sled::Tree,
-    &'a sled::Tree,
-    &'a sled::Tree,
-    &'a sled::Tree,
-    &'a sled::Tree,
-);
-
 impl Inner {
-    /// threads, resource_threads, messages, message_ids, vectors, working_memory, resource_usage.
-    fn thread_trees(&self) -> ThreadTrees<'_> {
-        (
-            &self.threads,
-            &self.resource_threads,
-            &self.messages,
-            &self.message_ids,
-            &self.vectors,
-            &self.working_memory,
-            &self.resource_usage,
-        )
-    }
-
     fn check_embedder(&self, embedder: &str, dimension: usize) -> Result<(), StoreError> {
         let requested = format!("{embedder}/{dimension}");
         match self.meta.get(META_EMBEDDER).map_err(engine)? {
@@ -349,113 +342,23 @@ impl Inner {
         }
     }
 
-    fn save_run(&self, save: &RunSave) -> Result<(), StoreError> {
-        if let Some(first) = save.embeddings.first() {
-            self.check_embedder(&first.embedder, first.vector.len())?;
-            self.vector_file.set_dimension(first.vector.len())?;
-        }
-        // Into the file before the transaction (which may run more than once); the slots of
-        // those it does not keep are given back.
+    /// Writes a save's vectors into the vector file (its embedder checked), ahead of the
+    /// transaction that points to them.
+    fn write_vectors(&self, save: &RunSave) -> Result<Pointers, StoreError> {
+        let Some(first) = save.embeddings.first() else { return Ok(Vec::new()) };
+        self.check_embedder(&first.embedder, first.vector.len())?;
+        self.vector_file.set_dimension(first.vector.len())?;
         let mut pointers = Vec::with_capacity(save.embeddings.len());
         for embedding in &save.embeddings {
             match self.vector_file.write(&embedding.vector) {
                 Ok(pointer) => pointers.push(pointer),
                 Err(error) => {
-                    self.release_slots(&pointers, &[]);
+                    saves::release_slots(&self.vector_file, &pointers, &[]);
                     return Err(error);
                 }
             }
         }
-        let trees = self.thread_trees();
-        let outcome = transaction(trees.transaction(
-            |(threads, resource_threads, messages, message_ids, vectors, working_memory, usage)| {
-                let now = now_millis();
-                let usage_key = keys::resource_usage(&save.resource_id);
-                let before = read_usage(usage, &usage_key)?;
-                let mut added = ResourceUsage::default();
-                let mut thread = match read_thread(threads, &save.resource_id, &save.thread_id)? {
-                    Some(thread) => thread,
-                    None => {
-                        added.threads += 1;
-                        resource_threads
-                            .insert(keys::resource_thread(&save.resource_id, now, &save.thread_id), &[])?;
-                        Thread {
-                            id: save.thread_id.clone(),
-                            resource_id: save.resource_id.clone(),
-                            title: String::new(),
-                            metadata: Default::default(),
-                            created_at: now,
-                            updated_at: now,
-                            next_seq: 0,
-                        }
-                    }
-                };
-                let mut seqs: HashMap<&str, u64> = HashMap::new();
-                for message in &save.messages {
-                    let id_key = keys::message_id(&save.resource_id, &message.id);
-                    if message_ids.get(&id_key)?.is_some() {
-                        continue; // saved before: saving is idempotent
-                    }
-                    let seq = thread.next_seq;
-                    let message_key = keys::message(&save.resource_id, &save.thread_id, seq);
-                    let mut stored = message.clone();
-                    stored.thread_id.clone_from(&save.thread_id);
-                    stored.resource_id.clone_from(&save.resource_id);
-                    let record = encode(&stored);
-                    added.messages += 1;
-                    added.bytes += record.len() as u64;
-                    messages.insert(message_key.as_slice(), record)?;
-                    message_ids.insert(id_key, message_key)?;
-                    seqs.insert(&message.id, seq);
-                    thread.next_seq += 1;
-                }
-                let mut written = Vec::new();
-                let mut kept = vec![false; pointers.len()];
-                for ((embedding, pointer), kept) in save.embeddings.iter().zip(&pointers).zip(&mut kept) {
-                    if let Some(&seq) = seqs.get(embedding.message_id.as_str()) {
-                        *kept = true;
-                        let key = keys::vector(&save.resource_id, &save.thread_id, seq);
-                        added.bytes += embedding.vector.len() as u64 * 4;
-                        vectors.insert(key, pointer.as_slice())?;
-                        written.push((seq, embedding.vector.clone()));
-                    }
-                }
-                if let Some((scope, content, expected_version)) = &save.working_memory {
-                    let record = next_working_memory(working_memory, scope, content, *expected_version)?;
-                    working_memory.insert(keys::working_memory(scope), encode(&record))?;
-                }
-                let after = before.plus(added);
-                if let Err(error) = check_quota(&save.quota, &save.resource_id, before, after) {
-                    return abort(error);
-                }
-                if after != before {
-                    usage.insert(usage_key, &after.encode())?;
-                }
-                thread.updated_at = now;
-                threads.insert(keys::thread(&save.resource_id, &save.thread_id), encode(&thread))?;
-                Ok((written, kept))
-            },
-        ));
-        let (written_vectors, kept) = match outcome {
-            Ok(outcome) => outcome,
-            Err(error) => {
-                self.release_slots(&pointers, &[]);
-                return Err(error);
-            }
-        };
-        self.release_slots(&pointers, &kept);
-        if !written_vectors.is_empty() {
-            self.index.lock().written(&save.resource_id, &save.thread_id, &written_vectors);
-        }
-        Ok(())
-    }
-
-    /// Gives back the slots of `pointers` a save wrote but did not keep (`kept[i]` false, or
-    /// missing: no pointer to them was committed).
-    fn release_slots(&self, pointers: &[[u8; POINTER_BYTES]], kept: &[bool]) {
-        let unkept = pointers.iter().enumerate().filter(|(i, _)| !kept.get(*i).copied().unwrap_or(false));
-        self.vector_file
-            .release(&unkept.map(|(_, pointer)| VectorFile::slot_of(pointer)).collect::<Vec<_>>());
+        Ok(pointers)
     }
 
     fn get_thread(&self, resource_id: &str, thread_id: &str) -> Result<Option<Thread>, StoreError> {
@@ -563,7 +466,7 @@ impl Inner {
         };
         let had_working_memory =
             self.working_memory.contains_key(keys::working_memory(&thread_scope)).map_err(engine)?;
-        let trees = self.thread_trees();
+        let trees = self.saves.trees();
         transaction(trees.transaction(
             |(threads, resource_threads, messages, ids, vectors, working_memory, usage)| {
                 let usage_key = keys::resource_usage(resource_id);
@@ -884,7 +787,20 @@ fn cache_entry(bytes: &[u8]) -> Result<(i64, &[u8]), StoreError> {
 #[async_trait::async_trait]
 impl Store for SledStore {
     async fn save_run(&self, save: RunSave) -> Result<(), StoreError> {
-        self.durable_write(false, move |inner| inner.save_run(&save)).await
+        self.engine.check_space()?;
+        let inner = self.engine.engine()?;
+        let (save, pointers) = if save.embeddings.is_empty() {
+            (save, Vec::new())
+        } else {
+            self.blocking_on(Arc::clone(&inner), move |inner| Ok((inner.write_vectors(&save)?, save)))
+                .await
+                .map(|(pointers, save)| (save, pointers))?
+        };
+        let saved = inner.group_commit.save(PendingSave { save, pointers }).await;
+        if let Err(StoreError::Unavailable(reason)) = &saved {
+            self.engine.failed(&inner, reason);
+        }
+        saved
     }
 
     async fn create_thread(&self, thread: NewThread) -> Result<Thread, StoreError> {

@@ -779,6 +779,78 @@ async fn a_refused_save_leaves_nothing() {
     }
 }
 
+/// Many runs saved at once, some refused by their resource's quota: what is kept is exactly
+/// what saving them one by one would keep — on each thread consecutive seqs from 0, usage
+/// counting each once, every kept message searchable with its own vector and no refused one.
+/// sled keeps the quota's worth exactly; PostgreSQL's quota lets saves racing on other threads
+/// past it by what they add together (`lock_usage`), never refusing one within it.
+#[tokio::test]
+async fn concurrent_saves_some_refused_keep_exactly_the_others() {
+    for backend in backends().await {
+        eprintln!("backend: {}", backend.name);
+        let quota = agentwire::domain::ResourceQuota { messages: Some(30), ..Default::default() };
+        let tasks: Vec<_> = (0..48)
+            .map(|index| {
+                let store = Arc::clone(&backend.store);
+                let save = RunSave {
+                    quota,
+                    ..embedded(
+                        &format!("t{}", index % 4),
+                        "r",
+                        &format!("m{index}"),
+                        &[1.0, index as f32, 0.0],
+                    )
+                };
+                tokio::spawn(async move { store.save_run(save).await })
+            })
+            .collect();
+        let mut saved = 0;
+        for task in tasks {
+            match task.await.unwrap() {
+                Ok(()) => saved += 1,
+                Err(StoreError::QuotaExceeded { .. }) => {}
+                Err(other) => panic!("{other}"),
+            }
+        }
+        let store: &dyn Store = &*backend.store;
+        if backend.name == "sled" {
+            assert_eq!(saved, 30);
+        } else {
+            assert!((30..48).contains(&saved), "{saved} saved");
+        }
+        // (thread, seq) → the score a search along the first axis gives the message's vector.
+        let mut kept = Vec::new();
+        for thread in 0..4 {
+            let thread_id = format!("t{thread}");
+            let messages = store.last_messages("r", &thread_id, 100).await.unwrap();
+            let seqs: Vec<u64> = messages.iter().map(|stored| stored.seq).collect();
+            assert_eq!(seqs, (0..messages.len() as u64).collect::<Vec<_>>(), "{thread_id}");
+            assert_eq!(store.get_thread("r", &thread_id).await.unwrap().unwrap().next_seq, seqs.len() as u64);
+            for stored in messages {
+                let index: f32 = stored.message.text()[1..].parse().unwrap();
+                kept.push((thread_id.clone(), stored.seq, 1.0 / (1.0 + index * index).sqrt()));
+            }
+        }
+        assert_eq!(kept.len(), saved);
+        assert_eq!(store.usage("r").await.unwrap().messages, saved as u64);
+        let query = VectorQuery {
+            scope: RecallScope::Resource("r".into()),
+            embedder: "test".into(),
+            vector: unit(&[1.0, 0.0, 0.0]),
+            top_k: 100,
+            threshold: None,
+        };
+        let mut hits = store.search(query).await.unwrap();
+        assert_eq!(hits.len(), saved, "every kept message is searchable, no refused one is");
+        hits.sort_by(|a, b| (&a.thread_id, a.seq).cmp(&(&b.thread_id, b.seq)));
+        kept.sort_by(|a, b| (&a.0, a.1).cmp(&(&b.0, b.1)));
+        for (hit, (thread_id, seq, score)) in hits.iter().zip(&kept) {
+            assert_eq!((&hit.thread_id, hit.seq), (thread_id, *seq));
+            assert!((hit.score - score).abs() < 1e-3, "{hit:?} scores {score}: its own message's vector");
+        }
+    }
+}
+
 /// Two replicas on one database appending to one thread at once: every message is kept, with
 /// consecutive seqs, and the resource's usage counts each once.
 #[tokio::test]
