@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use super::{Agent, NamedProcessor, ProcessorRef, RunError, RunRequest, Runtime};
-use crate::domain::{Part, thread_owner};
+use crate::domain::{Part, ResourceQuota, thread_owner};
 use crate::memory::{MemoryKind, MemoryProcessors, MemoryRun};
 use crate::processor::Processor;
 use crate::storage::{ResourceUsage, check_quota};
@@ -34,15 +34,17 @@ impl Runtime {
         // A run that would be saved is refused up front while the store cannot take the save.
         store.check_writable()?;
         let resource_id = thread_owner(&request.thread_id, &request.resource_id).to_owned();
-        let thread = store.get_thread(&resource_id, &request.thread_id).await?;
-        // A resource at its quota is refused before the model runs (the save checks exactly).
-        let usage = store.usage(&resource_id).await?;
-        let grown = ResourceUsage {
-            threads: usage.threads + u64::from(thread.is_none()),
-            messages: usage.messages + 1,
-            bytes: usage.bytes + 1,
-        };
-        check_quota(&request.quota, &resource_id, usage, grown)?;
+        // A resource at its quota is refused before the model runs (the save checks exactly);
+        // without one, nothing is read for it.
+        if request.quota != ResourceQuota::UNLIMITED {
+            let (usage, thread_exists) = store.usage_with_thread(&resource_id, &request.thread_id).await?;
+            let grown = ResourceUsage {
+                threads: usage.threads + u64::from(!thread_exists),
+                messages: usage.messages + 1,
+                bytes: usage.bytes + 1,
+            };
+            check_quota(&request.quota, &resource_id, usage, grown)?;
+        }
         let embedder = Arc::clone(&agent.embedder);
         let mut run = MemoryRun::new(
             Arc::clone(store),

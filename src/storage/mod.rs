@@ -245,6 +245,17 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     /// What a resource keeps now (threads, messages, bytes of messages), as its quota counts it.
     async fn usage(&self, resource_id: &str) -> Result<ResourceUsage, StoreError>;
 
+    /// What a resource keeps now, and whether its thread `thread_id` exists yet: what a run's
+    /// quota is checked against before the model runs. One read where the backend can.
+    async fn usage_with_thread(
+        &self,
+        resource_id: &str,
+        thread_id: &str,
+    ) -> Result<(ResourceUsage, bool), StoreError> {
+        let thread = self.get_thread(resource_id, thread_id).await?;
+        Ok((self.usage(resource_id).await?, thread.is_some()))
+    }
+
     /// Bytes the store takes on disk, when it can tell (for metrics).
     fn size_bytes(&self) -> Option<u64> {
         None

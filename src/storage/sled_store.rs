@@ -931,6 +931,20 @@ impl Store for SledStore {
         self.blocking(move |inner| inner.usage(&resource_id)).await
     }
 
+    async fn usage_with_thread(
+        &self,
+        resource_id: &str,
+        thread_id: &str,
+    ) -> Result<(ResourceUsage, bool), StoreError> {
+        let (resource_id, thread_id) = (resource_id.to_owned(), thread_id.to_owned());
+        self.blocking(move |inner| {
+            let exists =
+                inner.threads.contains_key(keys::thread(&resource_id, &thread_id)).map_err(engine)?;
+            Ok((inner.usage(&resource_id)?, exists))
+        })
+        .await
+    }
+
     fn size_bytes(&self) -> Option<u64> {
         self.size_on_disk().ok()
     }

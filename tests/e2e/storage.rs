@@ -782,7 +782,7 @@ async fn a_refused_save_leaves_nothing() {
 /// Many runs saved at once, some refused by their resource's quota: what is kept is exactly
 /// what saving them one by one would keep — on each thread consecutive seqs from 0, usage
 /// counting each once, every kept message searchable with its own vector and no refused one.
-/// sled keeps the quota's worth exactly; PostgreSQL's quota lets saves racing on other threads
+/// The quota pre-check's read agrees. sled keeps the quota's worth exactly; PostgreSQL's quota lets saves racing on other threads
 /// past it by what they add together (`lock_usage`), never refusing one within it.
 #[tokio::test]
 async fn concurrent_saves_some_refused_keep_exactly_the_others() {
@@ -833,6 +833,9 @@ async fn concurrent_saves_some_refused_keep_exactly_the_others() {
         }
         assert_eq!(kept.len(), saved);
         assert_eq!(store.usage("r").await.unwrap().messages, saved as u64);
+        let (usage, exists) = store.usage_with_thread("r", "t0").await.unwrap();
+        assert_eq!((usage, exists), (store.usage("r").await.unwrap(), true));
+        assert!(!store.usage_with_thread("r", "t9").await.unwrap().1, "t9 was never saved to");
         let query = VectorQuery {
             scope: RecallScope::Resource("r".into()),
             embedder: "test".into(),

@@ -683,6 +683,20 @@ impl Store for PgStore {
         Ok(rows.first().map(usage_of).unwrap_or_default())
     }
 
+    async fn usage_with_thread(
+        &self,
+        resource_id: &str,
+        thread_id: &str,
+    ) -> Result<(ResourceUsage, bool), StoreError> {
+        let sql = format!(
+            "SELECT usage.*, EXISTS (SELECT 1 FROM threads WHERE resource_id = $1 AND id = $2) AS thread_exists \
+             FROM ({USAGE_SUM}) AS usage"
+        );
+        let rows = self.query(&sql, &[&resource_id, &thread_id]).await?;
+        let row = rows.first().ok_or_else(|| StoreError::Engine("a sum returned no row".to_owned()))?;
+        Ok((usage_of(row), row.get("thread_exists")))
+    }
+
     async fn cache_get(&self, scope: &CacheScope, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
         let rows = self
             .query(
