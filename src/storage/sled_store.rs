@@ -792,9 +792,11 @@ impl Store for SledStore {
         let (save, pointers) = if save.embeddings.is_empty() {
             (save, Vec::new())
         } else {
-            self.blocking_on(Arc::clone(&inner), move |inner| Ok((inner.write_vectors(&save)?, save)))
-                .await
-                .map(|(pointers, save)| (save, pointers))?
+            self.blocking_on(Arc::clone(&inner), move |inner| {
+                let pointers = inner.write_vectors(&save)?;
+                Ok((save, pointers))
+            })
+            .await?
         };
         let saved = inner.group_commit.save(PendingSave { save, pointers }).await;
         if let Err(StoreError::Unavailable(reason)) = &saved {
