@@ -96,6 +96,11 @@ impl HookSet {
         HookSet(hooks.iter().fold(0, |bits, hook| bits | hook.bit()))
     }
 
+    /// The hooks of either set.
+    pub fn union(self, other: HookSet) -> HookSet {
+        HookSet(self.0 | other.0)
+    }
+
     /// True when the set holds `hook`.
     pub fn contains(self, hook: Hook) -> bool {
         self.0 & hook.bit() != 0

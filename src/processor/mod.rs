@@ -38,6 +38,14 @@ pub trait Processor: Send + Sync {
     /// The hooks this processor implements; the others are never called.
     fn hooks(&self) -> HookSet;
 
+    /// The hooks it takes part in for `run`, asked once as the run starts: by default all of
+    /// [`Processor::hooks`]. A remote processor answers for the instances connected then, so a
+    /// run does not prepare calls to hooks no instance implements.
+    fn hooks_for(&self, run: &RunInfo) -> HookSet {
+        let _ = run;
+        self.hooks()
+    }
+
     /// When true, `processOutputStream` also receives custom `data-*` chunks of this run (a
     /// remote processor answers for the instance serving the run).
     fn process_data_parts(&self, run: &RunInfo) -> bool {

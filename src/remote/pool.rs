@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use super::session::Session;
-use crate::domain::Hook;
+use crate::domain::{Hook, HookSet};
 
 /// Why a processor may not connect.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -196,6 +196,14 @@ impl RemotePool {
     /// The instances connected for a processor id.
     pub fn sessions(&self, processor_id: &str) -> Vec<Arc<Session>> {
         self.sessions.lock().expect("sessions lock").get(processor_id).cloned().unwrap_or_default()
+    }
+
+    /// The hooks the connected instances of `processor_id` implement, observed ones included;
+    /// `None` while none is connected.
+    pub fn hooks_served(&self, processor_id: &str) -> Option<HookSet> {
+        let sessions = self.sessions.lock().expect("sessions lock");
+        let connected = sessions.get(processor_id).filter(|sessions| !sessions.is_empty())?;
+        Some(connected.iter().fold(HookSet::empty(), |hooks, session| hooks.union(session.hooks)))
     }
 
     /// The instance of `processor_id` implementing `hook` with the fewest calls in flight (ties

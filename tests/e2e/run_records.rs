@@ -329,6 +329,27 @@ async fn remote_skips_timeouts_and_instances_are_recorded() {
     assert!(waited.duration_us >= 200_000, "it waited its timeout: {waited:?}");
 }
 
+/// A remote processor takes part only at the hooks its connected instances implement: a run
+/// through an instance serving processInput records that call and no other of its hooks, while
+/// a processor with no instance connected is still tried at every hook (its policy decides).
+#[tokio::test]
+async fn a_remote_processor_is_called_only_at_the_hooks_its_instances_serve() {
+    let server = TestServer::start(CONFIG).await;
+    let _guard =
+        serve(server.channel().await, "word-guard", &[pb::Hook::ProcessInput], Arc::new(|_| cont())).await;
+    let record = record(&server, &server.generate(request("remote", "hi")).await.run_id).await;
+    assert_eq!(record.outcome, "finished");
+    let of = |processor: &str| -> Vec<String> {
+        let prefix = format!("{processor}:");
+        hooks(&record).into_iter().filter(|entry| entry.starts_with(&prefix)).collect()
+    };
+    assert_eq!(of("word-guard"), ["word-guard:processInput:continue"]);
+    let late = of("late");
+    for hook in ["processInput:", "processInputStep@0:", "processLLMRequest@0:", "processLLMResponse@0:"] {
+        assert!(late.iter().any(|entry| entry.starts_with(&format!("late:{hook}"))), "{hook} in {late:?}");
+    }
+}
+
 /// `ListRuns` filters by agent, outcome and processor, pages newest first, and names a bad
 /// field in its refusal.
 #[tokio::test]

@@ -21,9 +21,9 @@ use super::request::RunRequest;
 use super::result::RunResult;
 use super::sink::ChunkSink;
 use crate::domain::{
-    Chunk, DataChunk, ErrorSource, FinishReason, Hook, HookDecision, JsonSchema, Message, MessageList,
-    MessageSource, Part, Role, RunEvent, RunFailure, RunInfo, RunOutcome, StepResult, Tripwire, Usage,
-    new_id,
+    Chunk, DataChunk, ErrorSource, FinishReason, Hook, HookDecision, HookSet, JsonSchema, Message,
+    MessageList, MessageSource, Part, Role, RunEvent, RunFailure, RunInfo, RunOutcome, StepResult, Tripwire,
+    Usage, new_id,
 };
 use crate::model::ModelStream;
 use crate::processor::{Abort, CallNote, HookContext, HookError, Processor, SkippedProcessor};
@@ -142,18 +142,28 @@ struct Chains {
 }
 
 impl Chains {
+    /// The chains of `run`: each processor at the hooks it takes part in for it.
     fn new(
+        run: &RunInfo,
         input: &[Arc<dyn Processor>],
         output: &[Arc<dyn Processor>],
         error: &[Arc<dyn Processor>],
     ) -> Chains {
+        let hooks = |list: &[Arc<dyn Processor>]| -> Vec<HookSet> {
+            list.iter().map(|processor| processor.hooks_for(run)).collect()
+        };
+        let (input_hooks, output_hooks, error_hooks) = (hooks(input), hooks(output), hooks(error));
         let by_hook = Hook::ALL.map(|hook| {
-            let list = match Stage::of(hook) {
-                Stage::Input => input,
-                Stage::Output => output,
-                Stage::Error => error,
+            let (list, hooks) = match Stage::of(hook) {
+                Stage::Input => (input, &input_hooks),
+                Stage::Output => (output, &output_hooks),
+                Stage::Error => (error, &error_hooks),
             };
-            list.iter().filter(|processor| processor.hooks().contains(hook)).cloned().collect()
+            list.iter()
+                .zip(hooks)
+                .filter(|(_, hooks)| hooks.contains(hook))
+                .map(|(processor, _)| Arc::clone(processor))
+                .collect()
         });
         Chains { by_hook }
     }
@@ -227,13 +237,14 @@ impl PreparedRun {
             list.add(message, MessageSource::Input);
         }
         let recorder = Recorder::new(agent.record_content);
+        let chains = Arc::new(Chains::new(&info, &input, &output, &error));
         let run = Run {
             max_processor_retries: request.max_processor_retries.or(agent.max_processor_retries),
             max_steps: request.max_steps.unwrap_or(agent.max_steps),
             runtime,
             agent,
             info,
-            chains: Arc::new(Chains::new(&input, &output, &error)),
+            chains,
             run_tools,
             stream_parts: HashMap::new(),
             windows: Windows::default(),
