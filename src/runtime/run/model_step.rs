@@ -79,7 +79,8 @@ impl Run {
         self.emit_step_start(step_start).await?;
         let mut answer = StepAnswer::new(step_number, &step.model);
         let from_cache = matches!(source, StepSource::Replay(_));
-        let mut raw_chunks = Vec::new();
+        // The model's chunks as they came, for processLLMResponse: kept only when it has processors.
+        let mut raw_chunks = RawChunks::new(!self.chains.of(Hook::ProcessLlmResponse).is_empty());
         let mut call_span = Span::none();
         let mut first_token = None;
         match source {
@@ -139,7 +140,7 @@ impl Run {
                 metrics.count("agentwire_model_tokens_total", &labels, tokens);
             }
         }
-        raw_chunks.push(Chunk::StepFinish {
+        raw_chunks.keep(|| Chunk::StepFinish {
             step: step_number,
             finish_reason: answer.result.finish_reason,
             usage: answer.result.usage,
@@ -148,7 +149,7 @@ impl Run {
 
         self.steps.push(answer.result.clone());
         self.step_messages.push(message_id.clone());
-        self.process_llm_response(step_number, &step.model, &raw_chunks, from_cache).await?;
+        self.process_llm_response(step_number, &step.model, &raw_chunks.chunks, from_cache).await?;
         let mut parts = answer.parts;
         parts.append(&mut self.pending_data_parts);
         if !parts.is_empty() {
@@ -220,7 +221,7 @@ impl Run {
         &mut self,
         chunk: Chunk,
         answer: &mut StepAnswer,
-        raw_chunks: &mut Vec<Chunk>,
+        raw_chunks: &mut RawChunks,
     ) -> Result<(), RunStop> {
         if let Chunk::StepFinish { finish_reason, usage, .. } = chunk {
             // A replayed step's end: it carries the step's outcome; the loop emits its own.
@@ -228,8 +229,27 @@ impl Run {
             answer.result.usage = usage;
             return Ok(());
         }
-        raw_chunks.push(chunk.clone());
+        raw_chunks.keep(|| chunk.clone());
         self.stream_model_chunk(chunk, answer).await
+    }
+}
+
+/// A step's chunks as the model gave them, for processLLMResponse; none are copied when no
+/// processor of the run implements it.
+pub(super) struct RawChunks {
+    chunks: Vec<Chunk>,
+    wanted: bool,
+}
+
+impl RawChunks {
+    fn new(wanted: bool) -> RawChunks {
+        RawChunks { chunks: Vec::new(), wanted }
+    }
+
+    fn keep(&mut self, chunk: impl FnOnce() -> Chunk) {
+        if self.wanted {
+            self.chunks.push(chunk());
+        }
     }
 }
 
