@@ -45,7 +45,7 @@ pub use self::run_record::{
 pub use self::run_stats::{
     BucketLatency, HookLatency, RunStats, StatsBucket, TripwireCount, WarningCount, buckets,
 };
-pub use self::stable_hash::fnv1a;
+pub use self::stable_hash::{Fnv1a, fnv1a};
 pub use self::step::{StepInput, StepResult};
 pub use self::warning::Warning;
 pub use self::window::StreamWindow;

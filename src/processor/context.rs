@@ -29,7 +29,12 @@ pub struct HookContext<'a> {
 /// answered, why the processor was skipped, what it warned of. The runtime reads it once the
 /// call returns.
 #[derive(Debug, Default)]
-pub struct CallNote(Mutex<CallNoted>);
+pub struct CallNote {
+    noted: Mutex<CallNoted>,
+    /// Set when something was noted since the last take: most calls note nothing, and their
+    /// take then does not lock.
+    written: AtomicBool,
+}
 
 /// What a [`CallNote`] holds.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -47,11 +52,15 @@ pub struct CallNoted {
 impl CallNote {
     /// What was noted since the last take, leaving it empty for the next call.
     pub fn take(&self) -> CallNoted {
-        std::mem::take(&mut *self.0.lock().expect("call note lock"))
+        if !self.written.swap(false, Ordering::Acquire) {
+            return CallNoted::default();
+        }
+        std::mem::take(&mut *self.noted.lock().expect("call note lock"))
     }
 
     fn update(&self, update: impl FnOnce(&mut CallNoted)) {
-        update(&mut self.0.lock().expect("call note lock"));
+        update(&mut self.noted.lock().expect("call note lock"));
+        self.written.store(true, Ordering::Release);
     }
 }
 

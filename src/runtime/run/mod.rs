@@ -21,7 +21,7 @@ use super::request::RunRequest;
 use super::result::RunResult;
 use super::sink::ChunkSink;
 use crate::domain::{
-    Chunk, DataChunk, ErrorSource, FinishReason, Hook, HookDecision, HookSet, JsonSchema, Message,
+    Chunk, DataChunk, ErrorSource, FinishReason, Fnv1a, Hook, HookDecision, HookSet, JsonSchema, Message,
     MessageList, MessageSource, Part, Role, RunEvent, RunFailure, RunInfo, RunOutcome, StepResult, Tripwire,
     Usage, new_id,
 };
@@ -40,7 +40,7 @@ mod tools;
 
 use self::decided::Decided;
 use self::model_step::StepAnswer;
-use self::output_stream::{Closing, Windows};
+use self::output_stream::{ChunkBuffers, Closing, Windows};
 use self::record::{Ended, Recorder};
 
 /// How a run that was not stopped ended.
@@ -107,11 +107,15 @@ impl std::fmt::Debug for PreparedRun {
     }
 }
 
+/// A map by processor id. Its keys come from the config, so a fast hash will do: it is looked up
+/// for every streamed chunk and processor.
+type ByProcessor<V> = HashMap<String, V, std::hash::BuildHasherDefault<Fnv1a>>;
+
 /// The per-run state of the processors: `state` by processor id, the retry count, and what the
 /// hook being called emitted or skipped.
 #[derive(Default)]
 struct ProcessorStates {
-    states: HashMap<String, Map<String, Value>>,
+    states: ByProcessor<Map<String, Value>>,
     retry_count: u32,
     /// Custom chunks emitted by the hook being called, streamed after it returns.
     emitted: Vec<DataChunk>,
@@ -183,9 +187,11 @@ struct Run {
     run_tools: Vec<Arc<dyn Tool>>,
     /// The chunks each stream processor has seen, by processor id. Beside `processors` (not in
     /// it) so a processor's list can be lent to its hook together with its context.
-    stream_parts: HashMap<String, Vec<Chunk>>,
+    stream_parts: ByProcessor<Vec<Chunk>>,
     /// The stream processors' open windows.
     windows: Windows,
+    /// Emptied chunk lists for the stream chain to reuse.
+    buffers: ChunkBuffers,
     /// The schema the final answer must follow.
     output_schema: Option<JsonSchema>,
     max_processor_retries: Option<u32>,
@@ -246,8 +252,9 @@ impl PreparedRun {
             info,
             chains,
             run_tools,
-            stream_parts: HashMap::new(),
+            stream_parts: ByProcessor::default(),
             windows: Windows::default(),
+            buffers: ChunkBuffers::default(),
             output_schema,
 
             list,

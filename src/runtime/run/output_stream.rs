@@ -12,7 +12,9 @@ use std::sync::Arc;
 use tokio::time::Instant;
 
 use super::decided::stream_decision;
-use super::{MAX_DATA_CHUNKS_PER_EMIT, Run, RunStop, StepAnswer, guarded, guarded_deciding, stop};
+use super::{
+    ByProcessor, MAX_DATA_CHUNKS_PER_EMIT, Run, RunStop, StepAnswer, guarded, guarded_deciding, stop,
+};
 use crate::domain::{Chunk, DataChunk, ErrorSource, Hook, Part, RunFailure, StreamWindow};
 use crate::processor::{OutputStreamArgs, OutputStreamEndArgs, OutputWindowArgs, Processor};
 
@@ -37,6 +39,39 @@ struct OpenWindow {
 #[derive(Debug, Default)]
 pub(super) struct Windows {
     open: Vec<Option<OpenWindow>>,
+}
+
+/// Emptied chunk lists kept for the next chunk: most chunks pass the chain one by one, and
+/// each stage would otherwise allocate a list for what comes out of it.
+#[derive(Debug, Default)]
+pub(super) struct ChunkBuffers {
+    spare: Vec<Vec<Chunk>>,
+}
+
+impl ChunkBuffers {
+    /// Buffers kept at most; a bigger list (a window's) is let go rather than kept.
+    const KEPT: usize = 4;
+    const KEPT_CAPACITY: usize = 64;
+
+    /// An empty list.
+    fn take(&mut self) -> Vec<Chunk> {
+        self.spare.pop().unwrap_or_default()
+    }
+
+    /// A list holding `chunk`.
+    fn one(&mut self, chunk: Chunk) -> Vec<Chunk> {
+        let mut chunks = self.take();
+        chunks.push(chunk);
+        chunks
+    }
+
+    /// Keeps `chunks`, emptied, for later.
+    fn give_back(&mut self, mut chunks: Vec<Chunk>) {
+        if self.spare.len() < ChunkBuffers::KEPT && chunks.capacity() <= ChunkBuffers::KEPT_CAPACITY {
+            chunks.clear();
+            self.spare.push(chunks);
+        }
+    }
 }
 
 impl Windows {
@@ -64,14 +99,16 @@ impl Run {
     /// Sends a chunk through the stream processors to the client, closing every window, then
     /// the custom chunks those processors emitted.
     pub(super) async fn emit(&mut self, chunk: Chunk) -> Result<(), RunStop> {
-        let out = self.stream_from(0, vec![chunk], Closing::All).await?;
+        let chunks = self.buffers.one(chunk);
+        let out = self.stream_from(0, chunks, Closing::All).await?;
         self.deliver_all(out).await?;
         self.flush_emitted(Closing::All).await
     }
 
     /// Sends a step's opening chunk: it may wait in a window for the step's text.
     pub(super) async fn emit_step_start(&mut self, chunk: Chunk) -> Result<(), RunStop> {
-        let out = self.stream_from(0, vec![chunk], Closing::WhenFull).await?;
+        let chunks = self.buffers.one(chunk);
+        let out = self.stream_from(0, chunks, Closing::WhenFull).await?;
         self.deliver_all(out).await?;
         self.flush_emitted(Closing::WhenFull).await
     }
@@ -83,7 +120,8 @@ impl Run {
         chunk: Chunk,
         answer: &mut StepAnswer,
     ) -> Result<(), RunStop> {
-        let out = self.stream_from(0, vec![chunk], Closing::WhenFull).await?;
+        let chunks = self.buffers.one(chunk);
+        let out = self.stream_from(0, chunks, Closing::WhenFull).await?;
         self.deliver_answer(out, answer).await?;
         self.flush_emitted(Closing::WhenFull).await
     }
@@ -103,10 +141,10 @@ impl Run {
 
     /// What one processor still holds at the end of a step's stream.
     async fn stream_end(&mut self, processor: &dyn Processor) -> Result<Vec<Chunk>, RunStop> {
-        self.seen_by(processor.id());
+        let seen = seen_by(&mut self.stream_parts, processor.id());
         let args = OutputStreamEndArgs {
             ctx: self.processors.context(&self.info, &self.recorder.note, processor.id()),
-            stream_parts: self.stream_parts.get(processor.id()).expect("seen_by inserted it"),
+            stream_parts: seen,
             message_list: &self.list,
         };
         guarded(
@@ -136,18 +174,20 @@ impl Run {
         self.windows.open.iter().flatten().filter_map(|open| open.closes_at).min()
     }
 
-    async fn deliver_answer(&mut self, out: Vec<Chunk>, answer: &mut StepAnswer) -> Result<(), RunStop> {
-        for chunk in out {
+    async fn deliver_answer(&mut self, mut out: Vec<Chunk>, answer: &mut StepAnswer) -> Result<(), RunStop> {
+        for chunk in out.drain(..) {
             answer.absorb(&chunk);
             self.deliver(chunk).await?;
         }
+        self.buffers.give_back(out);
         Ok(())
     }
 
-    async fn deliver_all(&mut self, out: Vec<Chunk>) -> Result<(), RunStop> {
-        for chunk in out {
+    async fn deliver_all(&mut self, mut out: Vec<Chunk>) -> Result<(), RunStop> {
+        for chunk in out.drain(..) {
             self.deliver(chunk).await?;
         }
+        self.buffers.give_back(out);
         Ok(())
     }
 
@@ -166,7 +206,8 @@ impl Run {
                 }));
             }
             budget -= 1;
-            let out = self.stream_from(0, vec![Chunk::Data(data)], closing).await?;
+            let chunks = self.buffers.one(Chunk::Data(data));
+            let out = self.stream_from(0, chunks, closing).await?;
             self.deliver_all(out).await?;
             queue.extend(std::mem::take(&mut self.processors.emitted));
         }
@@ -205,8 +246,8 @@ impl Run {
             if chunks.is_empty() && !self.windows.is_open(stage) {
                 continue;
             }
-            let mut out = Vec::with_capacity(chunks.len());
-            for chunk in chunks {
+            let mut out = self.buffers.take();
+            for chunk in chunks.drain(..) {
                 if chunk.is_data() && !processor.process_data_parts(&self.info) {
                     out.extend(self.close_window(stage, processor.as_ref()).await?);
                     out.push(chunk);
@@ -233,7 +274,8 @@ impl Run {
             if closing == Closing::All {
                 out.extend(self.close_window(stage, processor.as_ref()).await?);
             }
-            chunks = out;
+            let passed = std::mem::replace(&mut chunks, out);
+            self.buffers.give_back(passed);
         }
         Ok(chunks)
     }
@@ -244,15 +286,16 @@ impl Run {
         processor: &dyn Processor,
         chunk: Chunk,
     ) -> Result<Option<Chunk>, RunStop> {
-        let seen = self.seen_by(processor.id());
+        let seen = seen_by(&mut self.stream_parts, processor.id());
         seen.push(chunk.clone());
+        let seen: &[Chunk] = seen;
         let args = OutputStreamArgs {
             ctx: self.processors.context(&self.info, &self.recorder.note, processor.id()),
             part: chunk,
-            stream_parts: self.stream_parts.get(processor.id()).expect("seen_by inserted it"),
+            stream_parts: seen,
             message_list: &self.list,
         };
-        let given = self.stream_parts.get(processor.id()).and_then(|seen| seen.last());
+        let given = seen.last();
         guarded_deciding(
             &self.recorder,
             processor.id(),
@@ -272,7 +315,7 @@ impl Run {
         processor: &dyn Processor,
         chunk: Chunk,
     ) -> Result<Vec<Chunk>, RunStop> {
-        self.seen_by(processor.id()).push(chunk.clone());
+        seen_by(&mut self.stream_parts, processor.id()).push(chunk.clone());
         let open = self.windows.slot(stage).as_mut().expect("the window is open");
         let mut out = Vec::new();
         if !open.window.hold {
@@ -294,11 +337,11 @@ impl Run {
         if open.parts.is_empty() {
             return Ok(Vec::new());
         }
-        self.seen_by(processor.id());
+        let seen = seen_by(&mut self.stream_parts, processor.id());
         let args = OutputWindowArgs {
             ctx: self.processors.context(&self.info, &self.recorder.note, processor.id()),
             parts: open.parts,
-            stream_parts: self.stream_parts.get(processor.id()).expect("seen_by inserted it"),
+            stream_parts: seen,
             message_list: &self.list,
         };
         let answer = guarded(
@@ -311,12 +354,12 @@ impl Run {
         .map_err(|error| stop(processor, Hook::ProcessOutputStream, error))?;
         Ok(if open.window.hold { answer } else { Vec::new() })
     }
+}
 
-    /// The chunks `processor_id` has seen; the id is allocated once per processor per run.
-    fn seen_by(&mut self, processor_id: &str) -> &mut Vec<Chunk> {
-        if !self.stream_parts.contains_key(processor_id) {
-            self.stream_parts.insert(processor_id.to_owned(), Vec::new());
-        }
-        self.stream_parts.get_mut(processor_id).expect("inserted above")
+/// The chunks `processor_id` has seen; the id is allocated once per processor per run.
+fn seen_by<'a>(stream_parts: &'a mut ByProcessor<Vec<Chunk>>, processor_id: &str) -> &'a mut Vec<Chunk> {
+    if !stream_parts.contains_key(processor_id) {
+        stream_parts.insert(processor_id.to_owned(), Vec::new());
     }
+    stream_parts.get_mut(processor_id).expect("inserted above")
 }
