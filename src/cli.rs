@@ -268,7 +268,10 @@ pub async fn main() -> ExitCode {
                     return ExitCode::FAILURE;
                 }
             };
-            let defaults = if smoke { BenchOptions::smoke() } else { BenchOptions::default() };
+            let defaults = BenchOptions {
+                server_binary: std::env::current_exe().ok(),
+                ..if smoke { BenchOptions::smoke() } else { BenchOptions::default() }
+            };
             let options = if smoke {
                 BenchOptions { addr, postgres, data_dir, only, records: !no_records, ..defaults }
             } else {

@@ -12,6 +12,7 @@ mod corpus;
 mod fake_provider;
 mod fixtures;
 mod gateway;
+mod idle;
 mod load;
 mod scenarios;
 mod usage;
@@ -63,6 +64,9 @@ pub struct BenchOptions {
     /// The gateway scenarios are measured at this many concurrent clients too (none: only at
     /// `concurrency`).
     pub wide: Option<usize>,
+    /// The agentwire binary, to measure an idle server in a process of its own (none: not
+    /// measured).
+    pub server_binary: Option<std::path::PathBuf>,
 }
 
 impl Default for BenchOptions {
@@ -79,6 +83,7 @@ impl Default for BenchOptions {
             long_thread: 1_000,
             records: true,
             wide: Some(512),
+            server_binary: None,
         }
     }
 }
@@ -129,8 +134,10 @@ pub struct Row {
 pub struct Report {
     /// Each scenario at each concurrency, in order.
     pub rows: Vec<Row>,
-    /// Resident memory of the idle process, in bytes: after the server started, and after the
-    /// bench (in-process only).
+    /// Resident memory, in bytes, of `agentwire serve` alone on an empty data directory, idle.
+    pub idle_server_rss: Option<u64>,
+    /// Resident memory of the bench's process, in bytes (its server, clients, floors and fake
+    /// provider): after the server started, and after the bench (in-process only).
     pub idle_rss: Option<(u64, u64)>,
     /// Runs S5 aborted, and the threads they left in the store (must be 0).
     pub aborted_runs: Option<(usize, usize)>,
@@ -174,6 +181,11 @@ struct Beside {
 
 /// Runs the bench; progress goes to stderr.
 pub fn run(options: &BenchOptions) -> Result<Report, String> {
+    // First, while nothing else runs: the server alone, idle, in a process of its own.
+    let idle_server_rss = match &options.server_binary {
+        Some(binary) => Some(idle::idle_server_rss(binary)?),
+        None => None,
+    };
     // The floors and the fake provider serve from threads of their own, like the server, so
     // their CPU time is counted as a server's (a gateway scenario's direct row is the fake's).
     let floors = runtime("aw-floor")?;
@@ -201,7 +213,7 @@ pub fn run(options: &BenchOptions) -> Result<Report, String> {
     drop(client);
     drop(floors);
     server.stop();
-    report
+    report.map(|report| Report { idle_server_rss, ..report })
 }
 
 /// A runtime of two worker threads named `name`.
@@ -574,11 +586,18 @@ fn derived(report: &Report) -> Vec<String> {
         ));
     }
     lines.extend(gateway::derived(report));
+    if let Some(idle) = report.idle_server_rss {
+        lines.push(format!(
+            "Idle RSS of `agentwire serve` alone, a second after start: {} (target ≤ 20 MB: {})",
+            megabytes(idle),
+            verdict(idle <= 20 * 1_048_576)
+        ));
+    }
     if let Some((started, ended)) = report.idle_rss {
         lines.push(format!(
-            "Idle RSS: {} after start (target ≤ 20 MB: {}), {} after the bench (target ≤ 200 MB: {})",
+            "RSS of the bench's process (its server, clients, floors and fake provider): {} after \
+             start, {} after the bench (target ≤ 200 MB: {})",
             megabytes(started),
-            verdict(started <= 20 * 1_048_576),
             megabytes(ended),
             verdict(ended <= 200 * 1_048_576)
         ));

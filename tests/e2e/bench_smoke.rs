@@ -3,10 +3,13 @@
 
 use agentwire::bench::{BenchOptions, render, run};
 
-/// `agentwire bench` runs every scenario end to end, and its aborted runs save nothing.
+/// `agentwire bench` runs every scenario end to end, its aborted runs save nothing, and it
+/// measures an idle `agentwire serve` in a process of its own.
 #[test]
 fn every_scenario_runs_and_aborted_runs_save_nothing() {
-    let report = run(&BenchOptions::smoke()).expect("the bench runs");
+    let binary = std::path::PathBuf::from(env!("CARGO_BIN_EXE_agentwire"));
+    let report =
+        run(&BenchOptions { server_binary: Some(binary), ..BenchOptions::smoke() }).expect("the bench runs");
     for scenario in [
         "S1",
         "S1 floor",
@@ -49,9 +52,12 @@ fn every_scenario_runs_and_aborted_runs_save_nothing() {
         assert!(row.measured.first_token(0.5).is_some(), "{streamed}: first tokens timed");
         assert_eq!(row.measured.tokens, row.measured.requests * agentwire::bench::STREAM_CHUNKS);
     }
+    let idle = report.idle_server_rss.expect("the idle server measured");
+    assert!(idle > 1_048_576, "a started server holds more than a megabyte: {idle}");
     let rendered = render(&report);
     assert!(
-        rendered.contains("| S6 300 | semantic recall")
+        rendered.contains("Idle RSS of `agentwire serve` alone")
+            && rendered.contains("| S6 300 | semantic recall")
             && rendered.contains("ms for the same bytes over bare tonic")
             && rendered.contains("R1: a blocking remote processInput adds")
             && rendered.contains("G1 at 1: agentwire adds")
