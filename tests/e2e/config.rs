@@ -90,6 +90,11 @@ fn mistakes_name_the_key_and_the_line() {
         ("[providers.x]\nbase_url = \"ftp://x\"\n", ["providers.x", "http(s)"]),
         ("[providers.x]\nbase_url = \"http://x\"\napi = \"gemini\"\n", ["api", "line 3"]),
         ("[providers.mock]\nbase_url = \"http://x\"\n", ["providers.mock", "built in"]),
+        ("[providers.x]\nbase_url = \"http://a b\"\n", ["providers.x", "got `http://a b`"]),
+        (
+            "[providers.x]\nbase_url = \"http://x\"\nheaders = { \"x team\" = \"platform\" }\n",
+            ["providers.x", "`headers.x team` is not a valid HTTP header"],
+        ),
         ("[[agents]]\nid = \"a\"\nmodel = \"nowhere/model\"\n", ["agents[0].model", "[providers.*]"]),
         (
             "[processors.x]\nkind = \"remote\"\nhooks.processInptu = { timeout_ms = 5 }\n",

@@ -18,11 +18,12 @@ mod decode;
 mod openai;
 mod sse;
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde_json::Value;
 
 use self::anthropic::AnthropicDecoder;
@@ -38,9 +39,12 @@ pub enum ProviderError {
     /// A provider that is not built in must say where it lives.
     #[error("`base_url` is required for a provider that is not built in")]
     MissingBaseUrl,
-    /// The base URL is not http(s).
+    /// The base URL is not an http(s) URL.
     #[error("`base_url` must be an http(s) URL, got `{0}`")]
     BadBaseUrl(String),
+    /// A header of `headers` is not one HTTP allows.
+    #[error("`headers.{0}` is not a valid HTTP header (name or value)")]
+    BadHeader(String),
 }
 
 /// The longest `Retry-After` a call waits for; a longer one fails the call at once.
@@ -51,9 +55,12 @@ pub struct Provider {
     name: String,
     api: Api,
     base_url: String,
+    /// Where every call goes (`{base_url}/chat/completions`, `{base_url}/messages`), parsed once.
+    endpoint: reqwest::Url,
     api_key: Option<String>,
     api_key_env: Option<String>,
-    headers: BTreeMap<String, String>,
+    /// The headers of every call besides the key's: the table's, and the API's version.
+    headers: HeaderMap,
     read_timeout: Duration,
     answer_timeout: Duration,
     max_retries: u32,
@@ -101,15 +108,32 @@ impl Provider {
         if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
             return Err(ProviderError::BadBaseUrl(base_url));
         }
+        let base_url = base_url.trim_end_matches('/').to_owned();
+        let path = match api {
+            Api::OpenAi => "chat/completions",
+            Api::Anthropic => "messages",
+        };
+        let endpoint = reqwest::Url::parse(&format!("{base_url}/{path}"))
+            .map_err(|_| ProviderError::BadBaseUrl(base_url.clone()))?;
+        let mut headers = HeaderMap::new();
+        if api == Api::Anthropic {
+            headers.insert("anthropic-version", HeaderValue::from_static("2023-06-01"));
+        }
+        for (name, value) in &config.headers {
+            let header = HeaderName::from_bytes(name.as_bytes()).ok().zip(HeaderValue::from_str(value).ok());
+            let (name, value) = header.ok_or_else(|| ProviderError::BadHeader(name.clone()))?;
+            headers.append(name, value);
+        }
         let api_key_env = config.api_key_env.clone().or(builtin.and_then(|(.., key)| key.map(str::to_owned)));
         let api_key = api_key_env.as_deref().and_then(|variable| std::env::var(variable).ok());
         Ok(Provider {
             name: name.to_owned(),
             api,
-            base_url: base_url.trim_end_matches('/').to_owned(),
+            base_url,
+            endpoint,
             api_key,
             api_key_env,
-            headers: config.headers.clone(),
+            headers,
             read_timeout: Duration::from_millis(config.read_timeout_ms.unwrap_or(60_000)),
             answer_timeout: Duration::from_millis(config.answer_timeout_ms.unwrap_or(600_000)),
             max_retries: config.max_retries.unwrap_or(2),
@@ -149,14 +173,8 @@ impl Provider {
     }
 
     fn request(&self, model_id: &str, body: &Value) -> Result<reqwest::RequestBuilder, ModelError> {
-        let path = match self.api {
-            Api::OpenAi => "chat/completions",
-            Api::Anthropic => "messages",
-        };
-        let mut request = self.client(model_id)?.post(format!("{}/{path}", self.base_url)).json(body);
-        if self.api == Api::Anthropic {
-            request = request.header("anthropic-version", "2023-06-01");
-        }
+        let mut request =
+            self.client(model_id)?.post(self.endpoint.clone()).headers(self.headers.clone()).json(body);
         match (&self.api_key, &self.api_key_env, self.api) {
             (Some(key), _, Api::OpenAi) => request = request.bearer_auth(key),
             (Some(key), _, Api::Anthropic) => request = request.header("x-api-key", key),
@@ -167,9 +185,6 @@ impl Provider {
                 });
             }
             (None, None, _) => {}
-        }
-        for (name, value) in &self.headers {
-            request = request.header(name, value);
         }
         Ok(request)
     }
