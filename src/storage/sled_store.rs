@@ -232,13 +232,22 @@ impl SledStore {
         }
         let inner = self.engine.engine()?;
         let outcome = self.blocking_on(Arc::clone(&inner), operation).await?;
-        if let Err(error) = inner.group_commit.durable().await {
-            if let StoreError::Unavailable(reason) = &error {
-                self.engine.failed(&inner, reason);
-            }
-            return Err(error);
-        }
+        self.committed(&inner, inner.group_commit.durable()).await?;
         Ok(outcome)
+    }
+
+    /// Waits for the committing thread's answer; one saying the engine cannot write closes the
+    /// database until it reopens.
+    async fn committed(
+        &self,
+        inner: &Arc<Inner>,
+        commit: impl Future<Output = Result<(), StoreError>>,
+    ) -> Result<(), StoreError> {
+        let committed = commit.await;
+        if let Err(StoreError::Unavailable(reason)) = &committed {
+            self.engine.failed(inner, reason);
+        }
+        committed
     }
 
     /// Writes everything to disk (runs' writes already are; this catches the rest, e.g. cache
@@ -798,11 +807,7 @@ impl Store for SledStore {
             })
             .await?
         };
-        let saved = inner.group_commit.save(PendingSave { save, pointers }).await;
-        if let Err(StoreError::Unavailable(reason)) = &saved {
-            self.engine.failed(&inner, reason);
-        }
-        saved
+        self.committed(&inner, inner.group_commit.save(PendingSave { save, pointers })).await
     }
 
     async fn create_thread(&self, thread: NewThread) -> Result<Thread, StoreError> {

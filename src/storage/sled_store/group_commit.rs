@@ -70,6 +70,10 @@ impl GroupCommit {
                         }
                     }
                     if !batch.is_empty() {
+                        // After a panic nobody knows which of the batch's transactions
+                        // committed, so its vector slots are not given back: a slot freed while
+                        // a committed message points into it would be overwritten. `agentwire
+                        // compact` reclaims them, as it does slots freed before a restart.
                         let outcomes = catch_unwind(AssertUnwindSafe(|| saves.commit(&batch)))
                             .unwrap_or_else(|_| {
                                 let failed = StoreError::Engine("saving a batch of runs panicked".to_owned());
