@@ -59,24 +59,15 @@ pub struct SledStore {
 #[derive(Debug)]
 struct Inner {
     db: sled::Db,
-    threads: sled::Tree,
-    resource_threads: sled::Tree,
-    messages: sled::Tree,
-    vectors: sled::Tree,
-    /// The vectors the `vectors` tree points to.
-    vector_file: Arc<VectorFile>,
-    working_memory: sled::Tree,
     response_cache: sled::Tree,
-    /// resource → what it keeps, for quotas.
-    resource_usage: sled::Tree,
     /// Cache writes so far: every [`CACHE_SWEEP_EVERY`]th sweeps out expired entries.
     cache_puts: AtomicU64,
     meta: sled::Tree,
     group_commit: GroupCommit,
-    /// The trees a run's save writes, shared with the committing thread.
+    /// The trees a run's save writes (threads, messages, vectors and the file they point into,
+    /// working memory, each resource's usage) and the recall index kept in step with them,
+    /// shared with the committing thread.
     saves: Arc<Saves>,
-    /// Vectors of the resources searched so far, kept in step with every write.
-    index: Arc<SharedIndex>,
     /// Run records (`runs.rs`): pages of records, each page's runs, and where each run is
     /// (built on first use).
     run_pages: sled::Tree,
@@ -162,7 +153,7 @@ impl SledStore {
     pub fn set_recall_budget(&self, bytes: usize) {
         self.recall_budget.store(bytes, Ordering::Relaxed);
         if let Some(inner) = self.engine.current() {
-            inner.index.lock().set_budget(bytes);
+            inner.saves.index.lock().set_budget(bytes);
         }
     }
 
@@ -174,7 +165,7 @@ impl SledStore {
 
     /// The memory recall's in-memory vectors take now, in bytes.
     pub fn recall_index_bytes(&self) -> usize {
-        self.engine.current().map_or(0, |inner| inner.index.lock().bytes())
+        self.engine.current().map_or(0, |inner| inner.saves.index.lock().bytes())
     }
 
     /// [`SledStore::open`] with a page cache of `cache_bytes` (sled's own default, 1 GiB, lets
@@ -308,14 +299,7 @@ impl Inner {
             index: Arc::clone(&index),
         });
         Ok(Inner {
-            threads: saves.threads.clone(),
-            resource_threads: saves.resource_threads.clone(),
-            messages: saves.messages.clone(),
-            vectors: saves.vectors.clone(),
-            vector_file: Arc::clone(&vector_file),
-            working_memory: saves.working_memory.clone(),
             response_cache: tree("response_cache")?,
-            resource_usage: saves.usage.clone(),
             run_pages: tree("run_pages")?,
             run_page_index: tree("run_page_index")?,
             run_index: Mutex::new(None),
@@ -323,7 +307,6 @@ impl Inner {
             cache_puts: AtomicU64::new(0),
             group_commit: GroupCommit::start(db.clone(), vector_file, Arc::clone(&saves))?,
             saves,
-            index,
             meta,
             db,
         })
@@ -356,13 +339,13 @@ impl Inner {
     fn write_vectors(&self, save: &RunSave) -> Result<Pointers, StoreError> {
         let Some(first) = save.embeddings.first() else { return Ok(Vec::new()) };
         self.check_embedder(&first.embedder, first.vector.len())?;
-        self.vector_file.set_dimension(first.vector.len())?;
+        self.saves.vector_file.set_dimension(first.vector.len())?;
         let mut pointers = Vec::with_capacity(save.embeddings.len());
         for embedding in &save.embeddings {
-            match self.vector_file.write(&embedding.vector) {
+            match self.saves.vector_file.write(&embedding.vector) {
                 Ok(pointer) => pointers.push(pointer),
                 Err(error) => {
-                    saves::release_slots(&self.vector_file, &pointers, &[]);
+                    saves::release_slots(&self.saves.vector_file, &pointers, &[]);
                     return Err(error);
                 }
             }
@@ -371,7 +354,7 @@ impl Inner {
     }
 
     fn get_thread(&self, resource_id: &str, thread_id: &str) -> Result<Option<Thread>, StoreError> {
-        match self.threads.get(keys::thread(resource_id, thread_id)).map_err(engine)? {
+        match self.saves.threads.get(keys::thread(resource_id, thread_id)).map_err(engine)? {
             Some(bytes) => decode("threads", &bytes).map(Some),
             None => Ok(None),
         }
@@ -385,7 +368,7 @@ impl Inner {
     fn create_thread(&self, new: NewThread) -> Result<Thread, StoreError> {
         let now = now_millis();
         let thread = new.made_at(now);
-        let trees = (&self.threads, &self.resource_threads, &self.resource_usage);
+        let trees = (&self.saves.threads, &self.saves.resource_threads, &self.saves.usage);
         transaction(trees.transaction(|(threads, resource_threads, usage)| {
             if threads.get(keys::thread(&thread.resource_id, &thread.id))?.is_some() {
                 return abort(StoreError::ThreadExists(thread.id.clone()));
@@ -406,7 +389,7 @@ impl Inner {
 
     fn list_threads(&self, resource_id: &str, cursor: &str, limit: usize) -> Result<ThreadPage, StoreError> {
         let prefix = keys::resource_threads_prefix(resource_id);
-        let entries = self.resource_threads.scan_prefix(&prefix).rev();
+        let entries = self.saves.resource_threads.scan_prefix(&prefix).rev();
         let after = keys::decode_cursor(cursor).unwrap_or_default();
         let mut threads = Vec::new();
         let mut last_key = Vec::new();
@@ -433,7 +416,7 @@ impl Inner {
         thread_id: &str,
         update: ThreadUpdate,
     ) -> Result<Thread, StoreError> {
-        transaction(self.threads.transaction(|threads| {
+        transaction(self.saves.threads.transaction(|threads| {
             let Some(mut thread) = read_thread(threads, resource_id, thread_id)? else {
                 return abort(StoreError::ThreadNotFound(thread_id.to_owned()));
             };
@@ -454,7 +437,7 @@ impl Inner {
         let mut message_keys = Vec::new();
         let mut message_ids = Vec::new();
         let mut removed = ResourceUsage { threads: 1, ..Default::default() };
-        for entry in self.messages.scan_prefix(keys::messages_prefix(resource_id, thread_id)) {
+        for entry in self.saves.messages.scan_prefix(keys::messages_prefix(resource_id, thread_id)) {
             let (key, value) = entry.map_err(engine)?;
             message_ids.push(decode::<Message>("messages", &value)?.id);
             message_keys.push(key);
@@ -463,9 +446,9 @@ impl Inner {
         }
         let mut vector_keys = Vec::new();
         let mut vector_values = Vec::new();
-        for entry in self.vectors.scan_prefix(keys::thread_vectors_prefix(resource_id, thread_id)) {
+        for entry in self.saves.vectors.scan_prefix(keys::thread_vectors_prefix(resource_id, thread_id)) {
             let (key, value) = entry.map_err(engine)?;
-            removed.bytes += self.vector_file.stored_bytes(&value);
+            removed.bytes += self.saves.vector_file.stored_bytes(&value);
             vector_keys.push(key);
             vector_values.push(value);
         }
@@ -474,7 +457,7 @@ impl Inner {
             thread_id: thread_id.to_owned(),
         };
         let had_working_memory =
-            self.working_memory.contains_key(keys::working_memory(&thread_scope)).map_err(engine)?;
+            self.saves.working_memory.contains_key(keys::working_memory(&thread_scope)).map_err(engine)?;
         let trees = self.saves.trees();
         transaction(trees.transaction(
             |(threads, resource_threads, messages, ids, vectors, working_memory, usage)| {
@@ -497,9 +480,9 @@ impl Inner {
             },
         ))?;
         for value in &vector_values {
-            self.vector_file.deleted(value);
+            self.saves.vector_file.deleted(value);
         }
-        self.index.lock().thread_deleted(resource_id, thread_id);
+        self.saves.index.lock().thread_deleted(resource_id, thread_id);
         self.clear_cache_scope(&CacheScope::Thread {
             resource_id: resource_id.to_owned(),
             thread_id: thread_id.to_owned(),
@@ -524,18 +507,18 @@ impl Inner {
             }
         }
         let scope = WorkingMemoryScope::Resource(resource_id.to_owned());
-        if self.working_memory.remove(keys::working_memory(&scope)).map_err(engine)?.is_some() {
+        if self.saves.working_memory.remove(keys::working_memory(&scope)).map_err(engine)?.is_some() {
             report.working_memories += 1;
         }
-        self.resource_usage.remove(keys::resource_usage(resource_id)).map_err(engine)?;
-        self.index.lock().remove(resource_id);
+        self.saves.usage.remove(keys::resource_usage(resource_id)).map_err(engine)?;
+        self.saves.index.lock().remove(resource_id);
         self.clear_cache_scope(&CacheScope::Resource(resource_id.to_owned()))?;
         self.delete_resource_runs(resource_id)?;
         Ok(report)
     }
 
     fn usage(&self, resource_id: &str) -> Result<ResourceUsage, StoreError> {
-        let stored = self.resource_usage.get(keys::resource_usage(resource_id)).map_err(engine)?;
+        let stored = self.saves.usage.get(keys::resource_usage(resource_id)).map_err(engine)?;
         Ok(stored.map(|bytes| ResourceUsage::decode(&bytes)).unwrap_or_default())
     }
 
@@ -551,7 +534,7 @@ impl Inner {
     ) -> Result<Vec<StoredMessage>, StoreError> {
         let mut messages = Vec::with_capacity(limit);
         for entry in
-            self.messages.scan_prefix(keys::messages_prefix(resource_id, thread_id)).rev().take(limit)
+            self.saves.messages.scan_prefix(keys::messages_prefix(resource_id, thread_id)).rev().take(limit)
         {
             let (key, value) = entry.map_err(engine)?;
             messages.push(Inner::stored_message(&key, &value)?);
@@ -571,8 +554,8 @@ impl Inner {
         let prefix = keys::messages_prefix(resource_id, thread_id);
         let after = keys::decode_cursor(cursor).unwrap_or_default();
         let entries: Box<dyn Iterator<Item = sled::Result<(sled::IVec, sled::IVec)>>> = match direction {
-            Direction::Forward => Box::new(self.messages.scan_prefix(&prefix)),
-            Direction::Backward => Box::new(self.messages.scan_prefix(&prefix).rev()),
+            Direction::Forward => Box::new(self.saves.messages.scan_prefix(&prefix)),
+            Direction::Backward => Box::new(self.saves.messages.scan_prefix(&prefix).rev()),
         };
         let mut messages = Vec::new();
         for entry in entries {
@@ -606,7 +589,7 @@ impl Inner {
         for &seq in seqs {
             let start = keys::message(resource_id, thread_id, seq.saturating_sub(before as u64));
             let end = keys::message(resource_id, thread_id, seq.saturating_add(after as u64));
-            for entry in self.messages.range(start..=end) {
+            for entry in self.saves.messages.range(start..=end) {
                 let (key, value) = entry.map_err(engine)?;
                 let stored = Inner::stored_message(&key, &value)?;
                 found.entry(stored.seq).or_insert(stored);
@@ -626,7 +609,7 @@ impl Inner {
         }
         let wanted = query.top_k.saturating_mul(CANDIDATES_PER_HIT);
         let source = StoredVectors { inner: self, resource_id: &resource_id };
-        let candidates = self.index.search(&resource_id, &source, |loaded, scratch| {
+        let candidates = self.saves.index.search(&resource_id, &source, |loaded, scratch| {
             loaded.candidates(&query.vector, wanted, thread, scratch)
         })?;
         let scored = match candidates {
@@ -658,8 +641,10 @@ impl Inner {
         exact.extend(best.into_sorted().into_iter().map(|(_, candidate)| candidate));
         let mut scored = Vec::with_capacity(exact.len());
         for (thread_id, seq) in exact {
-            let value = self.vectors.get(keys::vector(resource_id, &thread_id, seq)).map_err(engine)?;
-            if let Some(vector) = value.map(|value| self.vector_file.read(&value)).transpose()?.flatten() {
+            let value = self.saves.vectors.get(keys::vector(resource_id, &thread_id, seq)).map_err(engine)?;
+            if let Some(vector) =
+                value.map(|value| self.saves.vector_file.read(&value)).transpose()?.flatten()
+            {
                 scored.push((thread_id, seq, dot(query, &vector)));
             }
         }
@@ -696,9 +681,9 @@ impl Inner {
         prefix: Vec<u8>,
         mut each: impl FnMut(&[u8], &[f32]) -> Result<bool, StoreError>,
     ) -> Result<bool, StoreError> {
-        for entry in self.vectors.scan_prefix(prefix) {
+        for entry in self.saves.vectors.scan_prefix(prefix) {
             let (key, value) = entry.map_err(engine)?;
-            let Some(vector) = self.vector_file.read(&value)? else { continue };
+            let Some(vector) = self.saves.vector_file.read(&value)? else { continue };
             if !each(&key, &vector)? {
                 return Ok(false);
             }
@@ -710,7 +695,7 @@ impl Inner {
         &self,
         scope: &WorkingMemoryScope,
     ) -> Result<Option<WorkingMemoryRecord>, StoreError> {
-        match self.working_memory.get(keys::working_memory(scope)).map_err(engine)? {
+        match self.saves.working_memory.get(keys::working_memory(scope)).map_err(engine)? {
             Some(bytes) => decode("working_memory", &bytes).map(Some),
             None => Ok(None),
         }
@@ -722,7 +707,7 @@ impl Inner {
         content: &str,
         expected_version: u64,
     ) -> Result<u64, StoreError> {
-        transaction(self.working_memory.transaction(|tree| {
+        transaction(self.saves.working_memory.transaction(|tree| {
             let record = next_working_memory(tree, scope, content, expected_version)?;
             tree.insert(keys::working_memory(scope), encode(&record))?;
             Ok(record.version)
@@ -946,7 +931,7 @@ impl Store for SledStore {
         let (resource_id, thread_id) = (resource_id.to_owned(), thread_id.to_owned());
         self.blocking(move |inner| {
             let exists =
-                inner.threads.contains_key(keys::thread(&resource_id, &thread_id)).map_err(engine)?;
+                inner.saves.threads.contains_key(keys::thread(&resource_id, &thread_id)).map_err(engine)?;
             Ok((inner.usage(&resource_id)?, exists))
         })
         .await
