@@ -182,10 +182,11 @@ struct Beside {
 /// Runs the bench; progress goes to stderr.
 pub fn run(options: &BenchOptions) -> Result<Report, String> {
     // First, while nothing else runs: the server alone, idle, in a process of its own.
-    let idle_server_rss = match &options.server_binary {
-        Some(binary) => Some(idle::idle_server_rss(binary)?),
-        None => None,
-    };
+    let idle_server_rss = options.server_binary.as_deref().and_then(|binary| {
+        idle::idle_server_rss(binary)
+            .inspect_err(|reason| eprintln!("the idle server's memory is not measured: {reason}"))
+            .ok()
+    });
     // The floors and the fake provider serve from threads of their own, like the server, so
     // their CPU time is counted as a server's (a gateway scenario's direct row is the fake's).
     let floors = runtime("aw-floor")?;
