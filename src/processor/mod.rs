@@ -38,9 +38,9 @@ pub trait Processor: Send + Sync {
     /// The hooks this processor implements; the others are never called.
     fn hooks(&self) -> HookSet;
 
-    /// The hooks it takes part in for `run`, asked once as the run starts: by default all of
-    /// [`Processor::hooks`]. A remote processor answers for the instances connected then, so a
-    /// run does not prepare calls to hooks no instance implements.
+    /// The hooks it takes part in for `run` (some of [`Processor::hooks`]), asked once as the run
+    /// starts: by default all of them. A remote processor answers for the instances connected
+    /// then, so a run does not prepare calls to hooks no instance implements.
     fn hooks_for(&self, run: &RunInfo) -> HookSet {
         let _ = run;
         self.hooks()

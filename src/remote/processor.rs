@@ -362,10 +362,10 @@ impl Processor for RemoteProcessor {
     /// The hooks of the instances connected as the run starts; every hook while none is (each
     /// call then meets the failure policy) or while the server drains.
     fn hooks_for(&self, _run: &RunInfo) -> HookSet {
-        match self.pool.is_draining() {
-            true => HookSet::all(),
-            false => self.pool.hooks_served(&self.remote_id).unwrap_or_else(HookSet::all),
+        if self.pool.is_draining() {
+            return HookSet::all();
         }
+        self.pool.hooks_served(&self.remote_id).unwrap_or_else(HookSet::all)
     }
 
     fn process_data_parts(&self, run: &RunInfo) -> bool {
