@@ -782,8 +782,9 @@ async fn a_refused_save_leaves_nothing() {
 /// Many runs saved at once, some refused by their resource's quota: what is kept is exactly
 /// what saving them one by one would keep — on each thread consecutive seqs from 0, usage
 /// counting each once, every kept message searchable with its own vector and no refused one.
-/// The quota pre-check's read agrees. sled keeps the quota's worth exactly; PostgreSQL's quota lets saves racing on other threads
-/// past it by what they add together (`lock_usage`), never refusing one within it.
+/// The quota pre-check's read agrees. sled keeps the quota's worth exactly; PostgreSQL's quota
+/// lets saves racing on other threads past it by what they add together (`lock_usage`), never
+/// refusing one within it.
 #[tokio::test]
 async fn concurrent_saves_some_refused_keep_exactly_the_others() {
     for backend in backends().await {

@@ -99,16 +99,14 @@ impl Run {
     /// Sends a chunk through the stream processors to the client, closing every window, then
     /// the custom chunks those processors emitted.
     pub(super) async fn emit(&mut self, chunk: Chunk) -> Result<(), RunStop> {
-        let chunks = self.buffers.one(chunk);
-        let out = self.stream_from(0, chunks, Closing::All).await?;
+        let out = self.stream_one(chunk, Closing::All).await?;
         self.deliver_all(out).await?;
         self.flush_emitted(Closing::All).await
     }
 
     /// Sends a step's opening chunk: it may wait in a window for the step's text.
     pub(super) async fn emit_step_start(&mut self, chunk: Chunk) -> Result<(), RunStop> {
-        let chunks = self.buffers.one(chunk);
-        let out = self.stream_from(0, chunks, Closing::WhenFull).await?;
+        let out = self.stream_one(chunk, Closing::WhenFull).await?;
         self.deliver_all(out).await?;
         self.flush_emitted(Closing::WhenFull).await
     }
@@ -120,8 +118,7 @@ impl Run {
         chunk: Chunk,
         answer: &mut StepAnswer,
     ) -> Result<(), RunStop> {
-        let chunks = self.buffers.one(chunk);
-        let out = self.stream_from(0, chunks, Closing::WhenFull).await?;
+        let out = self.stream_one(chunk, Closing::WhenFull).await?;
         self.deliver_answer(out, answer).await?;
         self.flush_emitted(Closing::WhenFull).await
     }
@@ -206,8 +203,7 @@ impl Run {
                 }));
             }
             budget -= 1;
-            let chunks = self.buffers.one(Chunk::Data(data));
-            let out = self.stream_from(0, chunks, closing).await?;
+            let out = self.stream_one(Chunk::Data(data), closing).await?;
             self.deliver_all(out).await?;
             queue.extend(std::mem::take(&mut self.processors.emitted));
         }
@@ -230,6 +226,12 @@ impl Run {
         }
         self.recorder.delivered(&chunk);
         self.sink.send(chunk).await.map_err(|_| RunStop::Cancelled)
+    }
+
+    /// One chunk through the whole chain ([`Run::stream_from`] the first processor).
+    async fn stream_one(&mut self, chunk: Chunk, closing: Closing) -> Result<Vec<Chunk>, RunStop> {
+        let chunks = self.buffers.one(chunk);
+        self.stream_from(0, chunks, closing).await
     }
 
     /// `processOutputStream` over the stream processors from position `first` on; returns what

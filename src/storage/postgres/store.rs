@@ -107,6 +107,14 @@ struct Usage {
 const USAGE_SUM: &str = "SELECT coalesce(sum(threads), 0)::bigint AS threads, coalesce(sum(messages), 0)::bigint AS messages, \
      coalesce(sum(bytes), 0)::bigint AS bytes FROM resource_usage WHERE resource_id = $1";
 
+/// [`USAGE_SUM`] and whether thread `$2` exists, for a run's quota pre-check; made once.
+static USAGE_WITH_THREAD: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    format!(
+        "SELECT usage.*, EXISTS (SELECT 1 FROM threads WHERE resource_id = $1 AND id = $2) AS thread_exists \
+         FROM ({USAGE_SUM}) AS usage"
+    )
+});
+
 /// The row of a resource's usage that `thread_id`'s writes lock.
 fn usage_shard(thread_id: &str) -> i16 {
     (crate::domain::fnv1a(&[thread_id.as_bytes()]) % USAGE_SHARDS) as i16
@@ -688,11 +696,7 @@ impl Store for PgStore {
         resource_id: &str,
         thread_id: &str,
     ) -> Result<(ResourceUsage, bool), StoreError> {
-        let sql = format!(
-            "SELECT usage.*, EXISTS (SELECT 1 FROM threads WHERE resource_id = $1 AND id = $2) AS thread_exists \
-             FROM ({USAGE_SUM}) AS usage"
-        );
-        let rows = self.query(&sql, &[&resource_id, &thread_id]).await?;
+        let rows = self.query(&USAGE_WITH_THREAD, &[&resource_id, &thread_id]).await?;
         let row = rows.first().ok_or_else(|| StoreError::Engine("a sum returned no row".to_owned()))?;
         Ok((usage_of(row), row.get("thread_exists")))
     }
