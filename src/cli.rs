@@ -112,11 +112,12 @@ enum Command {
     /// Measures runs, hooks and recall (see BENCHMARKS.md) and prints a Markdown report.
     Bench {
         /// Bench running servers (started with `--print-config`'s agents; several: the replicas of
-        /// one deployment, clients spread over them) instead of one in this process. CPU and
-        /// memory are then not measured, and recall scenarios are skipped.
+        /// one deployment, clients spread over them) instead of `agentwire serve` started by the
+        /// bench. CPU and memory are then not measured, and recall and gateway scenarios are
+        /// skipped.
         #[arg(long, value_delimiter = ',')]
         addr: Vec<String>,
-        /// The in-process server keeps its memory in PostgreSQL, at the URL in the environment
+        /// The server keeps its memory in PostgreSQL, at the URL in the environment
         /// variable AGENTWIRE_POSTGRES_URL (the bench's tables go into that database).
         #[arg(long)]
         postgres: bool,
@@ -124,9 +125,8 @@ enum Command {
         /// ([storage.postgres] recall_ef_search), to measure recall and latency at another value.
         #[arg(long)]
         ef_search: Option<u32>,
-        /// The in-process server keeps its sled store in this data directory (and leaves it
-        /// there) instead of a temporary one: a second run finds the recall resources filled and
-        /// measures a server that opened them.
+        /// The server keeps its sled store in this data directory (and leaves it there) instead
+        /// of a temporary one: a second run finds the recall resources filled.
         #[arg(long, conflicts_with_all = ["addr", "postgres"])]
         data_dir: Option<PathBuf>,
         /// Seconds each measurement lasts.
@@ -144,7 +144,7 @@ enum Command {
         /// Stored messages of the recall scenarios' resources.
         #[arg(long, value_delimiter = ',', default_value = "10000,100000")]
         recall_sizes: Vec<usize>,
-        /// The in-process server keeps no run records (`[records] enabled = false`), to measure
+        /// The server keeps no run records (`[records] enabled = false`), to measure
         /// what recording costs against a run with them.
         #[arg(long)]
         no_records: bool,
@@ -155,7 +155,7 @@ enum Command {
         #[arg(long)]
         smoke: bool,
         /// Print the bench's agents config and exit (the gateway scenarios' agents need the
-        /// fake provider the bench starts for an in-process server only).
+        /// fake provider the bench starts for a server it starts only).
         #[arg(long)]
         print_config: bool,
     },

@@ -15,6 +15,7 @@ use crate::server::pb::agent_service_server::{AgentService, AgentServiceServer};
 use crate::server::pb::processor_service_client::ProcessorServiceClient;
 use crate::server::pb::processor_service_server::{ProcessorService, ProcessorServiceServer};
 use crate::server::{connect, pb};
+use crate::storage::PgOptions;
 
 /// The text deltas of a streamed scenario (S4, R2, G2).
 pub const STREAM_CHUNKS: usize = 200;
@@ -36,11 +37,38 @@ const PASS_THROUGH: &str = "pass-through";
 /// The bench's agents, one per scenario; with the fake provider's base URL, the gateway
 /// scenarios' agents too.
 pub fn config(fake_provider: Option<&str>) -> String {
+    config_on(fake_provider, None)
+}
+
+/// [`config`] for a server that keeps its memory in PostgreSQL, when `postgres` is given (the
+/// URL in the environment variable `[storage.postgres] url_env` names by default).
+pub(super) fn config_on(fake_provider: Option<&str>, postgres: Option<&PgOptions>) -> String {
     let mut config = agents();
+    config.push_str(&storage(postgres));
     if let Some(base_url) = fake_provider {
         config.push_str(&gateway_agents(base_url));
     }
     config
+}
+
+/// The `[storage]` table. The bench fills resources past the default quotas (a million recalled
+/// messages, a thread per run in S2b), so it lifts them.
+fn storage(postgres: Option<&PgOptions>) -> String {
+    let mut table =
+        "\n[storage]\nmax_resource_threads = 0\nmax_resource_messages = 0\nmax_resource_mb = 0\n".to_owned();
+    if let Some(postgres) = postgres {
+        table.push_str(&format!(
+            "backend = \"postgres\"\n\n[storage.postgres]\npool_size = {}\nstatement_timeout_ms = {}\nrecall_ef_search = {}\n",
+            postgres.pool_size,
+            postgres.statement_timeout.as_millis(),
+            postgres.ef_search
+        ));
+        if let Some(ca_file) = &postgres.ca_file {
+            let ca_file = toml::Value::String(ca_file.display().to_string());
+            table.push_str(&format!("ca_file = {ca_file}\n"));
+        }
+    }
+    table
 }
 
 /// The agents of the G scenarios, calling the fake provider at `base_url`.

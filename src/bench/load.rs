@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use futures::future::BoxFuture;
 
 use super::fake_provider::Arrivals;
-use super::usage::{Cpu, reset_peak, resident};
+use super::usage::{Cpu, Watched, reset_peak, resident};
 
 /// One worker's request: called again as soon as it returns, with what a stream's tokens did
 /// (nothing for a request that streams none). `Err` stops the bench and says why.
@@ -37,9 +37,10 @@ pub struct Measured {
     pub tokens: usize,
     /// Gaps between two arrivals of one stream longer than [`super::fake_provider::STALL`].
     pub stalls: usize,
-    /// CPU time of everything but the bench's client, when the server runs in this process.
+    /// CPU time of everything but the bench's client (the server, and the floors and fake
+    /// provider), when the server runs on this machine.
     pub server_cpu: Option<Duration>,
-    /// Peak resident memory of the process during the phase, in bytes.
+    /// Peak resident memory of the server's process during the phase, in bytes.
     pub peak_rss: Option<u64>,
 }
 
@@ -125,27 +126,29 @@ async fn drive(workers: Vec<Call>, deadline: Instant) -> Result<(Vec<Call>, Seen
     Ok((workers, seen))
 }
 
-/// Warms `workers` up, then measures them for `phases.measure`. `in_process`: the server runs in
-/// this process, so its CPU time and memory can be read.
+/// Warms `workers` up, then measures them for `phases.measure`; the server's CPU time and memory
+/// are read where it is `watched` (not when it runs elsewhere).
 pub(super) async fn measure(
     workers: Vec<Call>,
     phases: Phases,
-    in_process: bool,
+    watched: Option<Watched>,
 ) -> Result<Measured, String> {
     let (workers, _) = drive(workers, Instant::now() + phases.warm_up).await?;
-    let before = Cpu::now(CLIENT_THREADS);
-    reset_peak();
+    let before = watched.and_then(|watched| Cpu::now(CLIENT_THREADS, watched));
+    if let Some(watched) = watched {
+        reset_peak(watched);
+    }
     let start = Instant::now();
     let (_, mut seen) = drive(workers, start + phases.measure).await?;
     let elapsed = start.elapsed();
-    let after = Cpu::now(CLIENT_THREADS);
+    let after = watched.and_then(|watched| Cpu::now(CLIENT_THREADS, watched));
     seen.latencies.sort();
     seen.first_tokens.sort();
-    let server_cpu = match (in_process, before, after) {
-        (true, Some(before), Some(after)) => Some(after.server_since(before)),
+    let server_cpu = match (before, after) {
+        (Some(before), Some(after)) => Some(after.server_since(before)),
         _ => None,
     };
-    let peak_rss = if in_process { resident().map(|(_, peak)| peak) } else { None };
+    let peak_rss = watched.and_then(resident).map(|(_, peak)| peak);
     Ok(Measured {
         requests: seen.latencies.len(),
         elapsed,

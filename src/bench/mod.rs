@@ -1,13 +1,15 @@
 //! `agentwire bench`: the measured cost of a run, a hook and a recall, next to their floors.
 //!
-//! The bench starts a server in this process on a temporary data directory (or drives one
-//! elsewhere with `--addr`, started with [`config`]), drives it over real gRPC from its own client
-//! threads, and for each scenario — after a warm-up, for a fixed duration, at each concurrency —
-//! reports requests per second, p50 and p99 latency, the server's CPU time per request (the
-//! process's CPU time minus the client threads') and the process's peak resident memory. The
-//! floors are the same bytes over bare tonic services in the same process. `--smoke` runs every
-//! scenario briefly, so that the bench cannot rot (CI runs it).
+//! The bench starts `agentwire serve` in a process of its own on a temporary data directory (or a
+//! server in this process, when it has no binary to start; or drives one elsewhere with `--addr`,
+//! started with [`config`]), drives it over real gRPC from its own client threads, and for each
+//! scenario — after a warm-up, for a fixed duration, at each concurrency — reports requests per
+//! second, p50 and p99 latency, the server's CPU time per request (the server's process, plus the
+//! bench's own threads but the clients': the floors and the fake provider) and the server's peak
+//! resident memory. The floors are the same bytes over bare tonic services in the bench's
+//! process. `--smoke` runs every scenario briefly, so that the bench cannot rot (CI runs it).
 
+mod child;
 mod corpus;
 mod fake_provider;
 mod fixtures;
@@ -21,6 +23,7 @@ use std::fmt::Write as _;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use self::child::{Launch, ServerProcess};
 use self::corpus::{FirstSearch, RECALL_QUERIES, first_search};
 pub use self::corpus::{fill, recall_at, sentence};
 pub use self::fake_provider::Arrivals;
@@ -29,11 +32,12 @@ pub use self::fixtures::{STREAM_CHUNKS, config, pass_through_instance};
 pub use self::load::Measured;
 use self::load::{CLIENT_THREADS, Call, Phases, measure};
 use self::scenarios::{Ask, Scenario, Targets, Threads};
+use self::usage::Watched;
 pub use self::usage::{process_cpu, resident_of};
 use crate::server::pb::agent_service_client::AgentServiceClient;
 use crate::server::pb::memory_service_client::MemoryServiceClient;
 use crate::server::{InProcess, pb};
-use crate::storage::Store;
+use crate::storage::{PgOptions, PgStore, SledStore, Store};
 
 /// What to run.
 #[derive(Debug, Clone)]
@@ -41,11 +45,10 @@ pub struct BenchOptions {
     /// Running servers to bench (started with [`config`]), the clients spread over them in turn
     /// (replicas of one deployment); none starts one in this process.
     pub addr: Vec<String>,
-    /// The in-process server's store in PostgreSQL instead of sled.
-    pub postgres: Option<crate::storage::PgOptions>,
-    /// The in-process server's sled store kept in this data directory instead of a temporary
-    /// one: a later run finds the recall resources filled, and measures a server that opened
-    /// them rather than one that has just written them.
+    /// The server's store in PostgreSQL instead of sled.
+    pub postgres: Option<PgOptions>,
+    /// The server's sled store kept in this data directory instead of a temporary one: a later
+    /// run finds the recall resources filled.
     pub data_dir: Option<std::path::PathBuf>,
     /// Warm-up before each measurement.
     pub warm_up: Duration,
@@ -59,13 +62,14 @@ pub struct BenchOptions {
     pub recall_sizes: Vec<usize>,
     /// Messages the long thread of S2a holds before it is measured.
     pub long_thread: usize,
-    /// Whether the in-process server keeps run records.
+    /// Whether the server the bench starts keeps run records.
     pub records: bool,
     /// The gateway scenarios are measured at this many concurrent clients too (none: only at
     /// `concurrency`).
     pub wide: Option<usize>,
-    /// The agentwire binary, to measure an idle server in a process of its own (none: not
-    /// measured).
+    /// The agentwire binary: the server under test runs as `agentwire serve` in a process of its
+    /// own, and an idle one is measured first. None: the server runs in the bench's process, its
+    /// memory counted with the clients', and the idle server is not measured.
     pub server_binary: Option<std::path::PathBuf>,
 }
 
@@ -136,15 +140,26 @@ pub struct Report {
     pub rows: Vec<Row>,
     /// Resident memory, in bytes, of `agentwire serve` alone on an empty data directory, idle.
     pub idle_server_rss: Option<u64>,
-    /// Resident memory of the bench's process, in bytes (its server, clients, floors and fake
-    /// provider): after the server started, and after the bench (in-process only).
-    pub idle_rss: Option<(u64, u64)>,
+    /// The server's resident memory after it started and after the bench.
+    pub server_rss: Option<ServerRss>,
     /// Runs S5 aborted, and the threads they left in the store (must be 0).
     pub aborted_runs: Option<(usize, usize)>,
-    /// Recall@3 of each recall scenario's search against an exact scan (in-process only).
+    /// Recall@3 of each recall scenario's search against an exact scan (a server the bench starts).
     pub recall: Vec<(String, f64)>,
-    /// What filling and first searching each recall scenario's resource cost (in-process only).
+    /// What filling and first searching each recall scenario's resource cost (a server the bench starts).
     pub recall_loads: Vec<RecallLoad>,
+}
+
+/// The server's resident memory, in bytes, before the first scenario and after the last.
+#[derive(Debug, Clone, Copy)]
+pub struct ServerRss {
+    /// Once it started (and the recall resources were filled).
+    pub started: u64,
+    /// After the bench.
+    pub ended: u64,
+    /// `agentwire serve` alone; false: the bench's process, its clients, floors and fake
+    /// provider with the server.
+    pub alone: bool,
 }
 
 /// What a recall scenario's resource cost before it was measured.
@@ -197,20 +212,13 @@ pub fn run(options: &BenchOptions) -> Result<Report, String> {
             fake_provider: fake_provider::start().await?,
         })
     })?;
-    let mut config = config(Some(&beside.fake_provider));
+    let mut config = fixtures::config_on(Some(&beside.fake_provider), options.postgres.as_ref());
     if !options.records {
         config.push_str("\n[records]\nenabled = false\n");
     }
-    let server = match (options.addr.is_empty(), &options.postgres, &options.data_dir) {
-        (false, _, _) => Server::Remote(options.addr.clone()),
-        (true, None, None) => Server::Local(InProcess::start(&config, "aw-server")?),
-        (true, None, Some(data_dir)) => Server::Local(InProcess::start_in(&config, "aw-server", data_dir)?),
-        (true, Some(postgres), _) => {
-            Server::Local(InProcess::start_on_postgres(&config, "aw-server", postgres)?)
-        }
-    };
     let client = runtime(CLIENT_THREADS)?;
-    let report = client.block_on(bench(options, &server, &beside));
+    let (server, recalled) = Server::start(options, &config, &client)?;
+    let report = client.block_on(bench(options, &server, &beside, recalled));
     drop(client);
     drop(floors);
     server.stop();
@@ -233,21 +241,70 @@ enum Server {
     Remote(Vec<String>),
     /// In this process, on its own runtime and threads.
     Local(InProcess),
+    /// `agentwire serve` in a process of its own, on a data directory deleted after it stops
+    /// unless the bench was given one.
+    Child { process: ServerProcess, _data: Option<tempfile::TempDir> },
 }
 
 impl Server {
+    /// Starts the server `options` name, serving `config`, with the recall scenarios' resources
+    /// filled (before it starts, when it runs in a process of its own: the store is the
+    /// server's once it runs); returns it with what their fill, first search and recall cost.
+    fn start(
+        options: &BenchOptions,
+        config: &str,
+        client: &tokio::runtime::Runtime,
+    ) -> Result<(Server, Report), String> {
+        if !options.addr.is_empty() {
+            return Ok((Server::Remote(options.addr.clone()), Report::default()));
+        }
+        let Some(binary) = &options.server_binary else {
+            let server = match (&options.postgres, &options.data_dir) {
+                (None, None) => InProcess::start(config, "aw-server")?,
+                (None, Some(data_dir)) => InProcess::start_in(config, "aw-server", data_dir)?,
+                (Some(postgres), _) => InProcess::start_on_postgres(config, "aw-server", postgres)?,
+            };
+            let recalled = client.block_on(prepare_recall(server.store().as_ref(), options))?;
+            return Ok((Server::Local(server), recalled));
+        };
+        let temporary = match &options.data_dir {
+            Some(_) => None,
+            None => {
+                Some(tempfile::tempdir().map_err(|error| format!("cannot make a data directory: {error}"))?)
+            }
+        };
+        let data_dir = temporary
+            .as_ref()
+            .map_or_else(|| options.data_dir.clone().unwrap_or_default(), |dir| dir.path().to_owned());
+        let recalled = client.block_on(async {
+            let store = open_store(options, &data_dir).await?;
+            prepare_recall(store.as_ref(), options).await
+            // The store closes here, before the server opens it.
+        })?;
+        let mut env = Vec::new();
+        if let Some(postgres) = &options.postgres {
+            env.push((crate::config::PostgresConfig::default().url_env, postgres.url.clone()));
+        }
+        let launch = Launch { binary, config: Some(config), data_dir: &data_dir, env };
+        let process = ServerProcess::start(&launch)?;
+        Ok((Server::Child { process, _data: temporary }, recalled))
+    }
+
     /// Where the clients connect, in turn.
     fn addresses(&self) -> Vec<&str> {
         match self {
             Server::Remote(addresses) => addresses.iter().map(String::as_str).collect(),
             Server::Local(server) => vec![server.address()],
+            Server::Child { process, .. } => vec![process.address()],
         }
     }
 
-    fn store(&self) -> Option<&Arc<dyn Store>> {
+    /// Where its CPU time and memory are read; none when it runs elsewhere.
+    fn watched(&self) -> Option<Watched> {
         match self {
             Server::Remote(_) => None,
-            Server::Local(server) => Some(server.store()),
+            Server::Local(_) => Some(Watched::InProcess),
+            Server::Child { process, .. } => Some(Watched::Child(process.pid())),
         }
     }
 
@@ -258,8 +315,67 @@ impl Server {
     }
 }
 
-async fn bench(options: &BenchOptions, server: &Server, beside: &Beside) -> Result<Report, String> {
-    let in_process = server.store().is_some();
+/// The store the server of `options` will open in `data_dir`, opened by the bench to fill it.
+async fn open_store(options: &BenchOptions, data_dir: &std::path::Path) -> Result<Arc<dyn Store>, String> {
+    Ok(match &options.postgres {
+        Some(postgres) => Arc::new(
+            PgStore::connect(postgres)
+                .await
+                .map_err(|error| format!("cannot open the PostgreSQL store: {error}"))?,
+        ),
+        None => Arc::new(
+            SledStore::open(&data_dir.join("store"))
+                .map_err(|error| format!("cannot open the store: {error}"))?,
+        ),
+    })
+}
+
+/// Fills the wanted recall scenarios' resources where they are empty, and measures each one's
+/// first search and recall@3 against an exact scan.
+async fn prepare_recall(store: &dyn Store, options: &BenchOptions) -> Result<Report, String> {
+    let mut report = Report::default();
+    for scenario in
+        scenarios::all(&options.recall_sizes).into_iter().filter(|scenario| options.wants(scenario))
+    {
+        let Some((resource, size)) = recall_resource(&scenario) else { continue };
+        let filled = fill_once(store, &resource, size).await?;
+        if scenario.id.ends_with("control") {
+            continue;
+        }
+        let first_search = first_search(store, &resource).await?;
+        eprintln!("{}: recall@3 against an exact scan ...", scenario.id);
+        report.recall.push((scenario.id.clone(), recall_at(store, &resource, size, 3).await?));
+        report.recall_loads.push(RecallLoad {
+            scenario: scenario.id.clone(),
+            size,
+            filled,
+            first_search,
+            resident: None,
+        });
+    }
+    Ok(report)
+}
+
+/// Fills `resource` with `size` messages unless it holds some; how long that took, if it did.
+async fn fill_once(store: &dyn Store, resource: &str, size: usize) -> Result<Option<Duration>, String> {
+    let seeded = store.list_threads(resource, "", 1).await.map_err(|error| error.to_string())?;
+    if !seeded.threads.is_empty() {
+        return Ok(None);
+    }
+    eprintln!("seeding {size} messages into {resource} ...");
+    let started = Instant::now();
+    fill(store, resource, size).await?;
+    Ok(Some(started.elapsed()))
+}
+
+/// Runs the scenarios against `server`; `report` holds what preparing the recall resources cost.
+async fn bench(
+    options: &BenchOptions,
+    server: &Server,
+    beside: &Beside,
+    mut report: Report,
+) -> Result<Report, String> {
+    let watched = server.watched();
     let mut channels = Vec::new();
     for address in server.addresses() {
         channels.push(crate::server::connect(address).await.map_err(|error| error.to_string())?);
@@ -277,24 +393,19 @@ async fn bench(options: &BenchOptions, server: &Server, beside: &Beside) -> Resu
     }
     let channel = channels[0].clone();
     let stream_floor = crate::server::connect(&beside.floor.0).await.map_err(|error| error.to_string())?;
-    let mut report = Report::default();
-    let idle_before = if in_process { usage::resident().map(|(now, _)| now) } else { None };
+    let started = watched.and_then(usage::resident).map(|(now, _)| now);
     let phases = Phases { warm_up: options.warm_up, measure: options.duration };
     for scenario in
         scenarios::all(&options.recall_sizes).into_iter().filter(|scenario| options.wants(scenario))
     {
-        if scenario.is_gateway() && !in_process {
-            eprintln!("{}: skipped (the fake provider serves an in-process server only)", scenario.id);
+        if watched.is_none() && (scenario.is_gateway() || recall_resource(&scenario).is_some()) {
+            eprintln!(
+                "{}: skipped (its fake provider or data serve only a server the bench starts)",
+                scenario.id
+            );
             continue;
         }
-        let filled = match prepare(&scenario, options, server, &channel).await? {
-            Prepared::Skipped => {
-                eprintln!("{}: skipped (its data can only be seeded in-process)", scenario.id);
-                continue;
-            }
-            Prepared::Ready => None,
-            Prepared::Filled(took) => Some(took),
-        };
+        prepare(&scenario, options, &channel).await?;
         if let Ask::UnaryFloor { agent } = scenario.ask {
             // The floor answers with what agentwire answered the same request.
             let answer = AgentServiceClient::new(channel.clone())
@@ -304,20 +415,6 @@ async fn bench(options: &BenchOptions, server: &Server, beside: &Beside) -> Resu
                 .into_inner();
             *beside.floor.1.write().unwrap_or_else(std::sync::PoisonError::into_inner) = answer;
         }
-        if let (Some((resource, size)), Some(store), false) =
-            (recall_resource(&scenario), server.store(), scenario.id.ends_with("control"))
-        {
-            let first_search = first_search(store.as_ref(), &resource).await?;
-            eprintln!("{}: recall@3 against an exact scan ...", scenario.id);
-            report.recall.push((scenario.id.clone(), recall_at(store.as_ref(), &resource, size, 3).await?));
-            report.recall_loads.push(RecallLoad {
-                scenario: scenario.id.clone(),
-                size,
-                filled,
-                first_search,
-                resident: None,
-            });
-        }
         for concurrency in options.concurrencies(&scenario) {
             eprintln!("{} at concurrency {concurrency} ...", scenario.id);
             let mut workers: Vec<Call> = Vec::with_capacity(concurrency);
@@ -326,11 +423,11 @@ async fn bench(options: &BenchOptions, server: &Server, beside: &Beside) -> Resu
                     server: &channels[index % channels.len()],
                     floors: &stream_floor,
                     ping_floor: &beside.ping_floor,
-                    fake_provider: in_process.then_some(beside.fake_provider.as_str()),
+                    fake_provider: watched.is_some().then_some(beside.fake_provider.as_str()),
                 };
                 workers.push(scenarios::worker(&scenario, &targets, index).await?);
             }
-            let measured = measure(workers, phases, in_process)
+            let measured = measure(workers, phases, watched)
                 .await
                 .map_err(|error| format!("{}: {error}", scenario.id))?;
             report.rows.push(Row {
@@ -340,15 +437,16 @@ async fn bench(options: &BenchOptions, server: &Server, beside: &Beside) -> Resu
                 measured,
             });
         }
-        if let Some(load) = report.recall_loads.last_mut().filter(|load| load.scenario == scenario.id) {
-            load.resident = usage::resident().map(|(now, _)| now);
+        if let Some(load) = report.recall_loads.iter_mut().find(|load| load.scenario == scenario.id) {
+            load.resident = watched.and_then(usage::resident).map(|(now, _)| now);
         }
         if scenario.id == "S5" {
             report.aborted_runs = Some(aborted_runs_check(&report, &channel).await?);
         }
     }
-    if let (Some(before), Some((after, _))) = (idle_before, in_process.then(usage::resident).flatten()) {
-        report.idle_rss = Some((before, after));
+    if let (Some(started), Some((ended, _))) = (started, watched.and_then(usage::resident)) {
+        let alone = matches!(server, Server::Child { .. });
+        report.server_rss = Some(ServerRss { started, ended, alone });
     }
     Ok(report)
 }
@@ -360,53 +458,26 @@ fn recall_resource(scenario: &Scenario) -> Option<(String, usize)> {
     Some((resource.clone(), size))
 }
 
-/// What preparing a scenario came to.
-enum Prepared {
-    /// Its data cannot be seeded against this server.
-    Skipped,
-    /// Its data is there.
-    Ready,
-    /// Its recall resource was filled now, in this long.
-    Filled(Duration),
-}
-
-/// Seeds what `scenario` needs.
+/// Seeds what `scenario` needs beyond the recall resources ([`prepare_recall`]): S2a's long
+/// thread, grown past `long_thread` messages (each run adds two).
 async fn prepare(
     scenario: &Scenario,
     options: &BenchOptions,
-    server: &Server,
     channel: &tonic::transport::Channel,
-) -> Result<Prepared, String> {
-    match &scenario.ask {
-        Ask::Generate { threads: Threads::One(thread), agent, .. } => {
-            // Grow the thread past `long_thread` messages: each run adds two.
-            let mut client = AgentServiceClient::new(channel.clone());
-            for _ in 0..options.long_thread.div_ceil(2) {
-                let request = pb::RunRequest {
-                    agent_id: (*agent).into(),
-                    text: "hello".into(),
-                    thread_id: thread.clone(),
-                    resource_id: "bench".into(),
-                    ..Default::default()
-                };
-                client.generate(request).await.map_err(|status| status.to_string())?;
-            }
-            Ok(Prepared::Ready)
-        }
-        _ if let Some((resource, size)) = recall_resource(scenario) => {
-            let Some(store) = server.store() else { return Ok(Prepared::Skipped) };
-            let resource = resource.as_str();
-            let seeded = store.list_threads(resource, "", 1).await.map_err(|error| error.to_string())?;
-            if !seeded.threads.is_empty() {
-                return Ok(Prepared::Ready);
-            }
-            eprintln!("seeding {size} messages into {resource} ...");
-            let started = Instant::now();
-            fill(store.as_ref(), resource, size).await?;
-            Ok(Prepared::Filled(started.elapsed()))
-        }
-        _ => Ok(Prepared::Ready),
+) -> Result<(), String> {
+    let Ask::Generate { threads: Threads::One(thread), agent, .. } = &scenario.ask else { return Ok(()) };
+    let mut client = AgentServiceClient::new(channel.clone());
+    for _ in 0..options.long_thread.div_ceil(2) {
+        let request = pb::RunRequest {
+            agent_id: (*agent).into(),
+            text: "hello".into(),
+            thread_id: thread.clone(),
+            resource_id: "bench".into(),
+            ..Default::default()
+        };
+        client.generate(request).await.map_err(|status| status.to_string())?;
     }
+    Ok(())
 }
 
 /// S5's runs all tripped: none may have left a thread behind.
@@ -594,13 +665,17 @@ fn derived(report: &Report) -> Vec<String> {
             verdict(idle <= 20 * 1_048_576)
         ));
     }
-    if let Some((started, ended)) = report.idle_rss {
+    if let Some(rss) = report.server_rss {
+        let whose = if rss.alone {
+            "`agentwire serve`"
+        } else {
+            "the bench's process (its server, clients, floors and fake provider)"
+        };
         lines.push(format!(
-            "RSS of the bench's process (its server, clients, floors and fake provider): {} after \
-             start, {} after the bench (target ≤ 200 MB: {})",
-            megabytes(started),
-            megabytes(ended),
-            verdict(ended <= 200 * 1_048_576)
+            "RSS of {whose}: {} before the first scenario, {} after the bench (target ≤ 200 MB: {})",
+            megabytes(rss.started),
+            megabytes(rss.ended),
+            verdict(rss.ended <= 200 * 1_048_576)
         ));
     }
     lines

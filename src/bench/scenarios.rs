@@ -47,7 +47,7 @@ pub(super) struct Targets<'a> {
     pub(super) floors: &'a Channel,
     /// The ping-pong floor's address.
     pub(super) ping_floor: &'a str,
-    /// The fake provider's base URL, when the bench started one (an in-process server).
+    /// The fake provider's base URL, when the bench started one (for a server it starts).
     pub(super) fake_provider: Option<&'a str>,
 }
 

@@ -1,15 +1,20 @@
 //! `agentwire bench --smoke` in the test suite, so that the bench cannot rot: every scenario
-//! runs against a real in-process server, at two concurrencies, and checks its own answers.
+//! runs against a real server — `agentwire serve` in a process of its own, as the command runs
+//! it, or one in the test's process — at two concurrencies, and checks its own answers.
 
 use agentwire::bench::{BenchOptions, render, run};
 
-/// `agentwire bench` runs every scenario end to end, its aborted runs save nothing, and it
-/// measures an idle `agentwire serve` in a process of its own.
+fn binary() -> Option<std::path::PathBuf> {
+    Some(std::path::PathBuf::from(env!("CARGO_BIN_EXE_agentwire")))
+}
+
+/// `agentwire bench` runs every scenario end to end against `agentwire serve` in a process of
+/// its own, reads that process's CPU time and memory, its aborted runs save nothing, and it
+/// measures an idle `agentwire serve` too.
 #[test]
 fn every_scenario_runs_and_aborted_runs_save_nothing() {
-    let binary = std::path::PathBuf::from(env!("CARGO_BIN_EXE_agentwire"));
     let report =
-        run(&BenchOptions { server_binary: Some(binary), ..BenchOptions::smoke() }).expect("the bench runs");
+        run(&BenchOptions { server_binary: binary(), ..BenchOptions::smoke() }).expect("the bench runs");
     for scenario in [
         "S1",
         "S1 floor",
@@ -54,6 +59,8 @@ fn every_scenario_runs_and_aborted_runs_save_nothing() {
     }
     let idle = report.idle_server_rss.expect("the idle server measured");
     assert!(idle > 1_048_576, "a started server holds more than a megabyte: {idle}");
+    let rss = report.server_rss.expect("the server's memory read before and after");
+    assert!(rss.alone && rss.ended > 1_048_576, "the server alone was measured: {rss:?}");
     let rendered = render(&report);
     assert!(
         rendered.contains("Idle RSS of `agentwire serve` alone")
@@ -63,17 +70,34 @@ fn every_scenario_runs_and_aborted_runs_save_nothing() {
             && rendered.contains("G1 at 1: agentwire adds")
             && rendered.contains("G2 at 1: agentwire adds")
             && rendered.contains("G3: the guard pipeline adds")
+            && rendered.contains("RSS of `agentwire serve`: ")
     );
 }
 
-/// With `--data-dir` the store is kept: a second bench finds the recall resource filled by the
-/// first and measures it without filling it again.
+/// Without a binary to start, the server runs in the bench's process: the same scenarios, its
+/// CPU time and memory read off this process.
+#[test]
+fn a_server_in_the_bench_process_is_measured_too() {
+    let only = ["S1", "S4", "S6", "R1", "G1"].map(String::from).to_vec();
+    let report = run(&BenchOptions { only, ..BenchOptions::smoke() }).expect("the bench runs");
+    for scenario in ["S1", "S4", "S6 300", "R1", "G1"] {
+        let row = report.row(scenario, 1).unwrap_or_else(|| panic!("{scenario} ran"));
+        assert!(row.measured.requests > 0 && row.measured.server_cpu.is_some(), "{scenario}");
+    }
+    assert!(report.recall[0].1 >= 0.95, "recall in process: {}", report.recall[0].1);
+    assert!(!report.server_rss.expect("memory read").alone);
+}
+
+/// With `--data-dir` the store is kept: the bench fills it, closes it, and the server it starts
+/// opens it; a second bench finds the recall resource filled by the first and measures it
+/// without filling it again.
 #[test]
 fn a_kept_data_directory_is_filled_once() {
     let data = tempfile::tempdir().expect("temp dir");
     let options = BenchOptions {
         only: vec!["S6".into()],
         data_dir: Some(data.path().to_owned()),
+        server_binary: binary(),
         ..BenchOptions::smoke()
     };
     let first = run(&options).expect("the first bench runs");
