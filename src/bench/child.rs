@@ -98,7 +98,8 @@ impl Drop for ServerProcess {
         while asked && Instant::now() < deadline {
             match self.process.try_wait() {
                 Ok(None) => std::thread::sleep(Duration::from_millis(20)),
-                _ => return,
+                Ok(Some(_)) => return,
+                Err(_) => break,
             }
         }
         let _ = self.process.kill();
