@@ -186,7 +186,7 @@ impl Inner {
                 .page_runs(page)
                 .iter()
                 .filter(|run| index.place(&run.run_id).is_some_and(|place| place.page == page))
-                .map(|run| run.run_id.clone())
+                .map(|run| run.run_id.to_string())
                 .filter(|run_id| !leaving.contains(&run_id.as_str()))
                 .collect();
             // A page its segment lost has nothing left to keep either.
