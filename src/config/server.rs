@@ -219,8 +219,10 @@ pub struct StorageConfig {
     /// refused before the run starts. Default 1 MiB.
     #[serde(default = "default_max_file_bytes")]
     pub max_file_bytes: usize,
-    /// The store's page cache, in MiB. Default 64: the server's memory stays bounded however much
-    /// it stores (recall keeps its own in-memory copy of the vectors it searches).
+    /// The store's page cache, in MiB. Default 16: the server's memory stays bounded however much
+    /// it stores (recall keeps its own in-memory copy of the vectors it searches). sled holds
+    /// about twice what it counts here, and the operating system caches the files beneath it, so
+    /// a larger cache bought no measurable speed in the bench and cost memory (BENCHMARKS.md).
     #[serde(default = "default_cache_mb")]
     pub cache_mb: u64,
     /// The memory semantic recall's in-memory vectors may take, in MiB: past it the least
@@ -401,7 +403,7 @@ fn default_min_free_mb() -> u64 {
 }
 
 fn default_cache_mb() -> u64 {
-    64
+    16
 }
 
 fn default_max_file_bytes() -> usize {

@@ -41,8 +41,8 @@ use saves::{PendingSave, Pointers, Saves};
 
 use super::keys::META_EMBEDDER;
 
-/// The page cache of a store opened with [`SledStore::open`]: 64 MiB.
-pub const DEFAULT_CACHE_BYTES: u64 = 64 * 1024 * 1024;
+/// The page cache of a store opened with [`SledStore::open`]: 16 MiB, as `[storage] cache_mb`.
+pub const DEFAULT_CACHE_BYTES: u64 = 16 * 1024 * 1024;
 
 /// The free space writes keep on the store's disk unless configured: 128 MiB (`[storage]
 /// min_free_mb` defaults to the same).
