@@ -60,7 +60,10 @@ fn every_scenario_runs_and_aborted_runs_save_nothing() {
     let idle = report.idle_server_rss.expect("the idle server measured");
     assert!(idle > 1_048_576, "a started server holds more than a megabyte: {idle}");
     let rss = report.server_rss.expect("the server's memory read before and after");
-    assert!(rss.alone && rss.ended > 1_048_576, "the server alone was measured: {rss:?}");
+    assert!(
+        rss.alone && rss.ended > 1_048_576 && rss.settled > 1_048_576,
+        "the server alone was measured, as the load ended and once settled: {rss:?}"
+    );
     let rendered = render(&report);
     assert!(
         rendered.contains("Idle RSS of `agentwire serve` alone")
