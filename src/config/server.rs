@@ -80,7 +80,9 @@ pub struct LimitsConfig {
     #[serde(default = "default_max_steps_limit")]
     pub max_steps: u32,
     /// Runs at once; more wait up to `queue_timeout_ms` for a slot, then get
-    /// RESOURCE_EXHAUSTED. Default 256; 0: no limit.
+    /// RESOURCE_EXHAUSTED. Default 1024 — Envoy's default for requests in flight to one
+    /// upstream: a run waiting on its provider holds little, and a gateway at 512 streams must
+    /// not queue half of them; 0: no limit.
     #[serde(default = "default_max_concurrent_runs")]
     pub max_concurrent_runs: usize,
     /// How long a run waits for a slot. Default 1000.
@@ -116,7 +118,7 @@ impl Default for LimitsConfig {
 }
 
 fn default_max_concurrent_runs() -> usize {
-    256
+    1024
 }
 
 fn default_slow_client_ms() -> u64 {

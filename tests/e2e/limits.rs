@@ -54,6 +54,37 @@ async fn runs_beyond_max_concurrent_runs_wait_then_are_refused() {
     assert_eq!(server.generate(request("echo", "now")).await.text, "echo: now", "the slot came back");
 }
 
+/// The default `max_concurrent_runs` lets 600 streams run at once: none waits for a slot
+/// (each outlasts the default queue_timeout_ms, so with room for only 256 the rest would be
+/// refused), as a gateway holding 512 provider streams needs.
+#[tokio::test]
+async fn six_hundred_streams_run_at_once_by_default() {
+    let server = TestServer::start(
+        r#"
+[[agents]]
+id = "slow"
+model = "mock/script"
+script = [{ text = "one two three four five six seven eight nine ten eleven twelve", chunk_delay_ms = 100 }]
+"#,
+    )
+    .await;
+    let client = server.client().await;
+    let streams = (0..600).map(|_| {
+        let mut client = client.clone();
+        async move {
+            let mut chunks = client.stream(request("slow", "go")).await?.into_inner();
+            let mut deltas = 0;
+            while let Some(chunk) = chunks.message().await? {
+                deltas += usize::from(chunk.r#type == "text-delta");
+            }
+            Ok::<_, tonic::Status>(deltas)
+        }
+    });
+    for outcome in futures::future::join_all(streams).await {
+        assert_eq!(outcome.expect("no stream waits for a slot or is refused"), 12);
+    }
+}
+
 /// A run longer than max_run_ms ends with an error chunk and saves nothing.
 #[tokio::test]
 async fn a_run_over_max_run_ms_ends_with_an_error_and_saves_nothing() {
