@@ -2,7 +2,8 @@
 //!
 //! Its allocator is jemalloc (the default `jemalloc` feature), with the options of
 //! `.cargo/config.toml`: memory a burst of requests freed goes back to the system within about a
-//! second.
+//! second. It runs on the server's runtime ([`agentwire::server::serving_runtime`]), fair to the
+//! tasks in its shared queue.
 
 use std::process::ExitCode;
 
@@ -10,9 +11,14 @@ use std::process::ExitCode;
 #[global_allocator]
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
-#[tokio::main]
-async fn main() -> ExitCode {
-    agentwire::cli::main().await
+fn main() -> ExitCode {
+    match agentwire::server::serving_runtime().build() {
+        Ok(runtime) => runtime.block_on(agentwire::cli::main()),
+        Err(error) => {
+            eprintln!("agentwire: cannot start the async runtime: {error}");
+            ExitCode::FAILURE
+        }
+    }
 }
 
 #[cfg(all(test, feature = "jemalloc", not(target_env = "msvc")))]

@@ -55,10 +55,9 @@ impl InProcess {
     }
 
     fn start_with(config: &str, thread_name: &str, backing: Backing<'_>) -> Result<InProcess, String> {
-        let server_runtime = tokio::runtime::Builder::new_multi_thread()
+        let server_runtime = super::serving_runtime()
             .worker_threads(2)
             .thread_name(thread_name)
-            .enable_all()
             .build()
             .map_err(|error| format!("cannot start the {thread_name} runtime: {error}"))?;
         let open_sled =

@@ -16,6 +16,7 @@ mod processor_service;
 mod remote_convert;
 mod run_convert;
 mod run_service;
+mod scheduler;
 mod status;
 mod step_convert;
 pub mod value;
@@ -36,6 +37,7 @@ use self::memory_service::MemoryServiceImpl;
 pub use self::metrics_endpoint::serve_metrics;
 use self::processor_service::ProcessorServiceImpl;
 use self::run_service::RunServiceImpl;
+pub use self::scheduler::serving_runtime;
 use crate::config::{Config, ConfigError, LimitsConfig, TlsConfig};
 use crate::runtime::Runtime;
 
