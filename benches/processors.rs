@@ -68,6 +68,7 @@ async fn main() {
                             parts,
                             stream_parts: &seen,
                             message_list: &list,
+                            answered: None,
                         };
                         std::hint::black_box(processor.process_output_window(args).await.expect("passes"));
                     }

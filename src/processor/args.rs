@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use super::context::HookContext;
+use super::window_ahead::WindowAnswered;
 use crate::domain::{
     Chunk, FinishReason, Message, MessageList, ModelSettings, PromptMessage, StepInput, StepResult, ToolCall,
     ToolChoice, ToolDefinition, Usage,
@@ -229,6 +230,19 @@ pub struct OutputWindowArgs<'a> {
     pub stream_parts: &'a [Chunk],
     /// The live list, read-only.
     pub message_list: &'a MessageList,
+    /// The answer, when this processor sent the window ahead
+    /// ([`Processor::send_output_window`](super::Processor::send_output_window)) and the state
+    /// is still the one it was sent with.
+    pub answered: Option<WindowAnswered>,
+}
+
+/// A closed window to send ahead: `processOutputStream` without waiting for the answer.
+#[derive(Debug)]
+pub struct OutputWindowSendArgs<'a> {
+    /// Hook context; its state is the one the window is answered with.
+    pub ctx: HookContext<'a>,
+    /// The window's chunks, in order, as rewritten by earlier processors.
+    pub parts: &'a [Chunk],
 }
 
 /// The end of a step's stream, for a stream processor that holds text back.

@@ -111,8 +111,13 @@ fn implements(processor: &dyn Processor, hook: Hook) -> bool {
                 processor.process_output_stream(args).now_or_never().is_some()
             }
             (Hook::ProcessOutputStream, 1) => {
-                let args =
-                    OutputWindowArgs { ctx, parts: Vec::new(), stream_parts: &[], message_list: &list };
+                let args = OutputWindowArgs {
+                    ctx,
+                    parts: Vec::new(),
+                    stream_parts: &[],
+                    message_list: &list,
+                    answered: None,
+                };
                 processor.process_output_window(args).now_or_never().is_some()
             }
             (Hook::ProcessOutputStream, _) => {

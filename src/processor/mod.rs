@@ -12,18 +12,20 @@ pub mod builtin;
 mod context;
 pub mod hook_check;
 mod registry;
+mod window_ahead;
 
 use std::fmt;
 
 pub use self::args::{
     ApiErrorArgs, ApiErrorOutcome, InputArgs, InputOutcome, InputStepArgs, LlmRequestArgs, LlmRequestOutcome,
     LlmResponseArgs, OutputResultArgs, OutputStepArgs, OutputStreamArgs, OutputStreamEndArgs, OutputSummary,
-    OutputWindowArgs, StepOverrides, ToolResultArgs, ToolResultOutcome,
+    OutputWindowArgs, OutputWindowSendArgs, StepOverrides, ToolResultArgs, ToolResultOutcome,
 };
 pub use self::context::{Abort, CallNote, CallNoted, HookContext, HookError, SkippedProcessor};
 pub use self::registry::{
     BuildError, ProcessorFactory, ProcessorRegistry, ProcessorResources, parse_options,
 };
+pub use self::window_ahead::{WindowAnswered, WindowInFlight};
 use crate::domain::{Chunk, HookSet, Message, RunInfo, StreamWindow};
 
 /// Something that takes part in runs at one or more hooks.
@@ -113,6 +115,17 @@ pub trait Processor: Send + Sync {
             kept.extend(self.process_output_stream(single).await?);
         }
         Ok(kept)
+    }
+
+    /// Sends a closed window on its way without waiting for its answer, so that the run reads on
+    /// while it is answered. The runtime keeps the windows in flight in order and hands each
+    /// answer back to [`Processor::process_output_window`] (`answered`), unless an earlier
+    /// window's answer changed the state this one was sent with: then it calls that hook again
+    /// without it, and sends no more windows of this processor ahead in the run. `None` (the
+    /// default): windows are answered only when that hook is called.
+    fn send_output_window(&self, args: OutputWindowSendArgs<'_>) -> Option<WindowInFlight> {
+        let _ = args;
+        None
     }
 
     /// The model's stream of a step ended: return the chunks this processor still holds back (a

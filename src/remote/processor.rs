@@ -22,8 +22,8 @@ use crate::model::ModelError;
 use crate::processor::{
     Abort, ApiErrorArgs, ApiErrorOutcome, BuildError, HookContext, HookError, InputArgs, InputOutcome,
     InputStepArgs, LlmRequestArgs, LlmRequestOutcome, LlmResponseArgs, OutputResultArgs, OutputStepArgs,
-    OutputStreamArgs, OutputWindowArgs, Processor, SkippedProcessor, StepOverrides, ToolResultArgs,
-    ToolResultOutcome, parse_options,
+    OutputStreamArgs, OutputWindowArgs, OutputWindowSendArgs, Processor, SkippedProcessor, StepOverrides,
+    ToolResultArgs, ToolResultOutcome, WindowAnswered, WindowInFlight, parse_options,
 };
 use crate::telemetry::propagation;
 
@@ -163,6 +163,34 @@ pub struct RemoteProcessor {
 }
 
 /// Why a call could not be answered.
+/// How a call sent to an instance ended.
+#[derive(Debug)]
+enum Called {
+    Answered(HookResult),
+    Gone,
+    Mismatched,
+    TimedOut,
+}
+
+/// Sends `call` to `session` and waits up to `timeout` for the answer.
+async fn called(session: &Session, call: HookCall, timeout: Duration) -> Called {
+    match tokio::time::timeout(timeout, session.call(call)).await {
+        Ok(Ok(reply)) => Called::Answered(reply),
+        Ok(Err(CallFailure::Gone)) => Called::Gone,
+        Ok(Err(CallFailure::Mismatched)) => Called::Mismatched,
+        Err(_) => {
+            session.record_error();
+            Called::TimedOut
+        }
+    }
+}
+
+/// A window sent ahead, as it came back: the instance it went to, and how the call ended.
+struct SentAhead {
+    session: Arc<Session>,
+    answer: Called,
+}
+
 enum Unanswered {
     NoInstance,
     Draining,
@@ -218,9 +246,15 @@ impl RemoteProcessor {
         step: u32,
         args: HookArgs,
     ) -> Result<Option<Outcome>, HookError> {
-        let policy = self.policy(hook);
-        let deadline = now_millis() + i64::try_from(policy.timeout.as_millis()).unwrap_or(i64::MAX);
-        let call = HookCall {
+        let call = self.hook_call(ctx, hook, step, args);
+        self.invoke_call(ctx, hook, call, None).await
+    }
+
+    /// The call of `hook` with `args`, as of `ctx`.
+    fn hook_call(&self, ctx: &HookContext<'_>, hook: Hook, step: u32, args: HookArgs) -> HookCall {
+        let deadline =
+            now_millis() + i64::try_from(self.policy(hook).timeout.as_millis()).unwrap_or(i64::MAX);
+        HookCall {
             call_id: 0,
             hook,
             run: ctx.run.clone(),
@@ -230,8 +264,19 @@ impl RemoteProcessor {
             state: ctx.state.clone(),
             args,
             trace_context: propagation::outgoing(&ctx.run.trace_context),
-        };
-        let mut failed: Option<Arc<Session>> = None;
+        }
+    }
+
+    /// Sends `call` to the run's instance and settles the answer; `failed` is an instance that
+    /// went away with it already (it moves to another instance once).
+    async fn invoke_call(
+        &self,
+        ctx: &mut HookContext<'_>,
+        hook: Hook,
+        call: HookCall,
+        mut failed: Option<Arc<Session>>,
+    ) -> Result<Option<Outcome>, HookError> {
+        let policy = self.policy(hook);
         let unanswered = loop {
             let Some(session) = self.session_for(&call.run.run_id, hook, failed.as_ref()) else {
                 let connected = self.pool.sessions(&self.remote_id);
@@ -251,28 +296,37 @@ impl RemoteProcessor {
                 session.observe(call);
                 return Ok(None);
             }
-            match tokio::time::timeout(policy.timeout, session.call(call.clone())).await {
-                Ok(Ok(reply)) => {
-                    ctx.note_instance(&session.instance_id);
-                    return self.apply(ctx, hook, reply).map(Some);
-                }
+            match called(&session, call.clone(), policy.timeout).await {
                 // The instance went away mid-call: move the call to another one, once.
-                Ok(Err(CallFailure::Gone)) if failed.is_none() => failed = Some(session),
-                Ok(Err(CallFailure::Gone)) => break Unanswered::Disconnected,
-                Ok(Err(CallFailure::Mismatched)) => {
-                    let message = format!(
-                        "remote processor `{}` answered a hook call with a tool result",
-                        self.remote_id
-                    );
-                    return Err(HookError::Failed(message));
-                }
-                Err(_) => {
-                    session.record_error();
-                    break Unanswered::TimedOut(policy.timeout);
-                }
+                Called::Gone if failed.is_none() => failed = Some(session),
+                answer => return self.settle(ctx, hook, &session, answer),
             }
         };
         self.unanswered(ctx, hook, unanswered).map(|()| None)
+    }
+
+    /// What an instance's answer (or its absence) to a call of `hook` means for the run.
+    fn settle(
+        &self,
+        ctx: &mut HookContext<'_>,
+        hook: Hook,
+        session: &Session,
+        answer: Called,
+    ) -> Result<Option<Outcome>, HookError> {
+        match answer {
+            Called::Answered(reply) => {
+                ctx.note_instance(&session.instance_id);
+                self.apply(ctx, hook, reply).map(Some)
+            }
+            Called::Gone => self.unanswered(ctx, hook, Unanswered::Disconnected).map(|()| None),
+            Called::Mismatched => Err(HookError::Failed(format!(
+                "remote processor `{}` answered a hook call with a tool result",
+                self.remote_id
+            ))),
+            Called::TimedOut => {
+                self.unanswered(ctx, hook, Unanswered::TimedOut(self.policy(hook).timeout)).map(|()| None)
+            }
+        }
     }
 
     fn apply(&self, ctx: &mut HookContext<'_>, hook: Hook, reply: HookResult) -> Result<Outcome, HookError> {
@@ -494,9 +548,37 @@ impl Processor for RemoteProcessor {
         Some(if self.policy(hook).mode == Mode::Observe { window.observed() } else { window })
     }
 
+    fn send_output_window(&self, args: OutputWindowSendArgs<'_>) -> Option<WindowInFlight> {
+        let hook = Hook::ProcessOutputStream;
+        let policy = self.policy(hook);
+        let session = self.session_for(&args.ctx.run.run_id, hook, None)?;
+        if policy.mode == Mode::Observe || session.observed.contains(hook) {
+            return None;
+        }
+        let remote = HookArgs { chunks: args.parts.to_vec(), ..HookArgs::default() };
+        let call = self.hook_call(&args.ctx, hook, 0, remote);
+        Some(WindowInFlight::new(async move {
+            let answer = called(&session, call, policy.timeout).await;
+            WindowAnswered::new(SentAhead { session, answer })
+        }))
+    }
+
     async fn process_output_window(&self, mut args: OutputWindowArgs<'_>) -> Result<Vec<Chunk>, HookError> {
-        let remote = HookArgs { chunks: args.parts.clone(), ..HookArgs::default() };
-        match self.invoke(&mut args.ctx, Hook::ProcessOutputStream, 0, remote).await? {
+        let hook = Hook::ProcessOutputStream;
+        let outcome = match args.answered.take().and_then(WindowAnswered::take::<SentAhead>) {
+            Some(SentAhead { session, answer }) if !matches!(answer, Called::Gone) => {
+                self.settle(&mut args.ctx, hook, &session, answer)?
+            }
+            // Not sent ahead, or its instance went away with it: it goes now (to another
+            // instance, once, in that case; the state is still the one it was sent with).
+            sent => {
+                let gone = sent.map(|sent| sent.session);
+                let remote = HookArgs { chunks: args.parts.clone(), ..HookArgs::default() };
+                let call = self.hook_call(&args.ctx, hook, 0, remote);
+                self.invoke_call(&mut args.ctx, hook, call, gone).await?
+            }
+        };
+        match outcome {
             Some(Outcome::Drop) => Ok(Vec::new()),
             Some(Outcome::Replace(replacement)) => replacement.parts.ok_or_else(|| {
                 HookError::Failed(format!(

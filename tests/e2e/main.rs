@@ -43,6 +43,7 @@ mod remote_protocol_v2;
 mod remote_sessions;
 mod remote_stream_windows;
 mod remote_tools;
+mod remote_windows_in_flight;
 mod replicas;
 mod response_cache;
 mod run_records;

@@ -40,7 +40,7 @@ output_processors = ["watcher"]
 const TWELVE_WORDS: &str = "a b c d e f g h i j k l";
 
 /// The text deltas of a window call.
-fn window_texts(call: &pb::HookCall) -> Vec<String> {
+pub(crate) fn window_texts(call: &pb::HookCall) -> Vec<String> {
     call.chunks
         .iter()
         .filter_map(|chunk| match &chunk.payload {
@@ -51,7 +51,7 @@ fn window_texts(call: &pb::HookCall) -> Vec<String> {
 }
 
 /// Upper-cases every text delta of the window, and records each window's size.
-fn upper_case_windows(sizes: Arc<Mutex<Vec<usize>>>) -> Answer {
+pub(crate) fn upper_case_windows(sizes: Arc<Mutex<Vec<usize>>>) -> Answer {
     Arc::new(move |call| {
         assert!(call.part.is_none(), "a windowed call carries `chunks`, not `part`");
         sizes.lock().unwrap().push(call.chunks.len());

@@ -37,11 +37,13 @@ mod model_step;
 mod output_stream;
 mod record;
 mod tools;
+mod windows;
 
 use self::decided::Decided;
 use self::model_step::StepAnswer;
-use self::output_stream::{ChunkBuffers, Closing, Windows};
+use self::output_stream::{ChunkBuffers, Closing};
 use self::record::{Ended, Recorder};
+use self::windows::Windows;
 
 /// How a run that was not stopped ended.
 struct Completed {
@@ -135,6 +137,11 @@ impl ProcessorStates {
         }
         let state = self.states.get_mut(processor_id).expect("inserted above");
         HookContext::new(run, state, self.retry_count, &mut self.emitted, &mut self.skipped).noting(note)
+    }
+
+    /// The processor's state in this run, once one of its hooks was called.
+    fn state_of(&self, processor_id: &str) -> Option<&Map<String, Value>> {
+        self.states.get(processor_id)
     }
 }
 
@@ -557,9 +564,20 @@ async fn guarded_deciding<T>(
     hook_call: impl Future<Output = Result<T, HookError>>,
     decide: impl FnOnce(&T) -> Option<HookDecision>,
 ) -> Result<T, HookError> {
+    guarded_since(recorder, processor_id, hook, std::time::Instant::now(), hook_call, decide).await
+}
+
+/// [`guarded_deciding`] for a call that began at `started` (a window sent ahead).
+async fn guarded_since<T>(
+    recorder: &Recorder,
+    processor_id: &str,
+    hook: Hook,
+    started: std::time::Instant,
+    hook_call: impl Future<Output = Result<T, HookError>>,
+    decide: impl FnOnce(&T) -> Option<HookDecision>,
+) -> Result<T, HookError> {
     let span = spans::hook(processor_id, hook);
     recorder.note.take();
-    let started = std::time::Instant::now();
     let outcome = AssertUnwindSafe(hook_call).catch_unwind().instrument(span.clone()).await;
     let elapsed = started.elapsed();
     let outcome = outcome.unwrap_or_else(|panic| {

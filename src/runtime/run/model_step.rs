@@ -92,15 +92,26 @@ impl Run {
             StepSource::Model(mut stream, span) => {
                 call_span = span;
                 loop {
-                    let event = match self.next_window_deadline() {
-                        None => stream.next().await,
-                        Some(deadline) => tokio::select! {
-                            event = stream.next() => event,
-                            () = tokio::time::sleep_until(deadline) => {
+                    let deadline = self.next_window_deadline();
+                    let event = if deadline.is_none() && !self.windows_in_flight() {
+                        stream.next().await
+                    } else {
+                        // A window sent ahead may be answered, or a window's delay run out,
+                        // before the model's next chunk: answers go first, as they release
+                        // what the client waits for.
+                        let due = deadline.unwrap_or_else(tokio::time::Instant::now);
+                        tokio::select! {
+                            biased;
+                            stage = self.windows.answered() => {
+                                self.release_answered(stage, &mut answer).await?;
+                                continue;
+                            }
+                            () = tokio::time::sleep_until(due), if deadline.is_some() => {
                                 self.close_due_windows(&mut answer).await?;
                                 continue;
                             }
-                        },
+                            event = stream.next() => event,
+                        }
                     };
                     let Some(event) = event else { break };
                     let event = event.map_err(|error| {

@@ -11,12 +11,16 @@ use std::sync::Arc;
 
 use tokio::time::Instant;
 
-use super::decided::stream_decision;
+use super::decided::{Decided, stream_decision};
+use super::windows::{Answered, Flying, OpenWindow, WINDOWS_IN_FLIGHT};
 use super::{
-    ByProcessor, MAX_DATA_CHUNKS_PER_EMIT, Run, RunStop, StepAnswer, guarded, guarded_deciding, stop,
+    ByProcessor, MAX_DATA_CHUNKS_PER_EMIT, Run, RunStop, StepAnswer, guarded, guarded_deciding,
+    guarded_since, stop,
 };
-use crate::domain::{Chunk, DataChunk, ErrorSource, Hook, Part, RunFailure, StreamWindow};
-use crate::processor::{OutputStreamArgs, OutputStreamEndArgs, OutputWindowArgs, Processor};
+use crate::domain::{Chunk, DataChunk, ErrorSource, Hook, Part, RunFailure};
+use crate::processor::{
+    OutputStreamArgs, OutputStreamEndArgs, OutputWindowArgs, OutputWindowSendArgs, Processor, WindowAnswered,
+};
 
 /// Whether chunks going out close the windows they pass.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -25,20 +29,6 @@ pub(super) enum Closing {
     WhenFull,
     /// Every window closes after taking the chunks: nothing stays held.
     All,
-}
-
-/// A stream processor's open window.
-#[derive(Debug)]
-struct OpenWindow {
-    window: StreamWindow,
-    parts: Vec<Chunk>,
-    closes_at: Option<Instant>,
-}
-
-/// The open windows, by position in the stream chain.
-#[derive(Debug, Default)]
-pub(super) struct Windows {
-    open: Vec<Option<OpenWindow>>,
 }
 
 /// Emptied chunk lists kept for the next chunk: most chunks pass the chain one by one, and
@@ -71,27 +61,6 @@ impl ChunkBuffers {
             chunks.clear();
             self.spare.push(chunks);
         }
-    }
-}
-
-impl Windows {
-    fn slot(&mut self, stage: usize) -> &mut Option<OpenWindow> {
-        if self.open.len() <= stage {
-            self.open.resize_with(stage + 1, || None);
-        }
-        &mut self.open[stage]
-    }
-
-    /// True while the processor at `stage` has an open window.
-    fn is_open(&self, stage: usize) -> bool {
-        self.open.get(stage).is_some_and(Option::is_some)
-    }
-
-    /// The first stage whose window's delay has run out by `now`.
-    fn first_due(&self, now: Instant) -> Option<usize> {
-        self.open.iter().position(|slot| {
-            slot.as_ref().and_then(|open| open.closes_at).is_some_and(|closes_at| closes_at <= now)
-        })
     }
 }
 
@@ -154,21 +123,48 @@ impl Run {
         .map_err(|error| stop(processor, Hook::ProcessOutputStream, error))
     }
 
-    /// Closes the windows whose delay has run out, in chain order.
+    /// Sends on the windows whose delay has run out, in chain order.
     pub(super) async fn close_due_windows(&mut self, answer: &mut StepAnswer) -> Result<(), RunStop> {
         while let Some(stage) = self.windows.first_due(Instant::now()) {
             let processor = Arc::clone(&self.chains.of(Hook::ProcessOutputStream)[stage]);
-            let closed = self.close_window(stage, processor.as_ref()).await?;
-            let out = self.stream_from(stage + 1, closed, Closing::WhenFull).await?;
-            self.deliver_answer(out, answer).await?;
-            self.flush_emitted(Closing::WhenFull).await?;
+            let closed = self.send_window(stage, processor.as_ref()).await?;
+            self.release(stage, closed, answer).await?;
         }
         Ok(())
     }
 
+    /// A window sent ahead by the processor at `stage` has its answer: releases what the
+    /// windows answered so far let through.
+    pub(super) async fn release_answered(
+        &mut self,
+        stage: usize,
+        answer: &mut StepAnswer,
+    ) -> Result<(), RunStop> {
+        let processor = Arc::clone(&self.chains.of(Hook::ProcessOutputStream)[stage]);
+        let answered = self.settle(stage, processor.as_ref(), Settle::Answered).await?;
+        self.release(stage, answered, answer).await
+    }
+
+    /// Sends what the processor at `stage` let through on down the chain, to the client.
+    async fn release(
+        &mut self,
+        stage: usize,
+        chunks: Vec<Chunk>,
+        answer: &mut StepAnswer,
+    ) -> Result<(), RunStop> {
+        let out = self.stream_from(stage + 1, chunks, Closing::WhenFull).await?;
+        self.deliver_answer(out, answer).await?;
+        self.flush_emitted(Closing::WhenFull).await
+    }
+
     /// When the next window's delay runs out, if any window is open with one.
     pub(super) fn next_window_deadline(&self) -> Option<Instant> {
-        self.windows.open.iter().flatten().filter_map(|open| open.closes_at).min()
+        self.windows.next_deadline()
+    }
+
+    /// True while a window sent ahead waits for its answer.
+    pub(super) fn windows_in_flight(&self) -> bool {
+        self.windows.any_flying()
     }
 
     async fn deliver_answer(&mut self, mut out: Vec<Chunk>, answer: &mut StepAnswer) -> Result<(), RunStop> {
@@ -245,7 +241,7 @@ impl Run {
     ) -> Result<Vec<Chunk>, RunStop> {
         let chains = Arc::clone(&self.chains);
         for (stage, processor) in chains.of(Hook::ProcessOutputStream).iter().enumerate().skip(first) {
-            if chunks.is_empty() && !self.windows.is_open(stage) {
+            if chunks.is_empty() && !self.windows.holds(stage) {
                 continue;
             }
             let mut out = self.buffers.take();
@@ -253,23 +249,19 @@ impl Run {
                 if chunk.is_data() && !processor.process_data_parts(&self.info) {
                     out.extend(self.close_window(stage, processor.as_ref()).await?);
                     out.push(chunk);
-                } else if self.windows.is_open(stage) {
-                    if chunk.is_content() {
-                        out.extend(self.add_to_window(stage, processor.as_ref(), chunk).await?);
-                    } else {
-                        // Lifecycle chunks pass a windowed processor, after its window.
-                        out.extend(self.close_window(stage, processor.as_ref()).await?);
-                        out.push(chunk);
-                    }
-                } else if let Some(window) = processor.stream_window(&self.info) {
-                    if chunk.is_content() {
-                        let closes_at = window.max_delay.map(|delay| Instant::now() + delay);
-                        *self.windows.slot(stage) = Some(OpenWindow { window, parts: Vec::new(), closes_at });
-                        out.extend(self.add_to_window(stage, processor.as_ref(), chunk).await?);
-                    } else {
-                        out.push(chunk);
-                    }
+                } else if chunk.is_content() && self.window_for(stage, processor.as_ref()) {
+                    out.extend(self.add_to_window(stage, processor.as_ref(), chunk).await?);
+                } else if !chunk.is_content()
+                    && (self.windows.holds(stage) || processor.stream_window(&self.info).is_some())
+                {
+                    // Lifecycle chunks pass a windowed processor, after its windows.
+                    out.extend(self.close_window(stage, processor.as_ref()).await?);
+                    out.push(chunk);
                 } else {
+                    if self.windows.holds(stage) {
+                        // Its windows stopped (its instance went away): what they hold goes first.
+                        out.extend(self.close_window(stage, processor.as_ref()).await?);
+                    }
                     out.extend(self.process_one(processor.as_ref(), chunk).await?);
                 }
             }
@@ -309,8 +301,22 @@ impl Run {
         .map_err(|error| stop(processor, Hook::ProcessOutputStream, error))
     }
 
+    /// True when a window of the processor at `stage` is open for the next content chunk:
+    /// one already is, or the processor takes windows and one opens.
+    fn window_for(&mut self, stage: usize, processor: &dyn Processor) -> bool {
+        if self.windows.is_open(stage) {
+            return true;
+        }
+        let Some(window) = processor.stream_window(&self.info) else {
+            return false;
+        };
+        let closes_at = window.max_delay.map(|delay| Instant::now() + delay);
+        *self.windows.slot(stage) = Some(OpenWindow { window, parts: Vec::new(), closes_at });
+        true
+    }
+
     /// Adds a chunk to the open window at `stage`; returns what passes on now (the chunk itself
-    /// for an observed window, the window's answer when it is full, else nothing).
+    /// for an observed window, what the windows answered when it is full, else nothing).
     async fn add_to_window(
         &mut self,
         stage: usize,
@@ -325,37 +331,156 @@ impl Run {
         }
         open.parts.push(chunk);
         if open.parts.len() >= open.window.max_chunks {
-            out.extend(self.close_window(stage, processor).await?);
+            out.extend(self.send_window(stage, processor).await?);
         }
         Ok(out)
     }
 
-    /// Closes the window at `stage`, if one is open: the processor's answer replaces a held
-    /// window's chunks; an observed window's answer is ignored (its chunks already went on).
+    /// Closes the window at `stage` (if open) and sends it ahead when the processor can, so
+    /// the run reads on while it is answered; returns what the windows answered so far let
+    /// through. Otherwise the window is answered now, after those in flight.
+    async fn send_window(&mut self, stage: usize, processor: &dyn Processor) -> Result<Vec<Chunk>, RunStop> {
+        let open = match self.windows.slot(stage).take() {
+            Some(open) if open.window.hold && !open.parts.is_empty() && self.windows.sends_ahead(stage) => {
+                open
+            }
+            Some(open) => {
+                *self.windows.slot(stage) = Some(open);
+                return self.close_window(stage, processor).await;
+            }
+            None => return self.settle(stage, processor, Settle::Answered).await,
+        };
+        let mut out = Vec::new();
+        if self.windows.flying(stage) >= WINDOWS_IN_FLIGHT {
+            out.extend(self.settle(stage, processor, Settle::Oldest).await?);
+        }
+        let seen = seen_by(&mut self.stream_parts, processor.id()).len();
+        let ctx = self.processors.context(&self.info, &self.recorder.note, processor.id());
+        let sent_with = ctx.state.clone();
+        let Some(in_flight) = processor.send_output_window(OutputWindowSendArgs { ctx, parts: &open.parts })
+        else {
+            out.extend(self.settle(stage, processor, Settle::All).await?);
+            out.extend(
+                self.answer_window(processor, open.parts, seen, None, std::time::Instant::now()).await?,
+            );
+            return Ok(out);
+        };
+        let mut flying = Flying::new(open.parts, seen, sent_with, in_flight);
+        flying.nudge().await;
+        self.windows.push_flying(stage, flying);
+        out.extend(self.settle(stage, processor, Settle::Answered).await?);
+        Ok(out)
+    }
+
+    /// Closes the window at `stage`, if one is open, after the windows in flight are answered:
+    /// the processor's answers replace held windows' chunks; an observed window's answer is
+    /// ignored (its chunks already went on).
     async fn close_window(&mut self, stage: usize, processor: &dyn Processor) -> Result<Vec<Chunk>, RunStop> {
-        let Some(open) = self.windows.open.get_mut(stage).and_then(Option::take) else {
-            return Ok(Vec::new());
+        let mut out = self.settle(stage, processor, Settle::All).await?;
+        let Some(open) = self.windows.slot(stage).take() else {
+            return Ok(out);
         };
         if open.parts.is_empty() {
-            return Ok(Vec::new());
+            return Ok(out);
         }
-        let seen = seen_by(&mut self.stream_parts, processor.id());
+        let seen = seen_by(&mut self.stream_parts, processor.id()).len();
+        let answer = self.answer_window(processor, open.parts, seen, None, std::time::Instant::now()).await?;
+        if open.window.hold {
+            out.extend(answer);
+        }
+        Ok(out)
+    }
+
+    /// Takes the answers of the windows in flight at `stage`, oldest first, as `how` says.
+    async fn settle(
+        &mut self,
+        stage: usize,
+        processor: &dyn Processor,
+        how: Settle,
+    ) -> Result<Vec<Chunk>, RunStop> {
+        let mut out = Vec::new();
+        while let Some(oldest) = self.windows.oldest(stage) {
+            let state = self.processors.state_of(processor.id());
+            if state.is_some_and(|state| state != oldest.sent_with()) {
+                // An earlier answer changed the state it was sent with: its call is abandoned
+                // (the instance is told to cancel it) and it is answered again with the new one.
+                let stale = self.windows.take_oldest(stage).expect("the oldest window in flight");
+                self.windows.stop_ahead(stage);
+                let (parts, seen) = stale.abandon();
+                out.extend(
+                    self.answer_window(processor, parts, seen, None, std::time::Instant::now()).await?,
+                );
+            } else {
+                if how == Settle::Answered {
+                    if !oldest.nudge().await {
+                        break;
+                    }
+                } else {
+                    oldest.answered().await;
+                }
+                let flying = self.windows.take_oldest(stage).expect("the oldest window in flight");
+                let answered = flying.into_answered().expect("the window's answer came");
+                let Answered { parts, seen, sent_at, answer } = answered;
+                out.extend(self.answer_window(processor, parts, seen, Some(answer), sent_at).await?);
+            }
+            if how == Settle::Oldest {
+                break;
+            }
+        }
+        Ok(out)
+    }
+
+    /// `processOutputWindow` on a closed window of `parts`, the processor having seen `seen`
+    /// chunks then; `answered` is its answer when it was sent ahead at `started`.
+    async fn answer_window(
+        &mut self,
+        processor: &dyn Processor,
+        parts: Vec<Chunk>,
+        seen: usize,
+        answered: Option<std::thread::Result<WindowAnswered>>,
+        started: std::time::Instant,
+    ) -> Result<Vec<Chunk>, RunStop> {
+        let (answered, panicked) = match answered {
+            Some(Ok(answered)) => (Some(answered), None),
+            Some(Err(panic)) => (None, Some(panic)),
+            None => (None, None),
+        };
+        let seen = &seen_by(&mut self.stream_parts, processor.id())[..seen];
         let args = OutputWindowArgs {
             ctx: self.processors.context(&self.info, &self.recorder.note, processor.id()),
-            parts: open.parts,
+            parts,
             stream_parts: seen,
             message_list: &self.list,
+            answered,
         };
-        let answer = guarded(
+        let hook_call = async move {
+            if let Some(panic) = panicked {
+                std::panic::resume_unwind(panic);
+            }
+            processor.process_output_window(args).await
+        };
+        guarded_since(
             &self.recorder,
             processor.id(),
             Hook::ProcessOutputStream,
-            processor.process_output_window(args),
+            started,
+            hook_call,
+            Vec::decision,
         )
         .await
-        .map_err(|error| stop(processor, Hook::ProcessOutputStream, error))?;
-        Ok(if open.window.hold { answer } else { Vec::new() })
+        .map_err(|error| stop(processor, Hook::ProcessOutputStream, error))
     }
+}
+
+/// How many answers of the windows in flight [`Run::settle`] takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Settle {
+    /// Those that came, up to the first still awaited.
+    Answered,
+    /// The oldest, waiting for it.
+    Oldest,
+    /// All, waiting for each.
+    All,
 }
 
 /// The chunks `processor_id` has seen; the id is allocated once per processor per run.

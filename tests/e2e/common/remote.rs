@@ -26,6 +26,9 @@ pub const ALL_HOOKS: [pb::Hook; 9] = [
 /// How a test processor answers: `None` leaves the call unanswered (to test timeouts).
 pub type Answer = Arc<dyn Fn(&pb::HookCall) -> Option<pb::HookResult> + Send + Sync>;
 
+/// How long a test instance waits before answering a call.
+pub type DelayOf = Arc<dyn Fn(&pb::HookCall) -> Duration + Send + Sync>;
+
 /// How a test instance executes tools: `None` leaves the call unanswered.
 pub type ToolAnswer = Arc<dyn Fn(&pb::ToolInvocation) -> Option<pb::ToolOutput> + Send + Sync>;
 
@@ -131,6 +134,8 @@ impl Drop for Instance {
 pub struct Behaviour {
     /// Answers this long after the call arrives (each call on its own task).
     pub delay: Duration,
+    /// When set, answers each call as long after it arrived as this says (on its own task).
+    pub delay_of: Option<DelayOf>,
     /// Answers pings.
     pub pong: bool,
     /// Executes tool calls.
@@ -139,7 +144,7 @@ pub struct Behaviour {
 
 impl Default for Behaviour {
     fn default() -> Behaviour {
-        Behaviour { delay: Duration::ZERO, pong: true, tools: None }
+        Behaviour { delay: Duration::ZERO, delay_of: None, pong: true, tools: None }
     }
 }
 
@@ -206,7 +211,8 @@ pub async fn serve_with(
                     let answer = Arc::clone(&answer);
                     let replies = replies.clone();
                     let in_flight = Arc::clone(&in_flight);
-                    let delay = behaviour.delay;
+                    let delay =
+                        behaviour.delay_of.as_ref().map_or(behaviour.delay, |delay_of| delay_of(&call));
                     let reply = async move {
                         tokio::time::sleep(delay).await;
                         in_flight.fetch_sub(1, Ordering::SeqCst);
@@ -218,7 +224,7 @@ pub async fn serve_with(
                             let _ = replies.send(message).await;
                         }
                     };
-                    if behaviour.delay.is_zero() {
+                    if delay.is_zero() {
                         reply.await;
                     } else {
                         tokio::spawn(reply);
