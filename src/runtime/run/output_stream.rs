@@ -368,6 +368,9 @@ impl Run {
         let mut flying = Flying::new(open.parts, seen, sent_with, in_flight);
         flying.nudge().await;
         self.windows.push_flying(stage, flying);
+        // The task that writes the call out was just woken on this thread, behind the run: with
+        // a model whose chunks are all ready, the run would otherwise read on for a while first.
+        tokio::task::yield_now().await;
         out.extend(self.settle(stage, processor, Settle::Answered).await?);
         Ok(out)
     }
