@@ -37,7 +37,7 @@ model = "mock/echo"
 output_processors = ["watcher"]
 "#;
 
-const TWELVE_WORDS: &str = "a b c d e f g h i j k l";
+pub(crate) const TWELVE_WORDS: &str = "a b c d e f g h i j k l";
 
 /// The text deltas of a window call.
 pub(crate) fn window_texts(call: &pb::HookCall) -> Vec<String> {

@@ -4,7 +4,7 @@
 //! flight hands them to another, and an unanswered one still meets the failure policy.
 
 use crate::common;
-use crate::remote_stream_windows::{upper_case_windows, window_texts};
+use crate::remote_stream_windows::{TWELVE_WORDS, upper_case_windows, window_texts};
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -32,8 +32,6 @@ id = "quickly-guarded"
 model = "mock/echo"
 output_processors = ["quick"]
 "#;
-
-const TWELVE_WORDS: &str = "a b c d e f g h i j k l";
 
 /// The runtime's bound on one processor's windows in flight.
 const WINDOWS_IN_FLIGHT: usize = 4;
