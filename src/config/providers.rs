@@ -45,4 +45,8 @@ pub struct ProviderConfig {
     /// Retries after a 429 or a 5xx (or a failed connection). Default 2.
     #[serde(default)]
     pub max_retries: Option<u32>,
+    /// Idle connections kept open for the next calls (each holds ~60 KB of buffers); beyond
+    /// them, a connection whose call ended is closed. Default 64.
+    #[serde(default)]
+    pub max_idle_connections: Option<usize>,
 }

@@ -32,6 +32,10 @@ max_retries = 2
 api = "anthropic"
 base_url = "{base_url}"
 
+[providers.kept]
+base_url = "{base_url}"
+max_idle_connections = 2
+
 [processors.recover]
 kind = "recover"
 
@@ -46,6 +50,10 @@ hooks = ["processOutputStream"]
 id = "watched"
 model = "fake/gpt-test"
 output_processors = ["watch-stream"]
+
+[[agents]]
+id = "kept"
+model = "kept/gpt-test"
 
 [[agents]]
 id = "chat"
@@ -193,6 +201,22 @@ async fn a_generate_nobody_watches_is_answered_in_one_piece() {
         .map(|seen| (seen.body["stream"] == true, seen.body.get("stream_options").is_some()))
         .collect();
     assert_eq!(asked, [(false, false), (true, true), (true, true)], "generate, watched generate, stream");
+}
+
+/// Once its calls have ended, a provider keeps `max_idle_connections` of their connections
+/// open for the next calls and closes the others.
+#[tokio::test]
+async fn idle_connections_beyond_the_limit_are_closed() {
+    let slow = Reply::Events { data: openai_text("Kept."), gap: Duration::from_millis(40), stall: None };
+    let fake = FakeProvider::keeping_alive([slow]).await;
+    let server = server(&fake).await;
+    let results = futures::future::join_all((0..6).map(|_| server.generate(request("kept", "hi")))).await;
+    assert!(results.iter().all(|result| result.text == "Kept."), "{results:?}");
+    assert_eq!(fake.seen().len(), 6);
+    common::eventually("all but two idle connections to close", || fake.open_connections() == 2).await;
+    // The two kept serve the next call.
+    assert_eq!(server.generate(request("kept", "hi")).await.text, "Kept.");
+    assert_eq!(fake.open_connections(), 2);
 }
 
 /// Tool-call arguments streamed in pieces are assembled, the tool runs, and the loop continues.

@@ -50,6 +50,11 @@ pub enum ProviderError {
 /// The longest `Retry-After` a call waits for; a longer one fails the call at once.
 const MAX_RETRY_AFTER: Duration = Duration::from_secs(30);
 
+/// Idle connections a provider keeps for the next calls unless `max_idle_connections` says
+/// otherwise: a burst of 512 streams would otherwise leave 512 of them open, ~60 KB each, for the
+/// pool's 90 s (httpx keeps 20, Go's transport 2 a host).
+const DEFAULT_MAX_IDLE_CONNECTIONS: usize = 64;
+
 /// A provider: where it lives, how to authenticate, how patient to be.
 pub struct Provider {
     name: String,
@@ -65,6 +70,7 @@ pub struct Provider {
     answer_timeout: Duration,
     max_retries: u32,
     connect_timeout: Duration,
+    max_idle_connections: usize,
     /// Built at the first call: building one loads the TLS roots, which takes milliseconds, and
     /// most configured providers are never called.
     client: std::sync::OnceLock<reqwest::Client>,
@@ -138,6 +144,7 @@ impl Provider {
             answer_timeout: Duration::from_millis(config.answer_timeout_ms.unwrap_or(600_000)),
             max_retries: config.max_retries.unwrap_or(2),
             connect_timeout: Duration::from_millis(config.connect_timeout_ms.unwrap_or(10_000)),
+            max_idle_connections: config.max_idle_connections.unwrap_or(DEFAULT_MAX_IDLE_CONNECTIONS),
             client: std::sync::OnceLock::new(),
         })
     }
@@ -162,12 +169,13 @@ impl Provider {
         if let Some(client) = self.client.get() {
             return Ok(client);
         }
-        let client =
-            reqwest::Client::builder().connect_timeout(self.connect_timeout).build().map_err(|error| {
-                ModelError::Unavailable {
-                    model: model_id.to_owned(),
-                    message: format!("cannot build the HTTP client: {error}"),
-                }
+        let client = reqwest::Client::builder()
+            .connect_timeout(self.connect_timeout)
+            .pool_max_idle_per_host(self.max_idle_connections)
+            .build()
+            .map_err(|error| ModelError::Unavailable {
+                model: model_id.to_owned(),
+                message: format!("cannot build the HTTP client: {error}"),
             })?;
         Ok(self.client.get_or_init(|| client))
     }

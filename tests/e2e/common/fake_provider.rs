@@ -2,9 +2,12 @@
 //! next scripted reply — a server-sent-event stream (optionally slow, or stalling), or an error
 //! status — and records what it was sent and whether the client hung up early. A request that
 //! does not ask for a stream (`"stream": false`) gets the scripted events folded into the one
-//! answer the provider would have sent instead.
+//! answer the provider would have sent instead. One started [`FakeProvider::keeping_alive`]
+//! keeps the connection of such an answer open for the next request, and counts its open
+//! connections.
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -53,25 +56,47 @@ pub struct FakeProvider {
     replies: Arc<Mutex<VecDeque<Reply>>>,
     seen: Arc<Mutex<Vec<Seen>>>,
     hung_up: Arc<Mutex<bool>>,
+    keep_alive: bool,
+    open: Arc<AtomicUsize>,
 }
 
 impl FakeProvider {
     pub async fn start(replies: impl IntoIterator<Item = Reply>) -> FakeProvider {
+        FakeProvider::started(replies, false).await
+    }
+
+    /// [`FakeProvider::start`], keeping the connection of an answer in one piece open.
+    pub async fn keeping_alive(replies: impl IntoIterator<Item = Reply>) -> FakeProvider {
+        FakeProvider::started(replies, true).await
+    }
+
+    async fn started(replies: impl IntoIterator<Item = Reply>, keep_alive: bool) -> FakeProvider {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let fake = FakeProvider {
             base_url: format!("http://{}/v1", listener.local_addr().unwrap()),
             replies: Arc::new(Mutex::new(replies.into_iter().collect())),
             seen: Arc::default(),
             hung_up: Arc::default(),
+            keep_alive,
+            open: Arc::default(),
         };
         let server = fake.clone();
         tokio::spawn(async move {
             while let Ok((socket, _)) = listener.accept().await {
                 let server = server.clone();
-                tokio::spawn(async move { server.answer(socket).await });
+                server.open.fetch_add(1, Ordering::SeqCst);
+                tokio::spawn(async move {
+                    server.answer(socket).await;
+                    server.open.fetch_sub(1, Ordering::SeqCst);
+                });
             }
         });
         fake
+    }
+
+    /// The connections clients hold open to it now.
+    pub fn open_connections(&self) -> usize {
+        self.open.load(Ordering::SeqCst)
     }
 
     /// Every request so far.
@@ -86,7 +111,13 @@ impl FakeProvider {
 
     async fn answer(&self, socket: tokio::net::TcpStream) {
         let mut reader = BufReader::new(socket);
-        let Some(seen) = read_request(&mut reader).await else { return };
+        while self.answer_one(&mut reader).await {}
+        let _ = reader.get_mut().shutdown().await;
+    }
+
+    /// Answers one request; true when the connection stays open for another.
+    async fn answer_one(&self, reader: &mut BufReader<tokio::net::TcpStream>) -> bool {
+        let Some(seen) = read_request(reader).await else { return false };
         let streamed = seen.body.get("stream") != Some(&Value::Bool(false));
         self.seen.lock().unwrap().push(seen);
         let reply = {
@@ -107,16 +138,17 @@ impl FakeProvider {
             Reply::Events { data, gap, stall } if !streamed => {
                 tokio::time::sleep(gap * data.len() as u32 + stall.unwrap_or_default()).await;
                 let body = one_piece(&data).to_string();
+                let connection = if self.keep_alive { "keep-alive" } else { "close" };
                 let response = format!(
-                    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: {connection}\r\n\r\n{body}",
                     body.len()
                 );
-                let _ = socket.write_all(response.as_bytes()).await;
+                return socket.write_all(response.as_bytes()).await.is_ok() && self.keep_alive;
             }
             Reply::Events { data, gap, stall } => {
                 let head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n";
                 if socket.write_all(head.as_bytes()).await.is_err() {
-                    return;
+                    return false;
                 }
                 for event in data {
                     if !gap.is_zero() {
@@ -125,7 +157,7 @@ impl FakeProvider {
                     let written = socket.write_all(format!("data: {event}\n\n").as_bytes()).await;
                     if written.is_err() || socket.flush().await.is_err() {
                         *self.hung_up.lock().unwrap() = true;
-                        return;
+                        return false;
                     }
                 }
                 if let Some(stall) = stall {
@@ -133,7 +165,7 @@ impl FakeProvider {
                 }
             }
         }
-        let _ = reader.get_mut().shutdown().await;
+        false
     }
 }
 
