@@ -340,30 +340,40 @@ impl Run {
     /// the run reads on while it is answered; returns what the windows answered so far let
     /// through. Otherwise the window is answered now, after those in flight.
     async fn send_window(&mut self, stage: usize, processor: &dyn Processor) -> Result<Vec<Chunk>, RunStop> {
-        let open = match self.windows.slot(stage).take() {
-            Some(open) if open.window.hold && !open.parts.is_empty() && self.windows.sends_ahead(stage) => {
-                open
-            }
-            Some(open) => {
-                *self.windows.slot(stage) = Some(open);
-                return self.close_window(stage, processor).await;
-            }
-            None => return self.settle(stage, processor, Settle::Answered).await,
-        };
+        let (mut out, sent) = self.send_ahead(stage, processor).await?;
+        if sent {
+            out.extend(self.settle(stage, processor, Settle::Answered).await?);
+        } else {
+            out.extend(self.close_window(stage, processor).await?);
+        }
+        Ok(out)
+    }
+
+    /// Sends the open window at `stage` ahead if it holds its chunks back and the processor sends
+    /// windows ahead; true when it went (it is then in flight; otherwise it is still open). With
+    /// [`WINDOWS_IN_FLIGHT`] in flight already, the oldest is answered first: what it let
+    /// through comes back.
+    async fn send_ahead(
+        &mut self,
+        stage: usize,
+        processor: &dyn Processor,
+    ) -> Result<(Vec<Chunk>, bool), RunStop> {
         let mut out = Vec::new();
+        let holding = self.windows.open(stage).is_some_and(|open| open.window.hold && !open.parts.is_empty());
+        if !holding || !self.windows.sends_ahead(stage) {
+            return Ok((out, false));
+        }
         if self.windows.flying(stage) >= WINDOWS_IN_FLIGHT {
             out.extend(self.settle(stage, processor, Settle::Oldest).await?);
         }
+        let open = self.windows.slot(stage).take().expect("the window is open");
         let seen = seen_by(&mut self.stream_parts, processor.id()).len();
         let ctx = self.processors.context(&self.info, &self.recorder.note, processor.id());
         let sent_with = ctx.state.clone();
         let Some(in_flight) = processor.send_output_window(OutputWindowSendArgs { ctx, parts: &open.parts })
         else {
-            out.extend(self.settle(stage, processor, Settle::All).await?);
-            out.extend(
-                self.answer_window(processor, open.parts, seen, None, std::time::Instant::now()).await?,
-            );
-            return Ok(out);
+            *self.windows.slot(stage) = Some(open);
+            return Ok((out, false));
         };
         let mut flying = Flying::new(open.parts, seen, sent_with, in_flight);
         flying.nudge().await;
@@ -371,15 +381,16 @@ impl Run {
         // The task that writes the call out was just woken on this thread, behind the run: with
         // a model whose chunks are all ready, the run would otherwise read on for a while first.
         tokio::task::yield_now().await;
-        out.extend(self.settle(stage, processor, Settle::Answered).await?);
-        Ok(out)
+        Ok((out, true))
     }
 
-    /// Closes the window at `stage`, if one is open, after the windows in flight are answered:
-    /// the processor's answers replace held windows' chunks; an observed window's answer is
-    /// ignored (its chunks already went on).
+    /// Closes the window at `stage`, if one is open, and waits for the answers of all its
+    /// windows, in order: the processor's answers replace held windows' chunks; an observed
+    /// window's answer is ignored (its chunks already went on). A window sent ahead goes before
+    /// the wait, so its round trip overlaps those of the windows in flight before it.
     async fn close_window(&mut self, stage: usize, processor: &dyn Processor) -> Result<Vec<Chunk>, RunStop> {
-        let mut out = self.settle(stage, processor, Settle::All).await?;
+        let (mut out, _) = self.send_ahead(stage, processor).await?;
+        out.extend(self.settle(stage, processor, Settle::All).await?);
         let Some(open) = self.windows.slot(stage).take() else {
             return Ok(out);
         };

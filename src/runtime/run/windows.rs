@@ -157,6 +157,11 @@ impl Windows {
         &mut self.stage(stage).open
     }
 
+    /// The processor's open window, if any.
+    pub(super) fn open(&self, stage: usize) -> Option<&OpenWindow> {
+        self.stages.get(stage)?.open.as_ref()
+    }
+
     /// True while the processor at `stage` has an open window.
     pub(super) fn is_open(&self, stage: usize) -> bool {
         self.stages.get(stage).is_some_and(|windows| windows.open.is_some())
