@@ -162,7 +162,6 @@ pub struct RemoteProcessor {
     sticky: Mutex<Stickiness>,
 }
 
-/// Why a call could not be answered.
 /// How a call sent to an instance ended.
 #[derive(Debug)]
 enum Called {
@@ -191,6 +190,7 @@ struct SentAhead {
     answer: Called,
 }
 
+/// Why a call could not be answered.
 enum Unanswered {
     NoInstance,
     Draining,
