@@ -344,7 +344,8 @@ impl Run {
         if sent {
             out.extend(self.settle(stage, processor, Settle::Answered).await?);
         } else {
-            out.extend(self.close_window(stage, processor).await?);
+            out.extend(self.settle(stage, processor, Settle::All).await?);
+            out.extend(self.answer_open(stage, processor).await?);
         }
         Ok(out)
     }
@@ -391,18 +392,18 @@ impl Run {
     async fn close_window(&mut self, stage: usize, processor: &dyn Processor) -> Result<Vec<Chunk>, RunStop> {
         let (mut out, _) = self.send_ahead(stage, processor).await?;
         out.extend(self.settle(stage, processor, Settle::All).await?);
-        let Some(open) = self.windows.slot(stage).take() else {
-            return Ok(out);
+        out.extend(self.answer_open(stage, processor).await?);
+        Ok(out)
+    }
+
+    /// Closes the open window at `stage`, if any, and waits for its answer.
+    async fn answer_open(&mut self, stage: usize, processor: &dyn Processor) -> Result<Vec<Chunk>, RunStop> {
+        let Some(open) = self.windows.slot(stage).take().filter(|open| !open.parts.is_empty()) else {
+            return Ok(Vec::new());
         };
-        if open.parts.is_empty() {
-            return Ok(out);
-        }
         let seen = seen_by(&mut self.stream_parts, processor.id()).len();
         let answer = self.answer_window(processor, open.parts, seen, None, std::time::Instant::now()).await?;
-        if open.window.hold {
-            out.extend(answer);
-        }
-        Ok(out)
+        Ok(if open.window.hold { answer } else { Vec::new() })
     }
 
     /// Takes the answers of the windows in flight at `stage`, oldest first, as `how` says.
