@@ -291,7 +291,7 @@ impl RemoteProcessor {
                 }
                 break Unanswered::NoInstance;
             };
-            if policy.mode == Mode::Observe || session.observed.contains(hook) {
+            if self.observed_on(&session, hook) {
                 ctx.note_observed(&session.instance_id);
                 session.observe(call);
                 return Ok(None);
@@ -303,6 +303,12 @@ impl RemoteProcessor {
             }
         };
         self.unanswered(ctx, hook, unanswered).map(|()| None)
+    }
+
+    /// True when calls of `hook` to `session` are sent and never awaited: observe mode, by the
+    /// processor's policy or by the instance's Hello.
+    fn observed_on(&self, session: &Session, hook: Hook) -> bool {
+        self.policy(hook).mode == Mode::Observe || session.observed.contains(hook)
     }
 
     /// What an instance's answer (or its absence) to a call of `hook` means for the run.
@@ -552,7 +558,7 @@ impl Processor for RemoteProcessor {
         let hook = Hook::ProcessOutputStream;
         let policy = self.policy(hook);
         let session = self.session_for(&args.ctx.run.run_id, hook, None)?;
-        if policy.mode == Mode::Observe || session.observed.contains(hook) {
+        if self.observed_on(&session, hook) {
             return None;
         }
         let remote = HookArgs { chunks: args.parts.to_vec(), ..HookArgs::default() };
