@@ -282,6 +282,22 @@ async fn server_errors_are_retried_then_fail_clearly() {
     assert_eq!(fake.seen().len(), 3, "the call and max_retries = 2 retries");
 }
 
+/// A provider's redirect is not followed: the run fails naming where it pointed, and the
+/// request — its headers, a key among them — never reaches that host.
+#[tokio::test]
+async fn a_redirect_is_not_followed() {
+    let elsewhere = FakeProvider::start([Reply::events(openai_text("elsewhere"))]).await;
+    let fake =
+        FakeProvider::start([Reply::Redirect(format!("{}/chat/completions", elsewhere.base_url))]).await;
+    let server = server(&fake).await;
+    let chunks = server.stream(request("chat", "hi")).await;
+    let failure = error(&chunks).expect("an error chunk");
+    assert!(failure.message.contains("307"), "{}", failure.message);
+    assert!(failure.message.contains(&elsewhere.base_url), "{}", failure.message);
+    assert_eq!(fake.seen().len(), 1, "a redirect is not retried");
+    assert!(elsewhere.seen().is_empty(), "the redirect was followed: {:?}", elsewhere.seen());
+}
+
 /// A provider's 4xx rejection goes to processAPIError, which may repair the request and retry.
 #[tokio::test]
 async fn a_rejection_goes_to_the_error_processors() {

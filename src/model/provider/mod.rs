@@ -172,6 +172,9 @@ impl Provider {
         let client = reqwest::Client::builder()
             .connect_timeout(self.connect_timeout)
             .pool_max_idle_per_host(self.max_idle_connections)
+            // A provider's redirect is a misconfigured `base_url`, and following one would send
+            // the key to another host (`x-api-key` is not among the headers a redirect drops).
+            .redirect(reqwest::redirect::Policy::none())
             .build()
             .map_err(|error| ModelError::Unavailable {
                 model: model_id.to_owned(),
@@ -263,9 +266,16 @@ fn retry_after(response: &reqwest::Response) -> Option<Duration> {
 }
 
 /// The provider's error message from an error response (its JSON `error.message`, else the
-/// body's start).
+/// body's start); for a redirect, where it points.
 async fn error_message(response: reqwest::Response) -> String {
     let status = response.status();
+    if status.is_redirection() {
+        let location = response.headers().get(reqwest::header::LOCATION).and_then(|value| value.to_str().ok());
+        return format!(
+            "{status}: redirects to `{}`, which is not followed; set the provider's base_url to where it answers",
+            location.unwrap_or("nowhere")
+        );
+    }
     let body = response.text().await.unwrap_or_default();
     let from_json = serde_json::from_str::<Value>(&body).ok().and_then(|json| {
         json.pointer("/error/message")

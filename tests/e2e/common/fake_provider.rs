@@ -1,6 +1,6 @@
 //! A fake model provider on loopback: a real HTTP/1.1 server that answers each request with the
-//! next scripted reply — a server-sent-event stream (optionally slow, or stalling), or an error
-//! status — and records what it was sent and whether the client hung up early. A request that
+//! next scripted reply — a server-sent-event stream (optionally slow, or stalling), an error
+//! status, or a redirect — and records what it was sent and whether the client hung up early. A request that
 //! does not ask for a stream (`"stream": false`) gets the scripted events folded into the one
 //! answer the provider would have sent instead. One started [`FakeProvider::keeping_alive`]
 //! keeps the connection of such an answer open for the next request, and counts its open
@@ -23,6 +23,8 @@ pub enum Reply {
     Events { data: Vec<String>, gap: Duration, stall: Option<Duration> },
     /// An error status with a JSON body, and a `Retry-After` header when set.
     Status { status: u16, retry_after: Option<String>, message: String },
+    /// `307` to this URL.
+    Redirect(String),
 }
 
 impl Reply {
@@ -132,6 +134,12 @@ impl FakeProvider {
                 let response = format!(
                     "HTTP/1.1 {status} Error\r\nContent-Type: application/json\r\n{retry}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
                     body.len()
+                );
+                let _ = socket.write_all(response.as_bytes()).await;
+            }
+            Reply::Redirect(location) => {
+                let response = format!(
+                    "HTTP/1.1 307 Temporary Redirect\r\nLocation: {location}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
                 );
                 let _ = socket.write_all(response.as_bytes()).await;
             }
