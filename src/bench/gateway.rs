@@ -130,12 +130,26 @@ pub(super) fn derived(report: &Report) -> Vec<String> {
             micros(added),
             verdict(added.as_secs_f64() * 1e6 <= GUARDS_ADDED_P50_US)
         );
-        // A guard on the stream has the provider stream the answer; G1+s measures that alone.
+        // A guard on the stream has the provider stream the answer; G1+s measures that alone,
+        // and the direct client streaming the same answer what the provider's frames cost anyone.
         if let Some(streamed) = measured("G1+s", 1) {
+            let guards = p50(guarded).saturating_sub(p50(streamed));
             line.push_str(&format!(
-                ": {} of it is the stream a guard on it needs (G1+s), {} the four guards' own work",
-                micros(p50(streamed).saturating_sub(p50(plain))),
-                micros(p50(guarded).saturating_sub(p50(streamed)))
+                ": {} of it is the stream a guard on it needs (G1+s)",
+                micros(p50(streamed).saturating_sub(p50(plain)))
+            ));
+            if let (Some(direct), Some(direct_streamed)) =
+                (measured("G1 direct", 1), measured("G1+s direct", 1))
+            {
+                line.push_str(&format!(
+                    ", of which the provider's frames cost a direct client {} too",
+                    micros(p50(direct_streamed).saturating_sub(p50(direct)))
+                ));
+            }
+            line.push_str(&format!(
+                "; the four guards' own work, over G1+s: {} (≤ {GUARDS_ADDED_P50_US:.0} µs: {})",
+                micros(guards),
+                verdict(guards.as_secs_f64() * 1e6 <= GUARDS_ADDED_P50_US)
             ));
         }
         lines.push(line);

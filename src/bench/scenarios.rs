@@ -166,6 +166,11 @@ fn gateway() -> Vec<Scenario> {
             Ask::UnaryFloor { agent: "g1" },
         ),
         Scenario::new(
+            "G1+s direct",
+            &format!("the fake provider streaming its {GATEWAY_TOKENS} tokens, called directly over HTTP"),
+            Ask::Direct { tokens: GATEWAY_TOKENS, streamed: true },
+        ),
+        Scenario::new(
             "G1+s",
             "G1 + a pass-through processOutputStream: the provider streams the answer",
             generate("g1-streamed"),

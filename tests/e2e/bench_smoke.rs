@@ -33,6 +33,7 @@ fn every_scenario_runs_and_aborted_runs_save_nothing() {
         "G1 direct",
         "G1",
         "G1 floor",
+        "G1+s direct",
         "G1+s",
         "G2 direct",
         "G2",
@@ -73,6 +74,7 @@ fn every_scenario_runs_and_aborted_runs_save_nothing() {
             && rendered.contains("G1 at 1: agentwire adds")
             && rendered.contains("G2 at 1: agentwire adds")
             && rendered.contains("G3: the guard pipeline adds")
+            && rendered.contains("the provider's frames cost a direct client")
             && rendered.contains("RSS of `agentwire serve`: ")
     );
 }

@@ -270,7 +270,8 @@ fn retry_after(response: &reqwest::Response) -> Option<Duration> {
 async fn error_message(response: reqwest::Response) -> String {
     let status = response.status();
     if status.is_redirection() {
-        let location = response.headers().get(reqwest::header::LOCATION).and_then(|value| value.to_str().ok());
+        let location =
+            response.headers().get(reqwest::header::LOCATION).and_then(|value| value.to_str().ok());
         return format!(
             "{status}: redirects to `{}`, which is not followed; set the provider's base_url to where it answers",
             location.unwrap_or("nowhere")
