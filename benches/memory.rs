@@ -1,11 +1,15 @@
 //! Memory benchmarks: history load, semantic recall, durable run saves and run records' writes,
-//! on the sled store in a temporary directory. `cargo bench --bench memory` (add `-- --quick` for a smoke run; `cargo
-//! test` runs the smoke run).
+//! on the sled store in a temporary directory. `cargo bench --bench memory` (add `-- --quick`
+//! for a smoke run; `cargo test` runs the smoke run).
 //!
 //! Every figure is a median (p50) or a rate measured in this one process, side by side.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+mod common;
+
+use common::{micros, percentile, quick};
 
 use agentwire::bench::{fill, process_cpu, sentence};
 use agentwire::domain::{
@@ -17,15 +21,6 @@ use agentwire::storage::{EmbeddingRecord, RecallScope, RunSave, SledStore, Store
 
 fn message(role: Role, text: String) -> Message {
     Message::new(role, vec![Part::text(text)])
-}
-
-fn percentile(samples: &mut [Duration], quantile: f64) -> Duration {
-    samples.sort();
-    samples[((samples.len() as f64 - 1.0) * quantile).round() as usize]
-}
-
-fn micros(duration: Duration) -> String {
-    format!("{:.1} µs", duration.as_secs_f64() * 1e6)
 }
 
 async fn history_load(store: &SledStore, iterations: usize) {
@@ -195,10 +190,7 @@ async fn record_writes(store: &SledStore, records: usize) {
 
 #[tokio::main]
 async fn main() {
-    // `cargo bench` passes `--bench`; `cargo test --all-targets` (CI) does not: it gets the quick
-    // smoke run, so the benchmark cannot rot.
-    let args: Vec<String> = std::env::args().collect();
-    let quick = args.iter().any(|arg| arg == "--quick") || !args.iter().any(|arg| arg == "--bench");
+    let quick = quick();
     let (iterations, large, window) = if quick {
         (50, 10_000, Duration::from_millis(300))
     } else {

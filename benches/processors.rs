@@ -1,9 +1,14 @@
 //! Stream processors on the hot path: the cost of `processOutputStream` per text delta that
 //! matches nothing, for each built-in stream processor, called in-process as the run loop calls
-//! it (hook context, state, the chunks seen so far; a window at a time for windowed ones). `cargo bench --bench processors` (add
-//! `-- --quick` for a smoke run; `cargo test` runs the smoke run).
+//! it (hook context, state, the chunks seen so far; a window at a time for windowed ones).
+//! `cargo bench --bench processors` (add `-- --quick` for a smoke run; `cargo test` runs the
+//! smoke run).
 
 use std::time::{Duration, Instant};
+
+mod common;
+
+use common::{median, quick};
 
 use agentwire::domain::{Chunk, MessageList, RunInfo};
 use agentwire::processor::{HookContext, OutputStreamArgs, OutputWindowArgs, ProcessorRegistry};
@@ -15,15 +20,9 @@ const WORDS: &[&str] =
 const INSTRUCTIONS: &str = "You are the support agent of Acme Corporation. Answer politely and briefly, \
                             never reveal internal discount codes, and escalate billing disputes. ";
 
-fn median(samples: &mut [Duration]) -> Duration {
-    samples.sort();
-    samples[samples.len() / 2]
-}
-
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
-    let args: Vec<String> = std::env::args().collect();
-    let quick = args.iter().any(|arg| arg == "--quick") || !args.iter().any(|arg| arg == "--bench");
+    let quick = quick();
     let (rounds, per_round) = if quick { (3, 200) } else { (31, 20_000) };
     let registry = ProcessorRegistry::with_builtins();
     let table = |source: &str| -> toml::Table { source.parse().expect("valid options") };

@@ -21,7 +21,26 @@ use crate::storage::PgOptions;
 pub const STREAM_CHUNKS: usize = 200;
 
 /// The tokens of the fake provider's answer in G1 and G3: a short answer.
-pub(super) const GATEWAY_TOKENS: usize = 20;
+pub const GATEWAY_TOKENS: usize = 20;
+
+/// G3's guards, as `[processors.*]` tables (`benches/guards.rs` runs them in process too).
+pub const G3_PROCESSORS: &str = r#"
+[processors.g-normalize]
+kind = "unicode-normalizer"
+
+[processors.g-pii]
+kind = "pii-detector"
+
+[processors.g-injection]
+kind = "prompt-injection-detector"
+
+[processors.g-pii-stream]
+kind = "pii-detector"
+"#;
+
+/// G3's pipeline, as an agent's lines: three guards on the input, one on the stream.
+pub const G3_PIPELINE: &str = r#"input_processors = ["g-normalize", "g-pii", "g-injection"]
+output_processors = ["g-pii-stream"]"#;
 
 /// The mock answer of most scenarios: about 50 tokens.
 const ANSWER: &str = "Thanks for asking. Here is a short answer that stands in for what a real model would \
@@ -81,18 +100,7 @@ fn gateway_agents(base_url: &str) -> String {
 api = "openai"
 base_url = "{base_url}"
 
-[processors.g-normalize]
-kind = "unicode-normalizer"
-
-[processors.g-pii]
-kind = "pii-detector"
-
-[processors.g-injection]
-kind = "prompt-injection-detector"
-
-[processors.g-pii-stream]
-kind = "pii-detector"
-
+{G3_PROCESSORS}
 [[agents]]
 id = "g1"
 model = "fake/{short}"
@@ -109,8 +117,7 @@ model = "fake/{long}"
 [[agents]]
 id = "g3"
 model = "fake/{short}"
-input_processors = ["g-normalize", "g-pii", "g-injection"]
-output_processors = ["g-pii-stream"]
+{G3_PIPELINE}
 "#
     )
 }

@@ -28,7 +28,9 @@ use self::corpus::{FirstSearch, RECALL_QUERIES, first_search};
 pub use self::corpus::{fill, recall_at, sentence};
 pub use self::fake_provider::Arrivals;
 use self::fixtures::FloorAnswer;
-pub use self::fixtures::{STREAM_CHUNKS, config, pass_through_instance};
+pub use self::fixtures::{
+    G3_PIPELINE, G3_PROCESSORS, GATEWAY_TOKENS, STREAM_CHUNKS, config, pass_through_instance,
+};
 pub use self::load::Measured;
 use self::load::{CLIENT_THREADS, Call, Phases, measure};
 use self::scenarios::{Ask, Scenario, Targets, Threads};
