@@ -1,10 +1,10 @@
 //! A fake model provider on loopback: a real HTTP/1.1 server that answers each request with the
 //! next scripted reply — a server-sent-event stream (optionally slow, or stalling), an error
-//! status, or a redirect — and records what it was sent and whether the client hung up early. A request that
-//! does not ask for a stream (`"stream": false`) gets the scripted events folded into the one
-//! answer the provider would have sent instead. One started [`FakeProvider::keeping_alive`]
-//! keeps the connection of such an answer open for the next request, and counts its open
-//! connections.
+//! status, or a redirect — and records what it was sent and whether the client hung up early.
+//! A request that does not ask for a stream (`"stream": false`) gets the scripted events folded
+//! into the one answer the provider would have sent instead. One started
+//! [`FakeProvider::keeping_alive`] keeps the connection of such an answer open for the next
+//! request, and counts its open connections.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicUsize, Ordering};
