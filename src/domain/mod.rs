@@ -9,6 +9,7 @@ mod calendar;
 mod chunk;
 mod field_limits;
 mod hook;
+mod id_patterns;
 mod json_schema;
 mod message;
 mod message_list;
@@ -28,6 +29,7 @@ pub use self::chunk::{
 };
 pub use self::field_limits::{FieldLimits, TooLarge};
 pub use self::hook::{Hook, HookSet};
+pub use self::id_patterns::IdPatterns;
 pub use self::json_schema::{JsonSchema, SchemaError};
 pub use self::message::{
     MAX_ID_BYTES, Message, Part, Role, ToolCall, ToolResult, new_id, now_millis, text_of,

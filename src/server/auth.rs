@@ -13,9 +13,9 @@ use serde::Deserialize;
 use sha2::{Digest, Sha256};
 use tonic::Request;
 
-use super::limits::{LimitError, Rate};
+use super::limits::{Caller, LimitError, Rate};
 use crate::config::{ApiKeyConfig, Config, ConfigError};
-use crate::domain::ResourceQuota;
+use crate::domain::{IdPatterns, ResourceQuota};
 
 /// Why a call was refused.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -43,30 +43,19 @@ pub enum AuthError {
     },
 }
 
-/// Ids a key may use: exact, by prefix (`tenant-a/*`), or all (`*`).
-#[derive(Debug, Clone)]
-struct Patterns(Vec<String>);
-
-impl Patterns {
-    fn allows(&self, id: &str) -> bool {
-        self.0.iter().any(|pattern| match pattern.strip_suffix('*') {
-            Some(prefix) => id.starts_with(prefix),
-            None => pattern == id,
-        })
-    }
-}
-
 /// What one key may use.
 #[derive(Debug)]
 pub(super) struct Grant {
     name: String,
-    resources: Patterns,
-    agents: Patterns,
+    resources: IdPatterns,
+    agents: IdPatterns,
     /// The agents whose instructions it may read.
-    instructions: Patterns,
+    instructions: IdPatterns,
     /// May see the server's operations (`ListProcessors`).
     admin: bool,
     rate: Option<Rate>,
+    /// Its own share of the run slots (`max_concurrent_runs`).
+    runs_at_once: Option<usize>,
     /// What each resource it writes to may keep.
     quota: ResourceQuota,
 }
@@ -130,11 +119,12 @@ impl Auth {
         }
         let grant = Grant {
             name: key.name.clone(),
-            resources: Patterns(key.resources.clone()),
-            agents: Patterns(key.agents.clone()),
-            instructions: Patterns(key.instructions.clone()),
+            resources: IdPatterns::new(key.resources.clone()),
+            agents: IdPatterns::new(key.agents.clone()),
+            instructions: IdPatterns::new(key.instructions.clone()),
             admin: key.admin,
             rate,
+            runs_at_once: key.max_concurrent_runs,
             quota: key.resource_quota(self.quota),
         };
         if self.by_digest.insert(digest, Arc::new(grant)).is_some() {
@@ -222,6 +212,23 @@ impl Access {
         }
     }
 
+    /// The agents whose runs the caller may see: `None` for every agent (an operator: an admin
+    /// key, or anyone on an open server), else its key's `agents`.
+    pub(super) fn agent_scope(&self) -> Option<IdPatterns> {
+        match self {
+            Access::Key(grant) if !grant.admin => Some(grant.agents.clone()),
+            _ => None,
+        }
+    }
+
+    /// Who holds this call's run slot: its key, or without keys the connection from `peer`.
+    pub(super) fn caller(&self, peer: Option<std::net::SocketAddr>) -> Caller {
+        match self {
+            Access::Key(grant) => Caller::Key { name: grant.name.clone(), share: grant.runs_at_once },
+            Access::Open(_) => Caller::Connection(peer),
+        }
+    }
+
     /// The caller's key, by name (empty on an open server).
     pub(super) fn key_name(&self) -> &str {
         match self {
@@ -262,7 +269,7 @@ impl Access {
         &self,
         what: &'static str,
         id: &str,
-        patterns: impl Fn(&Grant) -> &Patterns,
+        patterns: impl Fn(&Grant) -> &IdPatterns,
     ) -> Result<(), AuthError> {
         match self {
             Access::Open(_) => Ok(()),
@@ -277,17 +284,6 @@ impl Access {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// Key grants match ids exactly, by `prefix*`, or all with `*`.
-    #[test]
-    fn patterns_match_exactly_by_prefix_or_all() {
-        let patterns = Patterns(vec!["alice".into(), "tenant-a/*".into()]);
-        assert!(patterns.allows("alice") && patterns.allows("tenant-a/u1"));
-        assert!(
-            !patterns.allows("alice2") && !patterns.allows("tenant-b/u1") && !patterns.allows("tenant-a")
-        );
-        assert!(Patterns(vec!["*".into()]).allows("anyone"));
-    }
 
     /// `key_sha256` digests parse from hex, and malformed ones are refused.
     #[test]

@@ -4,23 +4,50 @@ use super::convert::chunk_to_pb;
 use super::pb;
 use super::remote_convert::prompt_to_pb;
 use super::value::to_proto;
-use crate::domain::{HookDecision, RunRecord, RunStart, RunStats, StatsBucket, TimelineEntry};
+use crate::domain::{HookDecision, Role, RunRecord, RunStart, RunStats, StatsBucket, TimelineEntry};
 
-/// A record, with its timeline and content or without (a list shows neither).
-pub(super) fn record_to_pb(record: RunRecord, with_timeline: bool) -> pb::RunRecord {
-    let timeline =
-        if with_timeline { record.timeline.into_iter().map(entry_to_pb).collect() } else { Vec::new() };
-    let content = record.content.filter(|_| with_timeline).map(|content| pb::RunContent {
-        prompts: content
+/// How much of a record goes on the wire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum RecordView {
+    /// A list's: neither timeline nor content.
+    Summary,
+    /// All of it.
+    Whole,
+    /// All but the prompts' system messages (the agent's instructions among them), for a caller
+    /// that may not read the agent's instructions.
+    WithoutInstructions,
+}
+
+/// A record, as much of it as `view` shows.
+pub(super) fn record_to_pb(record: RunRecord, view: RecordView) -> pb::RunRecord {
+    let whole = view != RecordView::Summary;
+    let withheld = view == RecordView::WithoutInstructions;
+    let timeline = if whole { record.timeline.into_iter().map(entry_to_pb).collect() } else { Vec::new() };
+    let content = record.content.filter(|_| whole).map(|content| {
+        let mut system_withheld = false;
+        let prompts = content
             .prompts
             .iter()
             .map(|prompt| pb::PromptRecord {
                 step: prompt.step,
-                messages: prompt.messages.iter().map(prompt_to_pb).collect(),
+                messages: prompt
+                    .messages
+                    .iter()
+                    .filter(|message| {
+                        let hidden = withheld && message.role == Role::System;
+                        system_withheld |= hidden;
+                        !hidden
+                    })
+                    .map(prompt_to_pb)
+                    .collect(),
             })
-            .collect(),
-        chunks: content.chunks.into_iter().map(|chunk| chunk_to_pb(&record.run_id, chunk)).collect(),
-        truncated: content.truncated,
+            .collect();
+        pb::RunContent {
+            prompts,
+            chunks: content.chunks.into_iter().map(|chunk| chunk_to_pb(&record.run_id, chunk)).collect(),
+            truncated: content.truncated,
+            system_withheld,
+        }
     });
     pb::RunRecord {
         run_id: record.run_id,

@@ -1,6 +1,8 @@
 //! `agentwire.v1.RunService`: the records runs leave, for operators. Scoped like memory: an
-//! admin key (or an open server) sees every run; another key lists the runs of a resource it
-//! may use, and reads a run only when it may use the run's resource and agent.
+//! admin key (or an open server) sees every run; another key lists and watches the runs of a
+//! resource it may use and of agents it may call, and reads a run only when it may use the run's
+//! resource and agent. A record's content shows the prompts' system messages only to a caller
+//! that may read the agent's instructions, as `GetAgent` does.
 
 use std::pin::Pin;
 use std::sync::Arc;
@@ -12,7 +14,7 @@ use tonic::{Request, Response, Status};
 use super::auth::{Access, Auth};
 use super::convert::id_fits;
 use super::pb;
-use super::run_convert::{record_to_pb, start_to_pb, stats_to_pb};
+use super::run_convert::{RecordView, record_to_pb, start_to_pb, stats_to_pb};
 use crate::domain::{RunEvent, RunOutcome, RunRecord, RunStats, buckets};
 use crate::runtime::{RunError, Runtime};
 use crate::storage::{RunFilter, Store};
@@ -41,16 +43,33 @@ impl RunServiceImpl {
     }
 }
 
-/// `Ok` when the caller may see the runs `filter` selects: an admin key sees all, another must
-/// name a resource it may use.
-fn check_scope(access: &Access, filter: &RunFilter) -> Result<(), Status> {
+/// `filter` narrowed to what the caller may see: an admin key (or an open server) sees every run;
+/// another key must name a resource it may use, may name only an agent it may call, and sees
+/// only its agents' runs.
+fn scoped(access: &Access, mut filter: RunFilter) -> Result<RunFilter, Status> {
     if access.admin().is_ok() {
-        return Ok(());
+        return Ok(filter);
     }
     if filter.resource_id.is_empty() {
         return Err(RunError::invalid("resource_id", "is required for a key that is not an admin key").into());
     }
-    Ok(access.resource(&filter.resource_id)?)
+    access.resource(&filter.resource_id)?;
+    if !filter.agent_id.is_empty() {
+        access.agent(&filter.agent_id)?;
+    }
+    filter.agents = access.agent_scope();
+    Ok(filter)
+}
+
+/// How much of a record the caller gets: the whole record (but for a list), its prompts' system
+/// messages — the agent's instructions among them — only when the caller may read the agent's
+/// instructions, as `GetAgent` shows them.
+fn view_of(access: &Access, record: &RunRecord) -> RecordView {
+    if access.reads_instructions(&record.agent_id) {
+        RecordView::Whole
+    } else {
+        RecordView::WithoutInstructions
+    }
 }
 
 /// The filter of a list or watch request; each bad field named.
@@ -94,6 +113,7 @@ fn filter_of(
         processor_id: processor_id.to_owned(),
         since: bound("since", since)?,
         until: bound("until", until)?,
+        agents: None,
     })
 }
 
@@ -103,6 +123,7 @@ fn start_matches(filter: &RunFilter, start: &crate::domain::RunStart) -> bool {
     field(&filter.agent_id, &start.agent_id)
         && field(&filter.resource_id, &start.resource_id)
         && field(&filter.thread_id, &start.thread_id)
+        && filter.agents.as_ref().is_none_or(|agents| agents.allows(&start.agent_id))
 }
 
 type EventStream = Pin<Box<dyn Stream<Item = Result<pb::RunEvent, Status>> + Send>>;
@@ -124,8 +145,7 @@ impl pb::run_service_server::RunService for RunServiceImpl {
             &request.outcome,
             &request.processor_id,
         ];
-        let filter = filter_of(fields, request.since, request.until)?;
-        check_scope(&access, &filter)?;
+        let filter = scoped(&access, filter_of(fields, request.since, request.until)?)?;
         let limit = match request.page_size {
             0 => DEFAULT_PAGE_SIZE,
             size if size > MAX_PAGE_SIZE => {
@@ -139,7 +159,7 @@ impl pb::run_service_server::RunService for RunServiceImpl {
         };
         let page = self.store.list_run_records(&filter, &request.page_token, limit as usize).await?;
         Ok(Response::new(pb::ListRunsResponse {
-            runs: page.runs.into_iter().map(|record| record_to_pb(record, false)).collect(),
+            runs: page.runs.into_iter().map(|record| record_to_pb(record, RecordView::Summary)).collect(),
             next_page_token: page.next_cursor,
         }))
     }
@@ -161,7 +181,8 @@ impl pb::run_service_server::RunService for RunServiceImpl {
         {
             return Err(not_found());
         }
-        Ok(Response::new(record_to_pb(record, true)))
+        let view = view_of(&access, &record);
+        Ok(Response::new(record_to_pb(record, view)))
     }
 
     async fn watch_runs(
@@ -177,25 +198,26 @@ impl pb::run_service_server::RunService for RunServiceImpl {
             &request.outcome,
             &request.processor_id,
         ];
-        let filter = filter_of(fields, 0, 0)?;
-        check_scope(&access, &filter)?;
+        let filter = scoped(&access, filter_of(fields, 0, 0)?)?;
         let feed = self.runtime.watch_runs();
-        let events = futures::stream::unfold((feed, filter), |(mut feed, filter)| async move {
-            loop {
-                let event = match feed.recv().await {
-                    Ok(RunEvent::Started(start)) if start_matches(&filter, &start) => {
-                        pb::run_event::Event::Started(start_to_pb(*start))
-                    }
-                    Ok(RunEvent::Ended(record)) if filter.matches(&record) => {
-                        pb::run_event::Event::Ended(record_to_pb(*record, true))
-                    }
-                    Ok(_) => continue,
-                    Err(RecvError::Lagged(missed)) => pb::run_event::Event::Missed(missed),
-                    Err(RecvError::Closed) => return None,
-                };
-                return Some((Ok(pb::RunEvent { event: Some(event) }), (feed, filter)));
-            }
-        });
+        let events =
+            futures::stream::unfold((feed, filter, access), |(mut feed, filter, access)| async move {
+                loop {
+                    let event = match feed.recv().await {
+                        Ok(RunEvent::Started(start)) if start_matches(&filter, &start) => {
+                            pb::run_event::Event::Started(start_to_pb(*start))
+                        }
+                        Ok(RunEvent::Ended(record)) if filter.matches(&record) => {
+                            let view = view_of(&access, &record);
+                            pb::run_event::Event::Ended(record_to_pb(*record, view))
+                        }
+                        Ok(_) => continue,
+                        Err(RecvError::Lagged(missed)) => pb::run_event::Event::Missed(missed),
+                        Err(RecvError::Closed) => return None,
+                    };
+                    return Some((Ok(pb::RunEvent { event: Some(event) }), (feed, filter, access)));
+                }
+            });
         Ok(Response::new(Box::pin(events)))
     }
 
@@ -212,8 +234,7 @@ impl pb::run_service_server::RunService for RunServiceImpl {
             )));
         }
         let fields = [request.agent_id.as_str(), &request.resource_id, "", "", ""];
-        let filter = filter_of(fields, request.since, request.until)?;
-        check_scope(&access, &filter)?;
+        let filter = scoped(&access, filter_of(fields, request.since, request.until)?)?;
         let mut records: Vec<RunRecord> = Vec::new();
         let mut cursor = String::new();
         // The newest MAX_STATS_RUNS, and whether the window held more.

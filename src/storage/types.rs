@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::domain::{Message, ResourceQuota, RunOutcome, RunRecord};
+use crate::domain::{IdPatterns, Message, ResourceQuota, RunOutcome, RunRecord};
 
 /// A conversation, owned by a resource.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -301,6 +301,8 @@ pub struct RunFilter {
     pub since: Option<i64>,
     /// Only runs started before this.
     pub until: Option<i64>,
+    /// Only runs of the agents these patterns allow (a key's `agents`); `None`: any agent.
+    pub agents: Option<IdPatterns>,
 }
 
 impl RunFilter {
@@ -314,6 +316,7 @@ impl RunFilter {
             && (self.processor_id.is_empty() || record.processors().contains(&self.processor_id.as_str()))
             && self.since.is_none_or(|since| record.started_at >= since)
             && self.until.is_none_or(|until| record.started_at < until)
+            && self.agents.as_ref().is_none_or(|agents| agents.allows(&record.agent_id))
     }
 }
 

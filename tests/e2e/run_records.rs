@@ -494,6 +494,132 @@ async fn keys_see_only_their_resources_runs() {
     assert_eq!(everything.code(), Code::InvalidArgument, "watching needs the resource too");
 }
 
+/// A key limited to some agents lists, watches and counts only those agents' runs of its
+/// resource — never another agent's record, with its prompt — and may not name another agent.
+#[tokio::test]
+async fn keys_see_only_their_agents_runs() {
+    let config = format!(
+        "{CONFIG}\n[[auth.keys]]\nname = \"ops\"\nkey = \"ops-key\"\nresources = [\"*\"]\nadmin = true\n\n\
+         [[auth.keys]]\nname = \"echoer\"\nkey = \"echo-key\"\nresources = [\"alice\"]\nagents = [\"ec*\"]\n"
+    );
+    let server = TestServer::start(&config).await;
+    let mut client = runs(&server).await;
+    let alice = || pb::WatchRunsRequest { resource_id: "alice".into(), ..Default::default() };
+    let mut watch = client.watch_runs(with_key("echo-key", alice())).await.unwrap().into_inner();
+    let agents = server.client().await;
+    let run = |key: &'static str, agent: &str| {
+        let message = pb::RunRequest {
+            agent_id: agent.into(),
+            text: "hi".into(),
+            thread_id: "t".into(),
+            resource_id: "alice".into(),
+            ..Default::default()
+        };
+        let mut agents = agents.clone();
+        async move { agents.generate(with_key(key, message)).await.unwrap().into_inner().run_id }
+    };
+    run("ops-key", "kept").await;
+    let echoed = run("echo-key", "echo").await;
+
+    let list = |agent: &str| pb::ListRunsRequest {
+        resource_id: "alice".into(),
+        agent_id: agent.into(),
+        ..Default::default()
+    };
+    common::eventually_some("the admin key sees both runs", || {
+        let mut client = client.clone();
+        async move {
+            let page = client.list_runs(with_key("ops-key", list(""))).await.unwrap().into_inner();
+            (page.runs.len() == 2).then_some(())
+        }
+    })
+    .await;
+    let own = client.list_runs(with_key("echo-key", list(""))).await.unwrap().into_inner();
+    assert_eq!(own.runs.iter().map(|run| run.run_id.as_str()).collect::<Vec<_>>(), [echoed.as_str()]);
+    let other = client.list_runs(with_key("echo-key", list("kept"))).await.unwrap_err();
+    assert_eq!(other.code(), Code::PermissionDenied, "{other:?}");
+    assert!(other.message().contains("agent `kept`"), "{}", other.message());
+    let stats = pb::GetStatsRequest { resource_id: "alice".into(), ..Default::default() };
+    assert_eq!(client.get_stats(with_key("echo-key", stats)).await.unwrap().into_inner().runs, 1);
+
+    // The feed showed the echo run begin and end, and nothing of the other agent's.
+    let mut seen = Vec::new();
+    while seen.len() < 2 {
+        let event = tokio::time::timeout(Duration::from_secs(10), watch.message()).await;
+        match event.expect("the echo run's events").unwrap().and_then(|event| event.event) {
+            Some(pb::run_event::Event::Started(run) | pb::run_event::Event::Ended(run)) => {
+                seen.push(run.agent_id)
+            }
+            other => panic!("unexpected event {other:?}"),
+        }
+    }
+    assert_eq!(seen, ["echo", "echo"], "the feed never shows another agent's run");
+}
+
+/// A record's content shows the prompts' system messages (the agent's instructions) only to a
+/// key that may read the agent's instructions, as `GetAgent` does: not on an open server, not to
+/// a key without `instructions`, in `GetRun` and in `WatchRuns` alike.
+#[tokio::test]
+async fn record_content_shows_instructions_only_to_keys_that_read_them() {
+    let system = |record: &pb::RunRecord| {
+        let content = record.content.as_ref().expect("content is kept");
+        let roles: Vec<&str> =
+            content.prompts[0].messages.iter().map(|message| message.role.as_str()).collect();
+        (roles.contains(&"system"), content.system_withheld)
+    };
+    let open = TestServer::start(CONFIG).await;
+    let run_id = open.generate(request("kept", "hello")).await.run_id;
+    assert_eq!(system(&record(&open, &run_id).await), (false, true), "an open server hides them");
+
+    let config = format!(
+        "{CONFIG}\n[[auth.keys]]\nname = \"reader\"\nkey = \"reader-key\"\nresources = [\"*\"]\n\
+         instructions = [\"kept\"]\n\n\
+         [[auth.keys]]\nname = \"user\"\nkey = \"user-key\"\nresources = [\"alice\"]\n"
+    );
+    let server = TestServer::start(&config).await;
+    let mut client = runs(&server).await;
+    let watching = pb::WatchRunsRequest { resource_id: "alice".into(), ..Default::default() };
+    let mut watch = client.watch_runs(with_key("user-key", watching)).await.unwrap().into_inner();
+    let message = pb::RunRequest {
+        agent_id: "kept".into(),
+        text: "hello".into(),
+        thread_id: "t".into(),
+        resource_id: "alice".into(),
+        ..Default::default()
+    };
+    let mut agents = server.client().await;
+    let run_id = agents.generate(with_key("user-key", message)).await.unwrap().into_inner().run_id;
+    let get = |key: &'static str| {
+        let mut client = client.clone();
+        let run_id = run_id.clone();
+        async move {
+            let deadline = Instant::now() + Duration::from_secs(10);
+            loop {
+                match client.get_run(with_key(key, pb::GetRunRequest { run_id: run_id.clone() })).await {
+                    Ok(record) => return record.into_inner(),
+                    Err(status) if status.code() == Code::NotFound && Instant::now() < deadline => {
+                        tokio::time::sleep(Duration::from_millis(10)).await;
+                    }
+                    Err(status) => panic!("GetRun {run_id}: {status}"),
+                }
+            }
+        }
+    };
+    let read = get("reader-key").await;
+    assert_eq!(system(&read), (true, false), "a key with `instructions` reads them");
+    assert_eq!(common::message_text(&read.content.unwrap().prompts[0].messages[0]), "Be brief.");
+    assert_eq!(system(&get("user-key").await), (false, true), "a key without does not");
+    let ended = loop {
+        let event = tokio::time::timeout(Duration::from_secs(10), watch.message()).await;
+        if let Some(pb::run_event::Event::Ended(run)) =
+            event.expect("the run's end").unwrap().and_then(|event| event.event)
+        {
+            break run;
+        }
+    };
+    assert_eq!(system(&ended), (false, true), "nor does the feed show them");
+}
+
 /// `[records] max_runs` keeps the newest records only, and `DeleteResource` deletes a resource's
 /// records with its memory.
 #[tokio::test]
@@ -684,10 +810,7 @@ async fn content_is_kept_only_for_agents_that_ask() {
         .iter()
         .map(|message| (message.role.clone(), common::message_text(message)))
         .collect();
-    assert_eq!(
-        prompt,
-        [("system".to_owned(), "Be brief.".to_owned()), ("user".to_owned(), "hello kept words".to_owned())]
-    );
+    assert_eq!(prompt, [("user".to_owned(), "hello kept words".to_owned())], "instructions withheld");
     let types: Vec<&str> = content.chunks.iter().map(|chunk| chunk.r#type.as_str()).collect();
     assert_eq!(types.first(), Some(&"start"));
     assert_eq!(types.last(), Some(&"finish"));

@@ -123,6 +123,7 @@ function content(record) {
   return [
     h("section", { class: "panel prompts", "aria-label": "What the model saw" },
       h("h3", {}, "What the model saw"),
+      kept.system_withheld ? h("p", { class: "muted" }, "System messages left out: this key may not read the agent's instructions ([[auth.keys]] instructions).") : null,
       kept.prompts.length ? kept.prompts.map((prompt) => h("div", { class: "prompt" },
         h("h4", {}, `Step ${prompt.step}`),
         h("dl", { class: "kv" }, prompt.messages.map((message) => [h("dt", {}, message.role), h("dd", {}, h("pre", {}, messageText(message)))]))))

@@ -59,6 +59,18 @@ pub(super) async fn list(
         empty(&filter.processor_id),
     );
     let outcome = filter.outcome.map(|outcome| outcome.as_str());
+    // A key's agents: exact ids, and prefixes as LIKE patterns (their own `%`, `_`, `\` escaped).
+    let (exact_agents, agent_prefixes) = match &filter.agents {
+        Some(agents) => {
+            let (exact, prefixes) = agents.exact_and_prefixes();
+            let like = |prefix: &str| {
+                let escaped = prefix.replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_");
+                format!("{escaped}%")
+            };
+            (Some(exact), Some(prefixes.into_iter().map(like).collect::<Vec<_>>()))
+        }
+        None => (None, None),
+    };
     let statement = client
         .prepare_cached(
             "SELECT record FROM run_records \
@@ -67,11 +79,12 @@ pub(super) async fn list(
                AND ($5::text IS NULL OR $5 = ANY(processors)) \
                AND ($6::bigint IS NULL OR started_at >= $6) AND ($7::bigint IS NULL OR started_at < $7) \
                AND ($8::text IS NULL OR run_id < $8) \
+               AND ($10::text[] IS NULL OR agent_id = ANY($10) OR agent_id LIKE ANY($11::text[])) \
              ORDER BY run_id DESC LIMIT $9",
         )
         .await
         .map_err(database)?;
-    let params: [&(dyn ToSql + Sync); 9] = [
+    let params: [&(dyn ToSql + Sync); 11] = [
         &agent,
         &resource,
         &thread,
@@ -81,6 +94,8 @@ pub(super) async fn list(
         &filter.until,
         &after,
         &(limit as i64 + 1),
+        &exact_agents,
+        &agent_prefixes,
     ];
     let rows = client.query(&statement, &params).await.map_err(database)?;
     let mut runs = rows.iter().map(record_of).collect::<Result<Vec<_>, _>>()?;
