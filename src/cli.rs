@@ -431,7 +431,8 @@ async fn start_console(
         .await
         .map_err(|error| format!("cannot serve the console on {listen}: {error}"))?;
     let bound = listener.local_addr().map_err(|error| error.to_string())?;
-    let console = crate::console::serve(listener, services.routes(), tls);
+    let access = crate::console::ConsoleAccess::from_config(&config.console, open);
+    let console = crate::console::serve(listener, services.routes(), tls, access);
     tokio::spawn(async move {
         if let Err(error) = console.await {
             tracing::error!(%error, "the console stopped");

@@ -48,6 +48,15 @@ pub struct ConsoleConfig {
     /// Serve the console beyond loopback without TLS (behind a proxy that terminates it).
     #[serde(default)]
     pub allow_plaintext: bool,
+    /// The host names the console is reached by, besides IP addresses and `localhost`: a request
+    /// naming any other `Host` is refused, so a page that rebinds its own name to the console's
+    /// address gets nothing. E.g. `["console.internal.example"]`.
+    #[serde(default)]
+    pub hosts: Vec<String>,
+    /// On a server without API keys, let the console run agents (the playground) and write or
+    /// delete memory. Default false: without keys the console only reads.
+    #[serde(default)]
+    pub allow_unauthenticated_writes: bool,
 }
 
 /// The `[tls]` table: PEM files, relative to the config file.
@@ -85,6 +94,12 @@ pub struct LimitsConfig {
     /// not queue half of them; 0: no limit.
     #[serde(default = "default_max_concurrent_runs")]
     pub max_concurrent_runs: usize,
+    /// Runs one caller may have at once — an API key, or without keys a connection — so that
+    /// no caller can take every slot from the others; past it a run is refused at once
+    /// (RESOURCE_EXHAUSTED). A key may set its own (`[[auth.keys]] max_concurrent_runs`).
+    /// Default 256, a quarter of `max_concurrent_runs`'s default; 0: no share.
+    #[serde(default = "default_max_concurrent_runs_per_caller")]
+    pub max_concurrent_runs_per_caller: usize,
     /// How long a run waits for a slot. Default 1000.
     #[serde(default = "default_queue_timeout_ms")]
     pub queue_timeout_ms: u64,
@@ -109,6 +124,7 @@ impl Default for LimitsConfig {
             max_message_bytes: default_max_message_bytes(),
             max_steps: default_max_steps_limit(),
             max_concurrent_runs: default_max_concurrent_runs(),
+            max_concurrent_runs_per_caller: default_max_concurrent_runs_per_caller(),
             queue_timeout_ms: default_queue_timeout_ms(),
             max_run_ms: 0,
             shutdown_grace_ms: default_shutdown_grace_ms(),
@@ -119,6 +135,10 @@ impl Default for LimitsConfig {
 
 fn default_max_concurrent_runs() -> usize {
     1024
+}
+
+fn default_max_concurrent_runs_per_caller() -> usize {
+    256
 }
 
 fn default_slow_client_ms() -> u64 {
@@ -174,6 +194,9 @@ pub struct ApiKeyConfig {
     /// processors, their instances and load). Default false.
     #[serde(default)]
     pub admin: bool,
+    /// Runs it may have at once (default `[limits] max_concurrent_runs_per_caller`; 0: no share).
+    #[serde(default)]
+    pub max_concurrent_runs: Option<usize>,
     /// Requests per second it may make, on average (none: no limit).
     #[serde(default)]
     pub rate_per_second: Option<f64>,
@@ -234,7 +257,8 @@ pub struct StorageConfig {
     pub recall_index_mb: u64,
     /// The free space, in MiB, writes leave on the data directory's disk: below it runs that
     /// would save and memory writes are refused with UNAVAILABLE (reads and deletes still
-    /// work) until space is freed, so the database never fills the disk. Default 128.
+    /// work) until space is freed, so the database never fills the disk. Default 128; at least
+    /// 1 with sled, which is not trusted to run out of space mid-write.
     #[serde(default = "default_min_free_mb")]
     pub min_free_mb: u64,
     /// A thread's title, in bytes. Default 1 KiB.

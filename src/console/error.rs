@@ -24,6 +24,18 @@ pub enum ConsoleError {
     /// An API call without `content-type: application/json`.
     #[error("console API calls are POST with `content-type: application/json`")]
     NotJson,
+    /// A request whose `Host` is not one of the console's names (DNS rebinding, or a name the
+    /// operator has not listed).
+    #[error(
+        "the console does not answer to host `{0}`: list the names it is reached by in `[console] hosts`"
+    )]
+    UnknownHost(String),
+    /// A call that changes state, on a server without API keys whose console did not opt in.
+    #[error(
+        "`{0}` changes state, and this server has no API keys: the console only reads. Add \
+         `[[auth.keys]]` and sign in with one, or set `[console] allow_unauthenticated_writes = true`"
+    )]
+    WriteWithoutKey(String),
     /// The TLS certificate or key could not be used.
     #[error("console TLS: {0}")]
     Tls(String),
@@ -43,6 +55,7 @@ impl ConsoleError {
     fn code(&self) -> Code {
         match self {
             ConsoleError::UnknownMethod(_) => Code::NotFound,
+            ConsoleError::UnknownHost(_) | ConsoleError::WriteWithoutKey(_) => Code::PermissionDenied,
             ConsoleError::ClientStreaming(_) => Code::Unimplemented,
             ConsoleError::BadJson(_) | ConsoleError::BadHeader(_) | ConsoleError::NotJson => {
                 Code::InvalidArgument

@@ -4,8 +4,11 @@
 //! what that key may see over gRPC, and nothing else.
 //!
 //! Requests to `/api/` must be `POST` with `content-type: application/json`: a form on another
-//! site cannot send that without a CORS preflight, which the console never grants.
+//! site cannot send that without a CORS preflight, which the console never grants. Every request
+//! must name the console in `Host` ([`ConsoleAccess`]), and on a server without API keys the
+//! calls that change state are refused unless the operator opts in.
 
+mod access;
 mod assets;
 mod error;
 mod gateway;
@@ -13,12 +16,14 @@ mod tls;
 
 use axum::Router;
 use axum::body::Bytes;
-use axum::extract::{Path, State};
+use axum::extract::{Path, Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use tokio::net::TcpListener;
 
+pub use self::access::ConsoleAccess;
 pub use self::error::ConsoleError;
 use self::gateway::Gateway;
 
@@ -28,11 +33,13 @@ const MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
 pub use self::tls::acceptor;
 
 /// Serves the console over the services of `routes` ([`crate::server::Services::routes`]) on
-/// `listener` (over TLS with `tls`) for as long as the future is polled.
+/// `listener` (over TLS with `tls`), answering as `access` allows, for as long as the future is
+/// polled.
 pub async fn serve(
     listener: TcpListener,
     routes: tonic::service::Routes,
     tls: Option<tokio_rustls::TlsAcceptor>,
+    access: ConsoleAccess,
 ) -> Result<(), ConsoleError> {
     let gateway = Gateway::new(routes)?;
     let app = Router::new()
@@ -41,8 +48,17 @@ pub async fn serve(
         .route("/api/{service}/{method}", post(api))
         .fallback(not_found)
         .layer(axum::extract::DefaultBodyLimit::max(MAX_BODY_BYTES))
-        .layer(axum::middleware::map_response(secure_headers))
-        .with_state(gateway);
+        .with_state(Console { gateway, access: access.clone() })
+        .layer(axum::middleware::from_fn(move |request: Request, next: Next| {
+            let checked = access.check_host(request.headers());
+            async move {
+                match checked {
+                    Ok(()) => next.run(request).await,
+                    Err(error) => error.into_response(),
+                }
+            }
+        }))
+        .layer(axum::middleware::map_response(secure_headers));
     let served = match tls {
         Some(acceptor) => axum::serve(tls::TlsListener::new(listener, acceptor), app).await,
         None => axum::serve(listener, app).await,
@@ -50,9 +66,16 @@ pub async fn serve(
     served.map_err(|error| ConsoleError::Serve(error.to_string()))
 }
 
+/// What the console's handlers share.
+#[derive(Clone)]
+struct Console {
+    gateway: Gateway,
+    access: ConsoleAccess,
+}
+
 /// `POST /api/<service>/<method>`: the method called with the JSON body.
 async fn api(
-    State(gateway): State<Gateway>,
+    State(Console { gateway, access }): State<Console>,
     Path((service, method)): Path<(String, String)>,
     headers: HeaderMap,
     body: Bytes,
@@ -63,6 +86,9 @@ async fn api(
         .is_some_and(|value| value.split(';').next().is_some_and(|kind| kind.trim() == "application/json"));
     if !json {
         return ConsoleError::NotJson.into_response();
+    }
+    if let Err(error) = access.check_write(&service, &method) {
+        return error.into_response();
     }
     match gateway.call(&service, &method, &headers, &body).await {
         Ok(response) => response,

@@ -13,6 +13,9 @@ use serde_json::{Value, json};
 use tonic::{Code, Request};
 
 const CONFIG: &str = r#"
+[console]
+allow_unauthenticated_writes = true
+
 [processors.no-secrets]
 kind = "content-filter"
 blocked_words = ["secret"]
@@ -149,6 +152,50 @@ async fn bad_calls_name_the_problem() {
     assert_eq!(fetched.status(), 405);
 }
 
+/// A request naming another `Host` — a page whose name was rebound to this address — is refused,
+/// page and API alike, while IP addresses, `localhost` and `[console] hosts` are answered; and a
+/// console on a server without keys only reads unless it opts in to writes.
+#[tokio::test]
+async fn the_console_answers_only_its_own_names_and_only_reads_without_keys() {
+    let config =
+        "[console]\nhosts = [\"console.example\"]\n\n[[agents]]\nid = \"echo\"\nmodel = \"mock/echo\"\n";
+    let server = TestServer::start(config).await;
+    let call = |host: &str, method: &str, body: &str| {
+        let request = reqwest::Client::new()
+            .post(format!("http://{}/api/agentwire.v1.{method}", server.console_addr))
+            .header("host", host)
+            .header("content-type", "application/json")
+            .body(body.to_owned())
+            .send();
+        async move {
+            let response = request.await.expect("the console answers");
+            (response.status().as_u16(), response.text().await.unwrap())
+        }
+    };
+    let port = server.console_addr.port();
+    let (status, body) =
+        call("attacker.example", "MemoryService/DeleteResource", r#"{"resource_id": "a"}"#).await;
+    assert_eq!(status, 403, "{body}");
+    assert!(body.contains("attacker.example") && body.contains("[console] hosts"), "{body}");
+    let page = reqwest::Client::new()
+        .get(format!("http://{}/", server.console_addr))
+        .header("host", format!("attacker.example:{port}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(page.status(), 403, "the page too");
+    for host in [format!("127.0.0.1:{port}"), format!("localhost:{port}"), "console.example".to_owned()] {
+        let (status, body) = call(&host, "AgentService/ListAgents", "{}").await;
+        assert_eq!(status, 200, "{host}: {body}");
+    }
+    let (status, body) =
+        call("localhost", "AgentService/Generate", r#"{"agent_id": "echo", "text": "hi"}"#).await;
+    assert_eq!(status, 403, "{body}");
+    assert!(body.contains("allow_unauthenticated_writes"), "{body}");
+    let (status, body) = call("localhost", "MemoryService/DeleteResource", r#"{"resource_id": "a"}"#).await;
+    assert_eq!(status, 403, "{body}");
+}
+
 /// The console takes the server's keys and their scopes: none is refused, a tenant key may not
 /// see the pool nor another resource's runs, an admin key sees everything.
 #[tokio::test]
@@ -272,7 +319,12 @@ async fn the_console_serves_https_with_the_servers_certificate() {
             .expect("the certificate loads");
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
-    let console = tokio::spawn(agentwire::console::serve(listener, services.routes(), Some(acceptor)));
+    let console = tokio::spawn(agentwire::console::serve(
+        listener,
+        services.routes(),
+        Some(acceptor),
+        agentwire::console::ConsoleAccess::from_config(&config.console, true),
+    ));
     let ca = reqwest::Certificate::from_pem(&std::fs::read(dir.path().join("ca.pem")).unwrap()).unwrap();
     let client = reqwest::Client::builder().add_root_certificate(ca).build().unwrap();
     let response = client

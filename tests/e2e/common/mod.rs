@@ -17,6 +17,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use agentwire::config::Config;
+use agentwire::console::ConsoleAccess;
 use agentwire::processor::{Processor, ProcessorRegistry};
 use agentwire::runtime::{Components, Runtime};
 use agentwire::server::pb::agent_service_client::AgentServiceClient;
@@ -110,10 +111,16 @@ impl TestServerBuilder {
         // Bind first: the socket accepts connections before the server polls, so no sleep is needed.
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let addr = listener.local_addr().expect("local addr");
+        let console_access = ConsoleAccess::from_config(&config.console, options.auth.is_open());
         let services = Services::new(runtime, options);
         let console_listener = TcpListener::bind("127.0.0.1:0").await.expect("bind console");
         let console_addr = console_listener.local_addr().expect("console addr");
-        let console = tokio::spawn(agentwire::console::serve(console_listener, services.routes(), None));
+        let console = tokio::spawn(agentwire::console::serve(
+            console_listener,
+            services.routes(),
+            None,
+            console_access,
+        ));
         let (shutdown_tx, shutdown_rx) = oneshot::channel::<()>();
         let task = tokio::spawn(async move {
             let shutdown = async {
@@ -317,6 +324,16 @@ where
         assert!(Instant::now() < deadline, "timed out waiting for {what}");
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
+}
+
+/// The server's `/metrics` page, as text.
+pub async fn scrape_metrics(server: &TestServer) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut connection = tokio::net::TcpStream::connect(server.metrics_addr).await.expect("metrics answer");
+    connection.write_all(b"GET /metrics HTTP/1.1\r\nhost: test\r\nconnection: close\r\n\r\n").await.unwrap();
+    let mut response = String::new();
+    connection.read_to_string(&mut response).await.unwrap();
+    response
 }
 
 /// Waits until `condition` holds, failing after a generous deadline (never a fixed sleep).
