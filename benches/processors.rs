@@ -99,7 +99,7 @@ async fn main() {
 fn hook_histogram(rounds: usize, per_round: usize) {
     let metrics = agentwire::telemetry::metrics::Metrics::default();
     let labels = [("processor", "pass-through"), ("hook", "processOutputStream")];
-    let name = "agentwire_hook_duration_seconds";
+    let name = &agentwire::telemetry::metrics::HOOK_DURATION;
     let time = |observe: &dyn Fn(Duration)| {
         let mut samples: Vec<Duration> = (0..rounds)
             .map(|_| {

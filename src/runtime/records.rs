@@ -97,7 +97,7 @@ impl RecordWriter {
         if pending.records.len() >= QUEUE {
             drop(pending);
             crate::telemetry::metrics::global().count(
-                "agentwire_run_records_dropped_total",
+                &crate::telemetry::metrics::RUN_RECORDS_DROPPED,
                 &[("cause", "queue full")],
                 1,
             );
@@ -152,7 +152,7 @@ async fn write_records(store: Arc<dyn Store>, config: RecordsConfig, queue: Arc<
             if let Err(error) = store.save_run_records(records).await {
                 tracing::warn!(%error, records = count, "run records were not saved");
                 crate::telemetry::metrics::global().count(
-                    "agentwire_run_records_dropped_total",
+                    &crate::telemetry::metrics::RUN_RECORDS_DROPPED,
                     &[("cause", "store")],
                     count,
                 );

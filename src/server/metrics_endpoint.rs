@@ -8,7 +8,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
 use crate::runtime::Runtime;
-use crate::telemetry::metrics::Gauge;
+use crate::telemetry::metrics::{self, Gauge};
 
 /// The most of a request the endpoint reads.
 const MAX_REQUEST_BYTES: usize = 8192;
@@ -53,30 +53,30 @@ fn scrape(runtime: &Runtime) -> String {
     let mut gauges: Vec<Gauge> = instances
         .into_iter()
         .map(|(processor, count)| Gauge {
-            name: "agentwire_remote_instances",
+            metric: &metrics::REMOTE_INSTANCES,
             labels: vec![("processor", processor)],
             value: count as f64,
         })
         .collect();
     if let Some(store) = runtime.store() {
         if let Some(bytes) = store.size_bytes() {
-            gauges.push(Gauge { name: "agentwire_store_bytes", labels: Vec::new(), value: bytes as f64 });
+            gauges.push(Gauge { metric: &metrics::STORE_BYTES, labels: Vec::new(), value: bytes as f64 });
         }
         if let Some(writability) = store.writability() {
             let now = writability.borrow().clone();
             gauges.push(Gauge {
-                name: "agentwire_store_writable",
+                metric: &metrics::STORE_WRITABLE,
                 labels: vec![("state", now.name().to_owned())],
                 value: if now.check().is_ok() { 1.0 } else { 0.0 },
             });
         }
         if let Some(bytes) = store.free_bytes() {
             gauges.push(Gauge {
-                name: "agentwire_store_free_bytes",
+                metric: &metrics::STORE_FREE_BYTES,
                 labels: Vec::new(),
                 value: bytes as f64,
             });
         }
     }
-    crate::telemetry::metrics::global().render(&gauges, crate::telemetry::metrics::replica())
+    metrics::global().render(&gauges, metrics::replica())
 }

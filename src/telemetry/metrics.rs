@@ -12,36 +12,100 @@ use std::sync::{Arc, LazyLock, Mutex};
 const BUCKETS: [f64; 16] =
     [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0];
 
-/// What each metric is, for `# HELP` and `# TYPE`.
-const DESCRIPTIONS: &[(&str, &str, &str)] = &[
-    (
-        "agentwire_runs_total",
-        "counter",
-        "Runs concluded, by agent and outcome (finished, tripwire, error, cancelled).",
-    ),
-    ("agentwire_tripwires_total", "counter", "Tripwires, by the processor that aborted."),
-    ("agentwire_hook_duration_seconds", "histogram", "Hook calls, by processor and hook."),
-    (
-        "agentwire_model_duration_seconds",
-        "histogram",
-        "Model calls, from request to the end of the stream, by model.",
-    ),
-    ("agentwire_model_tokens_total", "counter", "Model tokens, by model and direction (input, output)."),
-    ("agentwire_remote_instances", "gauge", "Connected remote processor instances, by processor."),
-    ("agentwire_store_bytes", "gauge", "Bytes the store takes on disk."),
-    (
-        "agentwire_store_writable",
-        "gauge",
-        "1 while the store takes writes, else 0; `state` says why not (disk_low, failed).",
-    ),
-    ("agentwire_store_free_bytes", "gauge", "Free bytes on the disk under the store."),
-];
+/// What a metric is: its name, kind and help. Every series is recorded through one, and carries
+/// it into the registry, so whatever is recorded is exported with its `# HELP` and `# TYPE`.
+#[derive(Debug)]
+pub struct Metric {
+    /// The name, `agentwire_…`.
+    pub name: &'static str,
+    kind: &'static str,
+    help: &'static str,
+}
+
+/// A counter's definition.
+#[derive(Debug)]
+pub struct Counter(Metric);
+
+/// A latency histogram's definition (seconds, [`BUCKETS`]).
+#[derive(Debug)]
+pub struct Latency(Metric);
+
+/// A gauge's definition: its value is read at scrape time ([`Gauge`]).
+#[derive(Debug)]
+pub struct GaugeMetric(Metric);
+
+impl Counter {
+    const fn new(name: &'static str, help: &'static str) -> Counter {
+        Counter(Metric { name, kind: "counter", help })
+    }
+}
+
+impl Latency {
+    const fn new(name: &'static str, help: &'static str) -> Latency {
+        Latency(Metric { name, kind: "histogram", help })
+    }
+}
+
+impl GaugeMetric {
+    const fn new(name: &'static str, help: &'static str) -> GaugeMetric {
+        GaugeMetric(Metric { name, kind: "gauge", help })
+    }
+}
+
+/// Runs concluded.
+pub static RUNS: Counter = Counter::new(
+    "agentwire_runs_total",
+    "Runs concluded, by agent and outcome (finished, tripwire, error, cancelled).",
+);
+/// Tripwires.
+pub static TRIPWIRES: Counter =
+    Counter::new("agentwire_tripwires_total", "Tripwires, by the processor that aborted.");
+/// Hook calls' latency.
+pub static HOOK_DURATION: Latency =
+    Latency::new("agentwire_hook_duration_seconds", "Hook calls, by processor and hook.");
+/// Model calls' latency.
+pub static MODEL_DURATION: Latency = Latency::new(
+    "agentwire_model_duration_seconds",
+    "Model calls, from request to the end of the stream, by model.",
+);
+/// Model tokens.
+pub static MODEL_TOKENS: Counter =
+    Counter::new("agentwire_model_tokens_total", "Model tokens, by model and direction (input, output).");
+/// Streaming clients cut off for reading too slowly.
+pub static SLOW_CLIENTS: Counter = Counter::new(
+    "agentwire_slow_clients_total",
+    "Streaming clients cut off for leaving no room for a chunk within slow_client_ms, or for holding more unsent chunks than a stream may.",
+);
+/// Run records never stored.
+pub static RUN_RECORDS_DROPPED: Counter = Counter::new(
+    "agentwire_run_records_dropped_total",
+    "Run records not stored, by cause (queue full, store).",
+);
+/// Runs refused for want of a slot.
+pub static RUNS_REFUSED: Counter = Counter::new(
+    "agentwire_runs_refused_total",
+    "Runs refused before they started, by limit (max_concurrent_runs, max_concurrent_runs_per_key).",
+);
+/// Connected remote instances.
+pub static REMOTE_INSTANCES: GaugeMetric =
+    GaugeMetric::new("agentwire_remote_instances", "Connected remote processor instances, by processor.");
+/// The store's size.
+pub static STORE_BYTES: GaugeMetric =
+    GaugeMetric::new("agentwire_store_bytes", "Bytes the store takes on disk.");
+/// Whether the store takes writes.
+pub static STORE_WRITABLE: GaugeMetric = GaugeMetric::new(
+    "agentwire_store_writable",
+    "1 while the store takes writes, else 0; `state` says why not (disk_low, failed).",
+);
+/// Free disk under the store.
+pub static STORE_FREE_BYTES: GaugeMetric =
+    GaugeMetric::new("agentwire_store_free_bytes", "Free bytes on the disk under the store.");
 
 /// A value read at scrape time.
 #[derive(Debug, Clone)]
 pub struct Gauge {
     /// The metric.
-    pub name: &'static str,
+    pub metric: &'static GaugeMetric,
     /// Its labels.
     pub labels: Vec<(&'static str, String)>,
     /// Its value now.
@@ -91,11 +155,14 @@ impl Histogram {
     }
 }
 
+/// One metric's definition and its series by rendered label set.
+type Recorded = (&'static Metric, BTreeMap<String, Series>);
+
 /// The registry.
 #[derive(Debug, Default)]
 pub struct Metrics {
-    /// By metric name, then by rendered label set.
-    series: Mutex<BTreeMap<&'static str, BTreeMap<String, Series>>>,
+    /// By metric name: its definition, and its series by rendered label set.
+    series: Mutex<BTreeMap<&'static str, Recorded>>,
 }
 
 static GLOBAL: LazyLock<Metrics> = LazyLock::new(Metrics::default);
@@ -167,10 +234,10 @@ thread_local! {
 }
 
 impl Metrics {
-    /// Calls `record` with the series `name` `labels`, made with `new` if it is not there yet.
+    /// Calls `record` with the series `metric` `labels`, made with `new` if it is not there yet.
     fn with_series(
         &self,
-        name: &'static str,
+        metric: &'static Metric,
         labels: &[(&str, &str)],
         new: fn() -> Series,
         record: impl FnOnce(&mut Series),
@@ -179,7 +246,7 @@ impl Metrics {
             key.clear();
             write_label_set(key, labels);
             let mut series = self.series.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-            let by_labels = series.entry(name).or_default();
+            let (_, by_labels) = series.entry(metric.name).or_insert_with(|| (metric, BTreeMap::new()));
             match by_labels.get_mut(key.as_str()) {
                 Some(found) => record(found),
                 None => record(by_labels.entry(key.clone()).or_insert_with(new)),
@@ -188,9 +255,9 @@ impl Metrics {
     }
 
     /// Adds `by` to a counter.
-    pub fn count(&self, name: &'static str, labels: &[(&str, &str)], by: u64) {
+    pub fn count(&self, counter: &'static Counter, labels: &[(&str, &str)], by: u64) {
         self.with_series(
-            name,
+            &counter.0,
             labels,
             || Series::Counter(0),
             |series| {
@@ -202,34 +269,37 @@ impl Metrics {
     }
 
     /// Records one observation in a histogram.
-    pub fn observe(&self, name: &'static str, labels: &[(&str, &str)], elapsed: std::time::Duration) {
-        self.histogram(name, labels).observe(elapsed);
+    pub fn observe(&self, latency: &'static Latency, labels: &[(&str, &str)], elapsed: std::time::Duration) {
+        self.histogram(latency, labels).observe(elapsed);
     }
 
-    /// The histogram `name` `labels`, made if it is not there yet, to record into without
+    /// The histogram `latency` `labels`, made if it is not there yet, to record into without
     /// looking it up again.
-    pub fn histogram(&self, name: &'static str, labels: &[(&str, &str)]) -> Arc<Histogram> {
+    pub fn histogram(&self, latency: &'static Latency, labels: &[(&str, &str)]) -> Arc<Histogram> {
         let new = || Series::Histogram(Arc::default());
         let mut found = None;
-        self.with_series(name, labels, new, |series| {
+        self.with_series(&latency.0, labels, new, |series| {
             if let Series::Histogram(histogram) = series {
                 found = Some(Arc::clone(histogram));
             }
         });
-        // A name registered as a counter gets a histogram no scrape shows.
+        // Series of one name are all of its one kind: a histogram is always found.
         found.unwrap_or_default()
     }
 
-    /// Everything, in the Prometheus text format, with `gauges` (name, labels, value) read now;
+    /// Every metric recorded, and `gauges` read now, in the Prometheus text format, by name;
     /// every series labelled `replica` when there is one.
     pub fn render(&self, gauges: &[Gauge], replica: Option<&str>) -> String {
         let series = self.series.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).clone();
         let replica = replica.map(|replica| label_set(&[("replica", replica)])).unwrap_or_default();
         let replica = replica.trim_start_matches('{').trim_end_matches('}');
+        let mut metrics: BTreeMap<&str, &Metric> =
+            series.iter().map(|(name, (metric, _))| (*name, *metric)).collect();
+        metrics.extend(gauges.iter().map(|gauge| (gauge.metric.0.name, &gauge.metric.0)));
         let mut out = String::new();
-        for (name, kind, help) in DESCRIPTIONS {
-            let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
-            for (labels, value) in series.get(name).into_iter().flatten() {
+        for (name, metric) in metrics {
+            let _ = writeln!(out, "# HELP {name} {}\n# TYPE {name} {}", metric.help, metric.kind);
+            for (labels, value) in series.get(name).into_iter().flat_map(|(_, series)| series) {
                 let labels = &with_replica(replica, labels);
                 match value {
                     Series::Counter(value) => {
@@ -253,16 +323,10 @@ impl Metrics {
                     }
                 }
             }
-            for gauge in gauges.iter().filter(|gauge| gauge.name == *name) {
+            for gauge in gauges.iter().filter(|gauge| gauge.metric.0.name == name) {
                 let labels: Vec<(&str, &str)> =
                     gauge.labels.iter().map(|(label, value)| (*label, value.as_str())).collect();
-                let _ = writeln!(
-                    out,
-                    "{}{} {}",
-                    gauge.name,
-                    with_replica(replica, &label_set(&labels)),
-                    gauge.value
-                );
+                let _ = writeln!(out, "{name}{} {}", with_replica(replica, &label_set(&labels)), gauge.value);
             }
         }
         out
@@ -277,14 +341,13 @@ mod tests {
     #[test]
     fn counters_and_histograms_render_in_the_text_format() {
         let metrics = Metrics::default();
-        metrics.count("agentwire_runs_total", &[("agent", "echo"), ("outcome", "finished")], 2);
+        metrics.count(&RUNS, &[("agent", "echo"), ("outcome", "finished")], 2);
         metrics.observe(
-            "agentwire_hook_duration_seconds",
+            &HOOK_DURATION,
             &[("processor", "p\"1"), ("hook", "processInput")],
             std::time::Duration::from_millis(3),
         );
-        let text = metrics
-            .render(&[Gauge { name: "agentwire_store_bytes", labels: Vec::new(), value: 4096.0 }], None);
+        let text = metrics.render(&[Gauge { metric: &STORE_BYTES, labels: Vec::new(), value: 4096.0 }], None);
         assert!(text.contains("agentwire_runs_total{agent=\"echo\",outcome=\"finished\"} 2"), "{text}");
         assert!(text.contains("agentwire_hook_duration_seconds_bucket{processor=\"p\\\"1\",hook=\"processInput\",le=\"0.005\"} 1"), "{text}");
         assert!(text.contains("agentwire_hook_duration_seconds_bucket{processor=\"p\\\"1\",hook=\"processInput\",le=\"0.0025\"} 0"), "{text}");
@@ -303,10 +366,10 @@ mod tests {
     fn a_resolved_histogram_records_into_its_series() {
         let metrics = Metrics::default();
         let labels = [("processor", "p"), ("hook", "processOutputStream")];
-        let resolved = metrics.histogram("agentwire_hook_duration_seconds", &labels);
+        let resolved = metrics.histogram(&HOOK_DURATION, &labels);
         resolved.observe(std::time::Duration::from_micros(200));
         resolved.observe(std::time::Duration::from_secs(20));
-        metrics.observe("agentwire_hook_duration_seconds", &labels, std::time::Duration::from_micros(100));
+        metrics.observe(&HOOK_DURATION, &labels, std::time::Duration::from_micros(100));
         let text = metrics.render(&[], None);
         let line = |le: &str| {
             format!(
@@ -325,13 +388,36 @@ mod tests {
         );
     }
 
+    /// Whatever is recorded is exported with its help and type — the counters once missing from
+    /// the scrape (slow clients, dropped run records) among them.
+    #[test]
+    fn every_recorded_metric_is_exported() {
+        let metrics = Metrics::default();
+        for counter in [&SLOW_CLIENTS, &RUN_RECORDS_DROPPED, &RUNS_REFUSED, &MODEL_TOKENS, &TRIPWIRES] {
+            metrics.count(counter, &[], 1);
+        }
+        metrics.observe(&MODEL_DURATION, &[], std::time::Duration::from_millis(1));
+        let text = metrics.render(&[], None);
+        for name in [
+            "agentwire_slow_clients_total",
+            "agentwire_run_records_dropped_total",
+            "agentwire_runs_refused_total",
+            "agentwire_model_tokens_total",
+            "agentwire_tripwires_total",
+        ] {
+            assert!(text.contains(&format!("# TYPE {name} counter\n")), "{name}: {text}");
+            assert!(text.contains(&format!("\n{name} 1\n")), "{name}: {text}");
+        }
+        assert!(text.contains("# TYPE agentwire_model_duration_seconds histogram\n"), "{text}");
+    }
+
     /// With a replica name, every series — counters, histogram lines, gauges — carries it first.
     #[test]
     fn every_series_carries_the_replica() {
         let metrics = Metrics::default();
-        metrics.count("agentwire_runs_total", &[("agent", "echo")], 1);
-        metrics.observe("agentwire_hook_duration_seconds", &[], std::time::Duration::from_millis(1));
-        let gauges = [Gauge { name: "agentwire_store_bytes", labels: Vec::new(), value: 1.0 }];
+        metrics.count(&RUNS, &[("agent", "echo")], 1);
+        metrics.observe(&HOOK_DURATION, &[], std::time::Duration::from_millis(1));
+        let gauges = [Gauge { metric: &STORE_BYTES, labels: Vec::new(), value: 1.0 }];
         let text = metrics.render(&gauges, Some("pod-\"a\""));
         assert!(text.contains("agentwire_runs_total{replica=\"pod-\\\"a\\\"\",agent=\"echo\"} 1"), "{text}");
         assert!(

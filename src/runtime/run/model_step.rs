@@ -141,14 +141,14 @@ impl Run {
         self.recorder.model(&step.model, step_number, call_started, first_token, usage, from_cache, None);
         if !from_cache {
             let (metrics, model) = (crate::telemetry::metrics::global(), [("model", step.model.as_str())]);
-            metrics.observe("agentwire_model_duration_seconds", &model, model_started.elapsed());
+            metrics.observe(&crate::telemetry::metrics::MODEL_DURATION, &model, model_started.elapsed());
             let usage = answer.result.usage;
             call_span.record("gen_ai.usage.input_tokens", usage.input_tokens);
             call_span.record("gen_ai.usage.output_tokens", usage.output_tokens);
             drop(call_span);
             for (direction, tokens) in [("input", usage.input_tokens), ("output", usage.output_tokens)] {
                 let labels = [("model", step.model.as_str()), ("direction", direction)];
-                metrics.count("agentwire_model_tokens_total", &labels, tokens);
+                metrics.count(&crate::telemetry::metrics::MODEL_TOKENS, &labels, tokens);
             }
         }
         raw_chunks.keep(|| Chunk::StepFinish {

@@ -54,7 +54,7 @@ impl Recording {
             Some((_, _, histogram)) => histogram,
             None => {
                 let labels = [("processor", processor_id), ("hook", hook.name())];
-                let histogram = metrics::global().histogram("agentwire_hook_duration_seconds", &labels);
+                let histogram = metrics::global().histogram(&metrics::HOOK_DURATION, &labels);
                 self.hook_series.push((processor_id.to_owned(), hook, histogram));
                 &self.hook_series[self.hook_series.len() - 1].2
             }
