@@ -63,6 +63,9 @@ pub fn config(fake_provider: Option<&str>) -> String {
 /// URL in the environment variable `[storage.postgres] url_env` names by default).
 pub(super) fn config_on(fake_provider: Option<&str>, postgres: Option<&PgOptions>) -> String {
     let mut config = agents();
+    // The bench is one client on one connection (per replica), driving up to 512 runs at once:
+    // no share of the slots per caller.
+    config.push_str("\n[limits]\nmax_concurrent_runs_per_caller = 0\n");
     config.push_str(&storage(postgres));
     if let Some(base_url) = fake_provider {
         config.push_str(&gateway_agents(base_url));

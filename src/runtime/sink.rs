@@ -4,6 +4,7 @@
 //! limit is cut off — the run stops as if the client had gone (nothing saved unless it
 //! finished), and the client's stream ends with a status saying why ([`ChunkSink::cut_off`]).
 
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::sync::mpsc;
@@ -22,6 +23,18 @@ pub struct ChunkSink {
     sender: Option<mpsc::Sender<Chunk>>,
     slow_client: Duration,
     cut_off: CancellationToken,
+    /// What the run holds while it runs (its slot), let go once it concludes — before its last
+    /// chunk waits for a client that may not read.
+    held: Arc<Mutex<Option<Held>>>,
+}
+
+/// A value a run holds while it runs.
+struct Held(#[allow(dead_code)] Box<dyn Send>);
+
+impl std::fmt::Debug for Held {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str("Held")
+    }
 }
 
 impl ChunkSink {
@@ -33,12 +46,34 @@ impl ChunkSink {
     /// Streams chunks into `sender`; the run stops when its receiver is dropped, or when the
     /// receiver leaves no room for a chunk for `slow_client`.
     pub fn channel(sender: mpsc::Sender<Chunk>, slow_client: Duration) -> ChunkSink {
-        ChunkSink { sender: Some(sender), slow_client, cut_off: CancellationToken::new() }
+        ChunkSink {
+            sender: Some(sender),
+            slow_client,
+            cut_off: CancellationToken::new(),
+            held: Arc::default(),
+        }
+    }
+
+    /// Keeps `value` (a run slot) until the run concludes: a stopped run's last chunk, which may
+    /// wait up to the slow-client limit, no longer holds it.
+    pub fn hold_while_running(&self, value: impl Send + 'static) {
+        *self.held.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(Held(Box::new(value)));
+    }
+
+    /// Lets go of what [`ChunkSink::hold_while_running`] kept: the run has concluded.
+    pub(super) fn concluded(&self) {
+        let held = self.held.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).take();
+        drop(held);
     }
 
     /// Drops every chunk (the unary call gets the result instead).
     pub fn discard() -> ChunkSink {
-        ChunkSink { sender: None, slow_client: Duration::MAX, cut_off: CancellationToken::new() }
+        ChunkSink {
+            sender: None,
+            slow_client: Duration::MAX,
+            cut_off: CancellationToken::new(),
+            held: Arc::default(),
+        }
     }
 
     /// Delivers a chunk, waiting at most the slow-client limit when the client reads slowly.
@@ -55,7 +90,7 @@ impl ChunkSink {
                     limit_ms = self.slow_client.as_millis(),
                     "a client left no room for a chunk within slow_client_ms: cut off"
                 );
-                crate::telemetry::metrics::global().count("agentwire_slow_clients_total", &[], 1);
+                crate::telemetry::metrics::global().count(&crate::telemetry::metrics::SLOW_CLIENTS, &[], 1);
                 self.cut_off.cancel();
                 Err(ClientGone)
             }

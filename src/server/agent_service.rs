@@ -12,12 +12,12 @@ use tonic::{Code, Request, Response, Status};
 
 use super::auth::{Access, Auth};
 use super::convert::chunk_to_pb;
-use super::limits::RunSlots;
+use super::limits::{Caller, LimitError, RunSlots, Slot};
 use super::pb;
 use super::status::status;
 use crate::domain::TraceContext;
 use crate::runtime::{Agent, ChunkSink, RunError, RunRequest, Runtime};
-use crate::telemetry::propagation;
+use crate::telemetry::{metrics, propagation};
 
 /// Chunks buffered between a run and a slow client before the run waits.
 const CHUNK_BUFFER: usize = 64;
@@ -44,8 +44,9 @@ impl AgentServiceImpl {
 
     /// The run a request asks for, if its caller may: the agent, and the resource its memory
     /// would use (the thread's id when it names no resource).
-    fn authorized_run(&self, request: Request<pb::RunRequest>) -> Result<RunRequest, Status> {
+    fn authorized_run(&self, request: Request<pb::RunRequest>) -> Result<(RunRequest, Caller), Status> {
         let access = self.auth.access(&request)?;
+        let caller = access.caller(request.remote_addr());
         let trace_context = trace_context_of(request.metadata());
         let mut run = RunRequest::try_from(request.into_inner())?;
         run.trace_context = trace_context;
@@ -56,7 +57,19 @@ impl AgentServiceImpl {
         if !resource.is_empty() {
             access.resource(resource)?;
         }
-        Ok(run)
+        Ok((run, caller))
+    }
+
+    /// A run slot for `caller`; a refusal is counted by the limit that refused it.
+    async fn slot(&self, caller: &Caller) -> Result<Slot, Status> {
+        self.slots.acquire(caller).await.map_err(|error| {
+            let limit = match &error {
+                LimitError::CallerBusy { .. } => "max_concurrent_runs_per_caller",
+                _ => "max_concurrent_runs",
+            };
+            metrics::global().count(&metrics::RUNS_REFUSED, &[("limit", limit)], 1);
+            Status::from(error)
+        })
     }
 }
 
@@ -67,18 +80,18 @@ impl pb::agent_service_server::AgentService for AgentServiceImpl {
     type StreamStream = ChunkStream;
 
     async fn stream(&self, request: Request<pb::RunRequest>) -> Result<Response<ChunkStream>, Status> {
-        let run_request = self.authorized_run(request)?;
-        let slot = self.slots.acquire().await?;
+        let (run_request, caller) = self.authorized_run(request)?;
+        let slot = self.slot(&caller).await?;
         let run = self.runtime.prepare(run_request).await?;
         let run_id: Arc<str> = Arc::from(run.run_id());
         let (sender, receiver) = mpsc::channel(CHUNK_BUFFER);
         let sink = ChunkSink::channel(sender, self.slow_client);
+        sink.hold_while_running(slot);
         let cut_off = sink.cut_off().clone();
         // The run stops by itself when the client drops the stream (the sink closes) or reads
         // too slowly (the sink cuts it off; the stream then ends with a status saying so).
         tokio::spawn(async move {
             run.execute(sink).await;
-            drop(slot);
         });
         // The run's chunks to their end — or, once the client is cut off, the status saying so.
         let chunks = ReceiverStream::new(receiver).map(move |chunk| Ok(chunk_to_pb(&run_id, chunk)));
@@ -94,8 +107,8 @@ impl pb::agent_service_server::AgentService for AgentServiceImpl {
         &self,
         request: Request<pb::RunRequest>,
     ) -> Result<Response<pb::GenerateResponse>, Status> {
-        let run_request = self.authorized_run(request)?;
-        let _slot = self.slots.acquire().await?;
+        let (run_request, caller) = self.authorized_run(request)?;
+        let _slot = self.slot(&caller).await?;
         let run = self.runtime.prepare(run_request).await?;
         // Dropping this future (the client cancelled) drops the run with it.
         let result = run.execute(ChunkSink::discard()).await;

@@ -1,7 +1,9 @@
 //! Limits on what callers may ask: a token bucket per API key (requests per second), and slots
-//! for concurrent runs (a run waits a little for one, then is refused). Each refusal names its
-//! limit and the limit's value.
+//! for concurrent runs (a run waits a little for one, then is refused), of which one caller — an
+//! API key, or without keys a connection — may hold only its share, so that no caller can take
+//! every slot from the others. Each refusal names its limit and the limit's value.
 
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -21,6 +23,16 @@ pub enum LimitError {
         rate: f64,
         /// Its burst.
         burst: u32,
+    },
+    /// The caller already has its share of the slots in flight.
+    #[error("{caller} already has {max} runs in flight ({limit}); wait for one to end")]
+    CallerBusy {
+        /// `API key `name`` or `connection from ADDR`.
+        caller: String,
+        /// Its share.
+        max: usize,
+        /// The setting that gave it.
+        limit: &'static str,
     },
     /// Every run slot stayed taken.
     #[error(
@@ -66,12 +78,76 @@ impl Rate {
     }
 }
 
-/// Slots for runs in flight.
+/// Who holds a run slot, for its share: an API key, or without keys the connection it came on.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(super) enum Caller {
+    /// A key, by name, with its own share if it sets one (`[[auth.keys]] max_concurrent_runs`).
+    Key {
+        /// The key's name.
+        name: String,
+        /// Its own share.
+        share: Option<usize>,
+    },
+    /// A connection without a key, by its peer address (in-process callers, the console, share
+    /// one).
+    Connection(Option<std::net::SocketAddr>),
+}
+
+impl Caller {
+    fn describe(&self) -> String {
+        match self {
+            Caller::Key { name, .. } => format!("API key `{name}`"),
+            Caller::Connection(Some(address)) => format!("the connection from {address}"),
+            Caller::Connection(None) => "the console".to_owned(),
+        }
+    }
+
+    fn bucket(&self) -> String {
+        match self {
+            Caller::Key { name, .. } => format!("key:{name}"),
+            Caller::Connection(address) => format!("connection:{address:?}"),
+        }
+    }
+}
+
+/// Slots for runs in flight, and each caller's share of them.
 #[derive(Debug, Clone, Default)]
 pub(super) struct RunSlots {
     slots: Option<Arc<Semaphore>>,
     max: usize,
     queue_timeout: Duration,
+    /// `[limits] max_concurrent_runs_per_caller` (0: no share).
+    per_caller: usize,
+    /// Runs in flight per caller (only callers with runs in flight are kept).
+    held: Arc<Mutex<HashMap<String, usize>>>,
+}
+
+/// One run counted in its caller's share: the counts, and the caller's place in them.
+#[derive(Debug)]
+struct Share {
+    held: Arc<Mutex<HashMap<String, usize>>>,
+    bucket: String,
+}
+
+/// One run's slot: given back, and its caller's count lowered, when dropped.
+#[derive(Debug)]
+pub(super) struct Slot {
+    _permit: Option<OwnedSemaphorePermit>,
+    share: Option<Share>,
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        if let Some(Share { held, bucket }) = self.share.take() {
+            let mut held = held.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+            if let Some(count) = held.get_mut(&bucket) {
+                *count -= 1;
+                if *count == 0 {
+                    held.remove(&bucket);
+                }
+            }
+        }
+    }
 }
 
 impl RunSlots {
@@ -81,19 +157,47 @@ impl RunSlots {
                 .then(|| Arc::new(Semaphore::new(limits.max_concurrent_runs))),
             max: limits.max_concurrent_runs,
             queue_timeout: Duration::from_millis(limits.queue_timeout_ms),
+            per_caller: limits.max_concurrent_runs_per_caller,
+            held: Arc::default(),
         }
     }
 
-    /// A slot for one run, held until the permit drops (`None` when runs are not limited).
-    pub(super) async fn acquire(&self) -> Result<Option<OwnedSemaphorePermit>, LimitError> {
-        let Some(slots) = &self.slots else { return Ok(None) };
+    /// A slot for one run of `caller`, held until it drops. A caller at its share is refused at
+    /// once (only its own runs could make room); otherwise the run waits up to
+    /// `queue_timeout_ms` for a slot.
+    pub(super) async fn acquire(&self, caller: &Caller) -> Result<Slot, LimitError> {
+        let share = self.take_share(caller)?;
+        let mut slot = Slot { _permit: None, share };
+        let Some(slots) = &self.slots else { return Ok(slot) };
         match tokio::time::timeout(self.queue_timeout, Arc::clone(slots).acquire_owned()).await {
-            Ok(Ok(permit)) => Ok(Some(permit)),
+            Ok(Ok(permit)) => {
+                slot._permit = Some(permit);
+                Ok(slot)
+            }
             _ => Err(LimitError::Busy {
                 max: self.max,
                 waited_ms: u64::try_from(self.queue_timeout.as_millis()).unwrap_or(u64::MAX),
             }),
         }
+    }
+
+    /// Counts one more run of `caller`, unless it is at its share.
+    fn take_share(&self, caller: &Caller) -> Result<Option<Share>, LimitError> {
+        let (share, limit) = match caller {
+            Caller::Key { share: Some(share), .. } => (*share, "[[auth.keys]] max_concurrent_runs"),
+            _ => (self.per_caller, "limits.max_concurrent_runs_per_caller"),
+        };
+        if share == 0 {
+            return Ok(None);
+        }
+        let bucket = caller.bucket();
+        let mut held = self.held.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let count = held.entry(bucket.clone()).or_default();
+        if *count >= share {
+            return Err(LimitError::CallerBusy { caller: caller.describe(), max: share, limit });
+        }
+        *count += 1;
+        Ok(Some(Share { held: Arc::clone(&self.held), bucket }))
     }
 }
 
@@ -112,5 +216,28 @@ mod tests {
         std::thread::sleep(Duration::from_millis(5));
         rate.take("k").expect("refilled");
         assert!(Rate::new(0.0, None).is_err());
+    }
+
+    /// A caller at its share is refused at once while others still get slots; a run that ends
+    /// gives its caller's share back; a key's own share overrides the default.
+    #[tokio::test]
+    async fn a_caller_holds_at_most_its_share() {
+        let limits =
+            LimitsConfig { max_concurrent_runs: 4, max_concurrent_runs_per_caller: 2, ..Default::default() };
+        let slots = RunSlots::new(&limits);
+        let greedy = Caller::Connection(Some("127.0.0.1:5000".parse().unwrap()));
+        let first = slots.acquire(&greedy).await.unwrap();
+        let _second = slots.acquire(&greedy).await.unwrap();
+        let refused = slots.acquire(&greedy).await.unwrap_err();
+        assert!(matches!(refused, LimitError::CallerBusy { max: 2, .. }), "{refused:?}");
+        assert!(refused.to_string().contains("127.0.0.1:5000"), "{refused}");
+        let other = Caller::Connection(Some("127.0.0.1:5001".parse().unwrap()));
+        let _others = slots.acquire(&other).await.unwrap();
+        drop(first);
+        let _again = slots.acquire(&greedy).await.expect("a run that ended gave its share back");
+        let key = Caller::Key { name: "batch".into(), share: Some(1) };
+        let _one = slots.acquire(&key).await.unwrap();
+        let refused = slots.acquire(&key).await.unwrap_err();
+        assert!(refused.to_string().contains("[[auth.keys]] max_concurrent_runs"), "{refused}");
     }
 }

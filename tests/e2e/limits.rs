@@ -56,7 +56,8 @@ async fn runs_beyond_max_concurrent_runs_wait_then_are_refused() {
 
 /// The default `max_concurrent_runs` lets 600 streams run at once: none waits for a slot
 /// (each outlasts the default queue_timeout_ms, so with room for only 256 the rest would be
-/// refused), as a gateway holding 512 provider streams needs.
+/// refused), as a gateway holding 512 provider streams needs — from three connections, each
+/// within the default share of one caller (256).
 #[tokio::test]
 async fn six_hundred_streams_run_at_once_by_default() {
     let server = TestServer::start(
@@ -68,9 +69,9 @@ script = [{ text = "one two three four five six seven eight nine ten eleven twel
 "#,
     )
     .await;
-    let client = server.client().await;
-    let streams = (0..600).map(|_| {
-        let mut client = client.clone();
+    let clients = [server.client().await, server.client().await, server.client().await];
+    let streams = (0..600).map(|index| {
+        let mut client = clients[index % 3].clone();
         async move {
             let mut chunks = client.stream(request("slow", "go")).await?.into_inner();
             let mut deltas = 0;
@@ -83,6 +84,79 @@ script = [{ text = "one two three four five six seven eight nine ten eleven twel
     for outcome in futures::future::join_all(streams).await {
         assert_eq!(outcome.expect("no stream waits for a slot or is refused"), 12);
     }
+}
+
+/// One caller cannot take every slot: a connection at its share
+/// (`max_concurrent_runs_per_caller`) is refused at once, naming it, while another connection's
+/// run is served; a key's own `max_concurrent_runs` holds the same way; each refusal is counted in
+/// `agentwire_runs_refused_total`.
+#[tokio::test]
+async fn one_caller_cannot_take_every_run_slot() {
+    let config = r#"
+[limits]
+max_concurrent_runs = 4
+max_concurrent_runs_per_caller = 2
+
+[[agents]]
+id = "echo"
+model = "mock/echo"
+
+[[agents]]
+id = "slow"
+model = "mock/script"
+script = [{ text = "one two three four five six seven eight nine ten", chunk_delay_ms = 100 }]
+"#;
+    let server = TestServer::start(config).await;
+    let greedy = server.client().await;
+    let mut held = Vec::new();
+    for _ in 0..2 {
+        let mut stream = greedy.clone().stream(request("slow", "go")).await.unwrap().into_inner();
+        stream.message().await.unwrap().expect("the run started");
+        held.push(stream);
+    }
+    let refused = greedy.clone().generate(request("echo", "one more")).await.unwrap_err();
+    assert_eq!(refused.code(), Code::ResourceExhausted, "{refused:?}");
+    assert!(
+        refused.message().contains("already has 2 runs in flight")
+            && refused.message().contains("limits.max_concurrent_runs_per_caller"),
+        "{}",
+        refused.message()
+    );
+    assert_eq!(server.generate(request("echo", "mine")).await.text, "echo: mine", "another connection runs");
+    drop(held);
+    common::eventually_some("the greedy connection's share back", || {
+        let mut greedy = greedy.clone();
+        async move { greedy.generate(request("echo", "again")).await.ok() }
+    })
+    .await;
+
+    let keyed = format!(
+        "{config}\n[[auth.keys]]\nname = \"batch\"\nkey = \"k\"\nresources = [\"*\"]\nmax_concurrent_runs = 1\n"
+    );
+    let server = TestServer::start(&keyed).await;
+    let with_key = |text: &str| {
+        let mut request = Request::new(request("slow", text));
+        request.metadata_mut().insert("authorization", "Bearer k".parse().unwrap());
+        request
+    };
+    let mut first = server.client().await.stream(with_key("go")).await.unwrap().into_inner();
+    first.message().await.unwrap().expect("the run started");
+    let refused = server.client().await.stream(with_key("more")).await.unwrap_err();
+    assert!(
+        refused
+            .message()
+            .contains("API key `batch` already has 1 runs in flight ([[auth.keys]] max_concurrent_runs)"),
+        "{}",
+        refused.message()
+    );
+    let scraped = common::scrape_metrics(&server).await;
+    let line = scraped
+        .lines()
+        .find(|line| {
+            line.starts_with("agentwire_runs_refused_total{limit=\"max_concurrent_runs_per_caller\"}")
+        })
+        .unwrap_or_else(|| panic!("no refusal counted in\n{scraped}"));
+    assert!(line.rsplit(' ').next().unwrap().parse::<f64>().unwrap() >= 2.0, "{line}");
 }
 
 /// A run longer than max_run_ms ends with an error chunk and saves nothing.

@@ -73,6 +73,38 @@ async fn clients_that_stop_reading_are_cut_off_and_free_their_slots() {
     }
 }
 
+/// A run that `max_run_ms` ends gives its slot back at once, though its client does not read
+/// and its last chunk waits (up to `slow_client_ms`, here a minute) for room: the next run gets
+/// the only slot well within its queue timeout.
+#[tokio::test]
+async fn a_run_max_run_ms_ends_frees_its_slot_though_its_last_chunk_is_unsent() {
+    let words = "word ".repeat(200_000);
+    let config = format!(
+        r#"
+[limits]
+max_concurrent_runs = 1
+queue_timeout_ms = 5000
+slow_client_ms = 60000
+max_run_ms = 300
+
+[[agents]]
+id = "talker"
+model = "mock/script"
+script = [{{ text = "{words}" }}]
+
+[[agents]]
+id = "echo"
+model = "mock/echo"
+"#
+    );
+    let server = TestServer::start(&config).await;
+    let mut stalled_client = server.client().await;
+    let _stalled = stalled_client.stream(request("talker", "talk")).await.unwrap();
+    // With the slot held until the last chunk went, this run would wait out its queue timeout.
+    let answer = server.client().await.generate(request("echo", "my turn")).await;
+    assert_eq!(answer.expect("the slot came back").into_inner().text, "echo: my turn");
+}
+
 /// SIGTERM ends the real binary although idle TCP connections never spoke HTTP/2 and a stream
 /// is never read: after the drain, connections are closed.
 #[tokio::test]

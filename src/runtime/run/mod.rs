@@ -403,6 +403,9 @@ impl Run {
 
     /// Sends the terminal chunk of a stopped run and assembles the result.
     async fn conclude(mut self, outcome: Result<Completed, RunStop>) -> RunResult {
+        // The run is over: its slot goes back now, not once a client that may not read takes
+        // its last chunk.
+        self.sink.concluded();
         let mut result = RunResult {
             run_id: self.info.run_id.clone(),
             text: String::new(),
@@ -421,7 +424,11 @@ impl Run {
         let ended_so = match &outcome {
             Ok(_) => RunOutcome::Finished,
             Err(RunStop::Tripwire(tripwire)) => {
-                metrics.count("agentwire_tripwires_total", &[("processor", &tripwire.processor_id)], 1);
+                metrics.count(
+                    &crate::telemetry::metrics::TRIPWIRES,
+                    &[("processor", &tripwire.processor_id)],
+                    1,
+                );
                 RunOutcome::Tripwire
             }
             Err(RunStop::Failed(failure)) => {
@@ -436,7 +443,7 @@ impl Run {
         spans::ended(&self.span, outcome_name);
         tracing::debug!(outcome = outcome_name, steps = result.steps.len(), "run ended");
         metrics.count(
-            "agentwire_runs_total",
+            &crate::telemetry::metrics::RUNS,
             &[("agent", &self.info.agent_id), ("outcome", outcome_name)],
             1,
         );
