@@ -5,7 +5,7 @@
 
 use toml::Spanned;
 
-use super::{AgentConfig, Config, ConfigError, MemoryConfig};
+use super::{AgentConfig, Config, ConfigError, MemoryConfig, StorageBackend};
 use crate::domain::JsonSchema;
 
 impl Config {
@@ -25,6 +25,16 @@ impl Config {
                     "storage.postgres.recall_ef_search must be between 1 and 1000, got {}",
                     postgres.recall_ef_search
                 ),
+            ));
+        }
+        if self.storage.backend == StorageBackend::Sled && self.storage.min_free_mb == 0 {
+            return Err(self.invalid_at(
+                0,
+                "storage.min_free_mb must be at least 1 with the sled store: sled cannot be trusted to \
+                 run out of space mid-write (a write it half makes can leave a run that never ends and \
+                 a store that does not reopen), so writes must be refused while space is left \
+                 (the default is 128)"
+                    .to_owned(),
             ));
         }
         if self.limits.slow_client_ms == 0 {

@@ -81,6 +81,32 @@ async fn health(channel: tonic::transport::Channel, service: &str) -> ServingSta
     client.check(HealthCheckRequest { service: service.to_owned() }).await.unwrap().into_inner().status()
 }
 
+/// Waits (20 s at most) until `service`'s health reads `wanted`.
+async fn await_health(channel: &tonic::transport::Channel, service: &str, wanted: ServingStatus) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let status = health(channel.clone(), service).await;
+        if status == wanted {
+            return;
+        }
+        assert!(Instant::now() < deadline, "{service}'s health is {status:?}, not {wanted:?}, after 20 s");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Waits (20 s at most) until `/metrics` shows the store in `state` with `value`.
+async fn await_metric(metrics_port: u16, state: &str, value: f64) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let scraped = writable_metric(metrics_port);
+        if scraped == (state.to_owned(), value) {
+            return;
+        }
+        assert!(Instant::now() < deadline, "the store's metric reads {scraped:?}, not ({state}, {value})");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 /// The store's writability in a `/metrics` scrape: its `state` label and its value.
 fn writable_metric(metrics_port: u16) -> (String, f64) {
     use std::io::Read;
@@ -134,9 +160,14 @@ async fn run_until_failure(
     panic!("2000 runs of 2 KB fitted on a full disk");
 }
 
-/// The scenario with the store keeping `min_free_mb` free; `refused_state` is the metric's state
-/// while the disk is full.
-async fn full_disk(min_free_mb: u64, refused_state: &str) {
+/// With a reserve (`[storage] min_free_mb`), a full disk refuses writes before they reach the
+/// database: runs fail naming the store and then get UNAVAILABLE, health says NOT_SERVING for
+/// the services that write and `agentwire_store_writable{state="disk_low"}` 0; reads keep
+/// working and show exactly the finished runs; once space is back, everything recovers without
+/// a restart, and a restart finds every acknowledged run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_disk_refuses_writes_and_they_resume_when_space_is_back() {
+    let min_free_mb = 1;
     let Some(disk) = Tmpfs::mount("24m") else { return };
     let data_dir = disk.mount.join("data");
     std::fs::create_dir(&data_dir).unwrap();
@@ -166,33 +197,24 @@ async fn full_disk(min_free_mb: u64, refused_state: &str) {
     let refused = client.generate(run("while full")).await.expect_err("refused while the disk is full");
     assert_eq!(refused.code(), Code::Unavailable, "{refused:?}");
     assert!(refused.message().contains("store"), "{}", refused.message());
+    // Health follows the store's state on a task of its own: wait for it, never read it once.
     for service in ["agentwire.v1.AgentService", "agentwire.v1.MemoryService"] {
-        assert_eq!(health(channel.clone(), service).await, ServingStatus::NotServing, "{service}");
+        await_health(&channel, service, ServingStatus::NotServing).await;
     }
     assert_eq!(health(channel.clone(), "").await, ServingStatus::Serving, "the server itself is up");
-    assert_eq!(writable_metric(metrics_port), (refused_state.to_owned(), 0.0));
+    await_metric(metrics_port, "disk_low", 0.0).await;
 
     // Exactly the finished runs are visible, whole: a question and its echo each.
     let mut expected: Vec<String> =
         finished.iter().flat_map(|text| [text.clone(), format!("echo: {text}")]).collect();
-    // On a low disk reads work; a failed database refuses them until it reopens, rather than
-    // show what it held but never wrote.
-    match try_stored(channel.clone()).await {
-        Ok(texts) => assert_eq!(texts, expected, "exactly the finished runs are visible"),
-        Err(status) => {
-            assert_eq!(status.code(), Code::Unavailable, "{status:?}");
-            assert_eq!(min_free_mb, 0, "reads work on a low disk: {status:?}");
-        }
-    }
+    // On a low disk reads work.
+    assert_eq!(stored(channel.clone()).await, expected, "exactly the finished runs are visible");
 
     std::fs::remove_file(&filler).unwrap();
-    let back = Instant::now();
-    while health(channel.clone(), "agentwire.v1.AgentService").await != ServingStatus::Serving {
-        assert!(back.elapsed() < Duration::from_secs(20), "health recovers once space is back");
-        tokio::time::sleep(Duration::from_millis(100)).await;
+    for service in ["agentwire.v1.AgentService", "agentwire.v1.MemoryService"] {
+        await_health(&channel, service, ServingStatus::Serving).await;
     }
-    assert_eq!(health(channel.clone(), "agentwire.v1.MemoryService").await, ServingStatus::Serving);
-    assert_eq!(writable_metric(metrics_port), ("writable".to_owned(), 1.0));
+    await_metric(metrics_port, "writable", 1.0).await;
     assert_eq!(stored(channel.clone()).await, expected, "the reopened store holds the finished runs");
     let after = client.generate(run("after space came back")).await.expect("writes resume without a restart");
     assert_eq!(after.into_inner().error, None);
@@ -205,20 +227,19 @@ async fn full_disk(min_free_mb: u64, refused_state: &str) {
     assert_eq!(stored(server.channel().await).await, expected, "what was acknowledged survives a restart");
 }
 
-/// With a reserve (`[storage] min_free_mb`), a full disk refuses writes before they reach the
-/// database: runs fail naming the store and then get UNAVAILABLE, health says NOT_SERVING for
-/// the services that write and `agentwire_store_writable{state="disk_low"}` 0; reads keep
-/// working and show exactly the finished runs; once space is back, everything recovers without
-/// a restart, and a restart finds every acknowledged run.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_full_disk_refuses_writes_and_they_resume_when_space_is_back() {
-    full_disk(1, "disk_low").await;
-}
-
-/// Without a reserve the database itself runs into "No space left on device": it is closed at
-/// once (nothing unsaved is ever read), reported as `failed`, and reopened from disk as soon as
-/// it can write again — no restart, no lost acknowledged run.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_write_the_disk_cannot_take_closes_the_store_until_it_reopens() {
-    full_disk(0, "failed").await;
+/// Without a reserve sled would run into "No space left on device" mid-write, which it does not
+/// survive reliably: the binary refuses `min_free_mb = 0` at start, saying why.
+#[test]
+fn a_store_without_a_reserve_is_refused_at_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("agentwire.toml");
+    std::fs::write(&config, "[storage]\nmin_free_mb = 0\n").unwrap();
+    let output = Command::new(common::binary::BINARY)
+        .args(["serve", "--listen", "127.0.0.1:0", "--config", config.to_str().unwrap(), "--data-dir"])
+        .arg(dir.path().join("data"))
+        .output()
+        .expect("the binary runs");
+    assert!(!output.status.success(), "it must not serve");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("storage.min_free_mb must be at least 1"), "{stderr}");
 }
