@@ -693,8 +693,8 @@ fn replaceable(hook: Hook) -> &'static [&'static str] {
 }
 
 /// Why an outcome is not one `hook` may answer with, if it is not: `drop` belongs to
-/// processOutputStream, `retry_api_call` to processAPIError, and a replacement may set only the
-/// fields its hook takes. Such an answer is a bug in the processor, reported as its failure
+/// processOutputStream, `retry_api_call` to processAPIError, and a replacement must set at least
+/// one field, and only fields its hook takes. Such an answer is a bug in the processor, reported as its failure
 /// (fail closed), never taken for `continue`.
 fn outcome_refusal(hook: Hook, outcome: &Outcome) -> Option<String> {
     match (outcome, hook) {
@@ -703,6 +703,9 @@ fn outcome_refusal(hook: Hook, outcome: &Outcome) -> Option<String> {
         | (Outcome::Continue | Outcome::Abort(_) | Outcome::Failure(_), _) => None,
         (Outcome::Drop, _) => Some("`drop`, which only processOutputStream may".to_owned()),
         (Outcome::RetryApiCall(_), _) => Some("`retry_api_call`, which only processAPIError may".to_owned()),
+        (Outcome::Replace(replacement), _) if replacement.set_fields().is_empty() => {
+            Some("an empty `replace`, which changes nothing (answer `continue` to pass)".to_owned())
+        }
         (Outcome::Replace(replacement), _) => {
             let allowed = replaceable(hook);
             let refused = replacement.set_fields().into_iter().find(|field| !allowed.contains(field))?;

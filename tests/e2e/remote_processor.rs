@@ -367,7 +367,7 @@ async fn a_cancelled_run_cancels_its_call() {
 }
 
 /// An answer its hook does not allow (`drop` or `retry_api_call` from processInput, a
-/// replacement of a field processInput does not take) fails the run at once — fail closed — with
+/// replacement of a field processInput does not take, an empty replacement) fails the run at once — fail closed — with
 /// an error naming the processor, the hook and the answer; nothing is saved.
 #[tokio::test]
 async fn an_answer_the_hook_does_not_allow_fails_the_run() {
@@ -381,6 +381,10 @@ async fn an_answer_the_hook_does_not_allow_fails_the_run() {
         ),
         (pb::hook_result::Outcome::Replace(model), "`replace.model`, which processInput does not take"),
         (pb::hook_result::Outcome::Replace(prompt), "`replace.prompt`, which processInput does not take"),
+        (
+            pb::hook_result::Outcome::Replace(pb::Replacement::default()),
+            "an empty `replace`, which changes nothing",
+        ),
     ];
     for (index, (answer, says)) in answers.into_iter().enumerate() {
         let server = TestServer::start(CONFIG).await;

@@ -280,7 +280,9 @@ def replace(
         for text in [texts] if isinstance(texts, str) else texts:
             replacement.add_tagged_system_messages.add(tag=tag, text=text)
     replacement.clear_system_tags.extend(clear_system_tags or [])
+    # A list given empty is still a replacement (every message dropped): mark it present.
     if response is not None:
+        replacement.response.SetInParent()
         replacement.response.chunks.extend(response)
     if tools is not None:
         for tool in tools:
@@ -293,10 +295,13 @@ def replace(
     if structured_output is not None:
         json_format.ParseDict(structured_output, replacement.structured_output)
     if parts is not None:
+        replacement.parts.SetInParent()
         replacement.parts.chunks.extend(parts)
     if messages is not None:
+        replacement.messages.SetInParent()
         replacement.messages.messages.extend(messages)
     if system_messages is not None:
+        replacement.system_messages.SetInParent()
         replacement.system_messages.values.extend(system_messages)
     if part is not None:
         replacement.part.CopyFrom(part)
@@ -307,6 +312,7 @@ def replace(
     if "tool_choice" in step:
         replacement.tool_choice = step["tool_choice"]
     if "active_tools" in step:
+        replacement.active_tools.SetInParent()
         replacement.active_tools.values.extend(step["active_tools"])
     return processor_pb2.HookResult(replace=replacement)
 
@@ -326,6 +332,20 @@ def retry_api_call(messages: Optional[Iterable[agent_pb2.Message]] = None) -> pr
 
 Handler = Callable[[Call], Optional[processor_pb2.HookResult]]
 
+
+
+class Backoff:
+    """The wait before reconnecting: 0.1 s after a session the server welcomed (a restarted
+    server gets its processors back at once), doubling up to 5 s while sessions keep failing
+    before their welcome."""
+
+    def __init__(self) -> None:
+        self._last = 0.0
+
+    def after(self, welcomed: bool) -> float:
+        """The wait after a session that was welcomed or not, in seconds."""
+        self._last = 0.1 if welcomed or self._last == 0.0 else min(self._last * 2, 5.0)
+        return self._last
 
 class Processor:
     """A remote processor: register handlers with `on`, then `run` (blocking) or `start`."""
@@ -445,7 +465,7 @@ class Processor:
             json_format.ParseDict(call.state, result.state)
         return result
 
-    def _session(self, target: str, server_name: Optional[str]) -> None:
+    def _session(self, target: str, server_name: Optional[str], welcomed: threading.Event) -> None:
         outgoing: "queue.Queue[Optional[processor_pb2.ProcessorMessage]]" = queue.Queue()
         hello = processor_pb2.Hello(
             processor_id=self.processor_id,
@@ -477,6 +497,7 @@ class Processor:
                 for message in responses:
                     kind = message.WhichOneof("message")
                     if kind == "welcome":
+                        welcomed.set()
                         with self._changed:
                             again = target in self._welcomed
                             self._connected.add(target)
@@ -510,11 +531,12 @@ class Processor:
     def _serve_target(self, target: str, server_name: Optional[str], leaving: threading.Event) -> None:
         """One replica's session, reconnected with backoff until it leaves or `stop`. A refusal
         (unknown id, bad version, bad token) stops everything: `run` raises it."""
-        backoff = 0.1
+        backoff = Backoff()
         while not leaving.is_set():
+            welcomed = threading.Event()
             try:
-                self._session(target, server_name)
-                backoff = 0.1
+                self._session(target, server_name, welcomed)
+                wait = backoff.after(welcomed=True)
             except grpc.RpcError as error:
                 code = error.code()
                 if code in _REFUSALS:
@@ -525,9 +547,9 @@ class Processor:
                     return
                 if leaving.is_set():
                     return
-                log.warning("session with %s ended (%s); reconnecting in %.1fs", target, code, backoff)
-            leaving.wait(backoff)
-            backoff = min(backoff * 2, 5.0)
+                wait = backoff.after(welcomed=welcomed.is_set())
+                log.warning("session with %s ended (%s); reconnecting in %.1fs", target, code, wait)
+            leaving.wait(wait)
 
     def _follow(self, targets: Dict[str, Optional[str]]) -> None:
         """Starts a session worker for each new target and ends those of targets gone."""
