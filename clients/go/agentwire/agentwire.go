@@ -583,10 +583,7 @@ func (p *Processor) serve(ctx context.Context, address, serverName string, ready
 			send(&agentwirev1.ProcessorMessage{Message: &agentwirev1.ProcessorMessage_Pong{Pong: &agentwirev1.Pong{Nonce: kind.Ping.GetNonce()}}})
 		case *agentwirev1.ServerMessage_Call:
 			// The handler's ctx ends at the call's deadline, or when the server cancels it.
-			callCtx, cancel := context.WithCancel(ctx)
-			if deadline := kind.Call.GetDeadlineUnixMs(); deadline > 0 {
-				callCtx, cancel = context.WithDeadline(ctx, time.UnixMilli(deadline))
-			}
+			callCtx, cancel := callContext(ctx, kind.Call.GetDeadlineUnixMs())
 			calls.Store(kind.Call.GetCallId(), cancel)
 			go func(call *agentwirev1.HookCall) {
 				defer func() {
@@ -626,6 +623,15 @@ func (p *Processor) serve(ctx context.Context, address, serverName string, ready
 	}
 }
 
+// callContext is a hook call's context: ended at its deadline (milliseconds since the epoch; 0:
+// none) or by its cancel func, which the caller must call once the call is done.
+func callContext(ctx context.Context, deadlineUnixMs int64) (context.Context, context.CancelFunc) {
+	if deadlineUnixMs > 0 {
+		return context.WithDeadline(ctx, time.UnixMilli(deadlineUnixMs))
+	}
+	return context.WithCancel(ctx)
+}
+
 func (p *Processor) answer(ctx context.Context, call *agentwirev1.HookCall) (result *agentwirev1.HookResult) {
 	defer func() {
 		if recovered := recover(); recovered != nil {
@@ -650,18 +656,44 @@ func (p *Processor) Run(ctx context.Context, address string) error {
 
 // runTo is Run to address, whose certificate must name serverName when it is not empty.
 func (p *Processor) runTo(ctx context.Context, address, serverName string) error {
-	backoff := 100 * time.Millisecond
+	var waits backoff
 	for ctx.Err() == nil {
-		err := p.serve(ctx, address, serverName, nil)
+		welcomed := make(chan struct{})
+		err := p.serve(ctx, address, serverName, welcomed)
 		switch status.Code(err) {
 		case codes.NotFound, codes.FailedPrecondition, codes.InvalidArgument, codes.Unauthenticated, codes.PermissionDenied:
 			return err
 		}
+		wait := waits.after(isClosed(welcomed))
 		select {
 		case <-ctx.Done():
-		case <-time.After(backoff):
+		case <-time.After(wait):
 		}
-		backoff = min(backoff*2, 5*time.Second)
 	}
 	return nil
+}
+
+// backoff is the wait before reconnecting: 100 ms after a session the server welcomed (a
+// restarted server gets its processors back at once), doubling up to 5 s while sessions keep
+// failing before their welcome.
+type backoff struct{ last time.Duration }
+
+// after returns the wait after a session that was welcomed or not.
+func (b *backoff) after(welcomed bool) time.Duration {
+	if welcomed || b.last == 0 {
+		b.last = 100 * time.Millisecond
+	} else {
+		b.last = min(b.last*2, 5*time.Second)
+	}
+	return b.last
+}
+
+// isClosed reports whether ch is closed, without waiting.
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
 }

@@ -342,3 +342,16 @@ def test_watch_runs_streams_a_run_as_it_begins_and_ends(server, client):
     assert whole, "a run was seen beginning and ending"
     assert whole[0].run_id in made and whole[0].outcome == "finished"
     assert whole[0].resource_id == "records-watch"
+
+
+def test_backoff_starts_again_after_a_welcomed_session():
+    """The reconnect wait doubles only while sessions fail before their welcome: after a session
+    the server welcomed (a server that restarted) it is back to 0.1 s, never left at 4.56 s."""
+    from agentwire.processor import Backoff
+
+    backoff = Backoff()
+    waits = [backoff.after(welcomed=welcomed) for welcomed in (False, False, False, True, False)]
+    assert waits == [0.1, 0.2, 0.4, 0.1, 0.2]
+    for _ in range(20):
+        backoff.after(welcomed=False)
+    assert backoff.after(welcomed=False) == 5.0
