@@ -1150,9 +1150,13 @@ type RunContent struct {
 	// The chunks the client got, in order; consecutive text deltas of one text joined into one.
 	Chunks []*Chunk `protobuf:"bytes,2,rep,name=chunks,proto3" json:"chunks,omitempty"`
 	// More was seen than a record keeps (1 MiB of text); the rest is left out.
-	Truncated     bool `protobuf:"varint,3,opt,name=truncated,proto3" json:"truncated,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Truncated bool `protobuf:"varint,3,opt,name=truncated,proto3" json:"truncated,omitempty"`
+	// The prompts' system messages (the agent's instructions among them) were left out: the
+	// caller's key may not read this agent's instructions (`[[auth.keys]] instructions`), the
+	// rule GetAgent follows.
+	SystemWithheld bool `protobuf:"varint,4,opt,name=system_withheld,json=systemWithheld,proto3" json:"system_withheld,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *RunContent) Reset() {
@@ -1202,6 +1206,13 @@ func (x *RunContent) GetChunks() []*Chunk {
 func (x *RunContent) GetTruncated() bool {
 	if x != nil {
 		return x.Truncated
+	}
+	return false
+}
+
+func (x *RunContent) GetSystemWithheld() bool {
+	if x != nil {
+		return x.SystemWithheld
 	}
 	return false
 }
@@ -1886,12 +1897,13 @@ const file_agentwire_v1_runs_proto_rawDesc = "" +
 	"\btripwire\x18\v \x01(\v2\x16.agentwire.v1.TripwireR\btripwire\x120\n" +
 	"\x05error\x18\f \x01(\v2\x1a.agentwire.v1.ErrorPayloadR\x05error\x127\n" +
 	"\btimeline\x18\r \x03(\v2\x1b.agentwire.v1.TimelineEntryR\btimeline\x122\n" +
-	"\acontent\x18\x0e \x01(\v2\x18.agentwire.v1.RunContentR\acontent\"\x8d\x01\n" +
+	"\acontent\x18\x0e \x01(\v2\x18.agentwire.v1.RunContentR\acontent\"\xb6\x01\n" +
 	"\n" +
 	"RunContent\x124\n" +
 	"\aprompts\x18\x01 \x03(\v2\x1a.agentwire.v1.PromptRecordR\aprompts\x12+\n" +
 	"\x06chunks\x18\x02 \x03(\v2\x13.agentwire.v1.ChunkR\x06chunks\x12\x1c\n" +
-	"\ttruncated\x18\x03 \x01(\bR\ttruncated\"U\n" +
+	"\ttruncated\x18\x03 \x01(\bR\ttruncated\x12'\n" +
+	"\x0fsystem_withheld\x18\x04 \x01(\bR\x0esystemWithheld\"U\n" +
 	"\fPromptRecord\x12\x12\n" +
 	"\x04step\x18\x01 \x01(\rR\x04step\x121\n" +
 	"\bmessages\x18\x02 \x03(\v2\x15.agentwire.v1.MessageR\bmessages\"\xa2\x02\n" +

@@ -238,14 +238,16 @@ class RunRecord(_message.Message):
     def __init__(self, run_id: _Optional[str] = ..., agent_id: _Optional[str] = ..., thread_id: _Optional[str] = ..., resource_id: _Optional[str] = ..., key_name: _Optional[str] = ..., started_at: _Optional[int] = ..., ended_at: _Optional[int] = ..., outcome: _Optional[str] = ..., finish_reason: _Optional[str] = ..., usage: _Optional[_Union[_agent_pb2.Usage, _Mapping]] = ..., tripwire: _Optional[_Union[_agent_pb2.Tripwire, _Mapping]] = ..., error: _Optional[_Union[_agent_pb2.ErrorPayload, _Mapping]] = ..., timeline: _Optional[_Iterable[_Union[TimelineEntry, _Mapping]]] = ..., content: _Optional[_Union[RunContent, _Mapping]] = ...) -> None: ...
 
 class RunContent(_message.Message):
-    __slots__ = ("prompts", "chunks", "truncated")
+    __slots__ = ("prompts", "chunks", "truncated", "system_withheld")
     PROMPTS_FIELD_NUMBER: _ClassVar[int]
     CHUNKS_FIELD_NUMBER: _ClassVar[int]
     TRUNCATED_FIELD_NUMBER: _ClassVar[int]
+    SYSTEM_WITHHELD_FIELD_NUMBER: _ClassVar[int]
     prompts: _containers.RepeatedCompositeFieldContainer[PromptRecord]
     chunks: _containers.RepeatedCompositeFieldContainer[_agent_pb2.Chunk]
     truncated: bool
-    def __init__(self, prompts: _Optional[_Iterable[_Union[PromptRecord, _Mapping]]] = ..., chunks: _Optional[_Iterable[_Union[_agent_pb2.Chunk, _Mapping]]] = ..., truncated: _Optional[bool] = ...) -> None: ...
+    system_withheld: bool
+    def __init__(self, prompts: _Optional[_Iterable[_Union[PromptRecord, _Mapping]]] = ..., chunks: _Optional[_Iterable[_Union[_agent_pb2.Chunk, _Mapping]]] = ..., truncated: _Optional[bool] = ..., system_withheld: _Optional[bool] = ...) -> None: ...
 
 class PromptRecord(_message.Message):
     __slots__ = ("step", "messages")
