@@ -34,6 +34,11 @@ pub struct RemoteConfig {
     /// Sessions that may be waiting to say `Hello` at once; more are refused at once. Default 64.
     #[serde(default = "default_max_pending_hellos")]
     pub max_pending_hellos: usize,
+    /// A starting server reports `agentwire.v1.AgentService` NOT_SERVING until an instance of
+    /// every remote processor that fails closed has connected, or this long has passed (then it
+    /// serves anyway: runs follow each processor's failure policy). Default 10 s; 0: serve at once.
+    #[serde(default = "default_startup_grace_ms")]
+    pub startup_grace_ms: u64,
 }
 
 impl Default for RemoteConfig {
@@ -43,6 +48,7 @@ impl Default for RemoteConfig {
             drain_timeout_ms: default_drain_timeout_ms(),
             hello_timeout_ms: default_hello_timeout_ms(),
             max_pending_hellos: default_max_pending_hellos(),
+            startup_grace_ms: default_startup_grace_ms(),
         }
     }
 }
@@ -52,6 +58,10 @@ fn default_ping_interval_ms() -> u64 {
 }
 
 fn default_hello_timeout_ms() -> u64 {
+    10_000
+}
+
+fn default_startup_grace_ms() -> u64 {
     10_000
 }
 

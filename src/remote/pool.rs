@@ -29,6 +29,9 @@ pub enum TokenError {
 pub struct RemotePool {
     sessions: Mutex<HashMap<String, Vec<Arc<Session>>>>,
     expected: Mutex<HashSet<String>>,
+    /// The processor ids a run cannot do without (some hook fails closed): a starting server is
+    /// not ready until each has an instance.
+    needed: Mutex<HashSet<String>>,
     /// Token → the processor ids it may register as.
     tokens: Mutex<Vec<(String, HashSet<String>)>>,
     /// Rotates the choice among equally loaded instances, so sequential runs spread too.
@@ -160,6 +163,26 @@ impl RemotePool {
             Some((_, allowed)) => check(allowed),
             None => Err(TokenError::InvalidToken),
         }
+    }
+
+    /// Marks `processor_id` as one a run cannot do without (a hook of its fails closed).
+    pub fn need(&self, processor_id: &str) {
+        self.needed.lock().expect("needed lock").insert(processor_id.to_owned());
+    }
+
+    /// The processor ids runs cannot do without that have no instance connected, sorted.
+    pub fn missing(&self) -> Vec<String> {
+        let sessions = self.sessions.lock().expect("sessions lock");
+        let mut missing: Vec<String> = self
+            .needed
+            .lock()
+            .expect("needed lock")
+            .iter()
+            .filter(|id| sessions.get(*id).is_none_or(Vec::is_empty))
+            .cloned()
+            .collect();
+        missing.sort();
+        missing
     }
 
     /// True when the config names this processor id.

@@ -209,6 +209,13 @@ impl RemoteProcessor {
         let policies = options.policies()?;
         let remote_id = options.remote_id.unwrap_or_else(|| id.to_owned());
         pool.expect(&remote_id);
+        // A hook that waits for the answer and fails closed: runs cannot do without an instance.
+        if policies
+            .iter()
+            .any(|policy| policy.mode == Mode::Blocking && policy.on_failure == FailurePolicy::Closed)
+        {
+            pool.need(&remote_id);
+        }
         Ok(RemoteProcessor {
             id: id.to_owned(),
             remote_id,

@@ -8,6 +8,7 @@ mod agent_service;
 mod auth;
 mod client_errors;
 mod convert;
+mod health;
 mod in_process;
 mod limits;
 mod memory_service;
@@ -61,6 +62,9 @@ pub struct ServeOptions {
     pub limits: LimitsConfig,
     /// TLS (and client certificates) for the port.
     pub tls: Option<tonic::transport::ServerTlsConfig>,
+    /// How long a starting server reports the agent service NOT_SERVING while processors that
+    /// fail closed have not connected (`[remote] startup_grace_ms`; zero: serve at once).
+    pub processor_grace: std::time::Duration,
 }
 
 impl ServeOptions {
@@ -70,6 +74,7 @@ impl ServeOptions {
             auth: Auth::from_config(config)?,
             limits: config.limits.clone(),
             tls: config.tls.as_ref().map(|tls| tls_of(config, tls)).transpose()?,
+            processor_grace: std::time::Duration::from_millis(config.remote.startup_grace_ms),
         })
     }
 }
@@ -147,29 +152,6 @@ pub enum ServeError {
     Transport(String),
 }
 
-/// Keeps the health of the services that write (agents, memory) in step with the store: NOT_SERVING
-/// while it cannot take writes, SERVING again once it can. The server itself stays SERVING.
-async fn report_writability(
-    mut writability: tokio::sync::watch::Receiver<crate::storage::Writability>,
-    health: tonic_health::server::HealthReporter,
-) {
-    loop {
-        let status = if writability.borrow_and_update().check().is_ok() {
-            tonic_health::ServingStatus::Serving
-        } else {
-            tonic_health::ServingStatus::NotServing
-        };
-        use tonic::server::NamedService;
-        type Agents = pb::agent_service_server::AgentServiceServer<AgentServiceImpl>;
-        type Memory = pb::memory_service_server::MemoryServiceServer<MemoryServiceImpl>;
-        health.set_service_status(<Agents as NamedService>::NAME, status).await;
-        health.set_service_status(<Memory as NamedService>::NAME, status).await;
-        if writability.changed().await.is_err() {
-            return;
-        }
-    }
-}
-
 /// Serves the runtime on `listener` until `shutdown` resolves, then stops gracefully.
 pub async fn serve(
     listener: TcpListener,
@@ -187,6 +169,7 @@ pub struct Services {
     routes: tonic::service::Routes,
     tls: Option<tonic::transport::ServerTlsConfig>,
     grace: std::time::Duration,
+    processor_grace: std::time::Duration,
 }
 
 impl Services {
@@ -236,6 +219,7 @@ impl Services {
             routes: routes.routes(),
             tls: options.tls,
             grace: std::time::Duration::from_millis(options.limits.shutdown_grace_ms),
+            processor_grace: options.processor_grace,
         }
     }
 
@@ -251,9 +235,10 @@ impl Services {
         listener: TcpListener,
         shutdown: impl Future<Output = ()> + Send,
     ) -> Result<(), ServeError> {
-        let Services { runtime, routes, tls, grace } = self;
+        let Services { runtime, routes, tls, grace, processor_grace } = self;
         let store_writability = runtime.store().and_then(|store| store.writability());
         let pool = Arc::clone(runtime.remote_pool());
+        let health_pool = Arc::clone(&pool);
         let has_store = runtime.store().is_some();
         // On shutdown: new runs are refused, runs in flight finish (with their remote processors
         // still connected) within the grace period, then the processor sessions drain — they would
@@ -279,19 +264,19 @@ impl Services {
         };
 
         let (health_reporter, health_service) = tonic_health::server::health_reporter();
-        health_reporter.set_serving::<pb::agent_service_server::AgentServiceServer<AgentServiceImpl>>().await;
         health_reporter
             .set_serving::<pb::processor_service_server::ProcessorServiceServer<ProcessorServiceImpl>>()
             .await;
         if has_store {
-            health_reporter
-                .set_serving::<pb::memory_service_server::MemoryServiceServer<MemoryServiceImpl>>()
-                .await;
             health_reporter.set_serving::<pb::run_service_server::RunServiceServer<RunServiceImpl>>().await;
         }
-        if let Some(writability) = store_writability {
-            tokio::spawn(report_writability(writability, health_reporter.clone()));
-        }
+        let readiness = health::Readiness {
+            writability: store_writability,
+            has_store,
+            pool: health_pool,
+            grace: processor_grace,
+        };
+        readiness.report(health_reporter.clone()).await;
 
         let reflection_v1 = tonic_reflection::server::Builder::configure()
             .register_encoded_file_descriptor_set(pb::FILE_DESCRIPTOR_SET)

@@ -1,4 +1,6 @@
-//! Health and reflection are served, so `grpcurl` and `grpc_health_probe` work with no protos.
+//! Health and reflection are served, so `grpcurl` and `grpc_health_probe` work with no protos;
+//! a starting server reports its agent service NOT_SERVING until its processors that fail closed
+//! have connected, or its startup grace has passed.
 
 use crate::common;
 
@@ -17,6 +19,75 @@ async fn health_reports_serving() {
         let response = health.check(HealthCheckRequest { service: service.to_owned() }).await.unwrap();
         assert_eq!(response.into_inner().status(), ServingStatus::Serving, "service `{service}`");
     }
+}
+
+/// The status of `service`, once it reads `wanted` (10 s at most).
+async fn await_status(
+    health: &mut HealthClient<tonic::transport::Channel>,
+    service: &str,
+    wanted: ServingStatus,
+) {
+    common::eventually_some(&format!("{service} {wanted:?}"), || {
+        let mut health = health.clone();
+        async move {
+            let response = health.check(HealthCheckRequest { service: service.to_owned() }).await.ok()?;
+            (response.into_inner().status() == wanted).then_some(())
+        }
+    })
+    .await;
+}
+
+const GUARDED: &str = r#"
+[processors.word-guard]
+kind = "remote"
+
+[processors.audit]
+kind = "remote"
+on_failure = "open"
+
+[[agents]]
+id = "guarded"
+model = "mock/echo"
+input_processors = ["word-guard", "audit"]
+"#;
+
+/// A server whose agent needs a remote processor that fails closed reports the agent service
+/// NOT_SERVING (the server itself SERVING) until an instance connects — one that fails open is
+/// not waited for — so a replica that restarts takes no traffic its runs would trip on.
+#[tokio::test]
+async fn the_agent_service_is_ready_once_its_processors_have_connected() {
+    let server = TestServer::start(&format!("[remote]\nstartup_grace_ms = 60000\n{GUARDED}")).await;
+    let mut health = HealthClient::new(server.channel().await);
+    let check = |service: &'static str| {
+        let mut health = health.clone();
+        async move {
+            health
+                .check(HealthCheckRequest { service: service.to_owned() })
+                .await
+                .unwrap()
+                .into_inner()
+                .status()
+        }
+    };
+    assert_eq!(check("agentwire.v1.AgentService").await, ServingStatus::NotServing);
+    assert_eq!(check("").await, ServingStatus::Serving, "the server itself is up");
+    let _guard = common::remote::serve(
+        server.channel().await,
+        "word-guard",
+        &[agentwire::server::pb::Hook::ProcessInput],
+        std::sync::Arc::new(|_| common::remote::cont()),
+    )
+    .await;
+    await_status(&mut health, "agentwire.v1.AgentService", ServingStatus::Serving).await;
+}
+
+/// Past `[remote] startup_grace_ms` the agent service serves although the processor never
+/// came: runs then follow its failure policy.
+#[tokio::test]
+async fn the_agent_service_serves_once_the_startup_grace_has_passed() {
+    let server = TestServer::start(&format!("[remote]\nstartup_grace_ms = 300\n{GUARDED}")).await;
+    let mut health = HealthClient::new(server.channel().await);
+    await_status(&mut health, "agentwire.v1.AgentService", ServingStatus::Serving).await;
 }
 
 /// Reflection v1 and v1alpha both list the services.
