@@ -195,7 +195,8 @@ enum Unanswered {
     NoInstance,
     Draining,
     TimedOut(Duration),
-    Disconnected,
+    /// The instance went away; with what it sent when the server broke the session off.
+    Disconnected(Option<String>),
 }
 
 impl RemoteProcessor {
@@ -287,8 +288,8 @@ impl RemoteProcessor {
         let unanswered = loop {
             let Some(session) = self.session_for(&call.run.run_id, hook, failed.as_ref()) else {
                 let connected = self.pool.sessions(&self.remote_id);
-                if failed.is_some() {
-                    break Unanswered::Disconnected;
+                if let Some(failed) = &failed {
+                    break Unanswered::Disconnected(failed.broken());
                 }
                 if !connected.is_empty() && connected.iter().all(|session| !session.hooks.contains(hook)) {
                     return Ok(None); // connected, but no instance implements this hook
@@ -331,7 +332,9 @@ impl RemoteProcessor {
                 ctx.note_instance(&session.instance_id);
                 self.apply(ctx, hook, reply).map(Some)
             }
-            Called::Gone => self.unanswered(ctx, hook, Unanswered::Disconnected).map(|()| None),
+            Called::Gone => {
+                self.unanswered(ctx, hook, Unanswered::Disconnected(session.broken())).map(|()| None)
+            }
             Called::Mismatched => Err(HookError::Failed(format!(
                 "remote processor `{}` answered a hook call with a tool result",
                 self.remote_id
@@ -378,7 +381,10 @@ impl RemoteProcessor {
             Unanswered::Draining => {
                 ("unavailable", "is unavailable (the server is shutting down)".to_owned())
             }
-            Unanswered::Disconnected => ("disconnected", "disconnected before answering".to_owned()),
+            Unanswered::Disconnected(None) => ("disconnected", "disconnected before answering".to_owned()),
+            Unanswered::Disconnected(Some(broken)) => {
+                ("disconnected", format!("was disconnected before answering: it sent {broken}"))
+            }
             Unanswered::TimedOut(timeout) => {
                 ("timeout", format!("timed out after {} ms", timeout.as_millis()))
             }

@@ -102,6 +102,8 @@ pub struct Session {
     unanswered_ping: AtomicU64,
     /// Cancelled when the session ends: its outgoing stream closes.
     ended: CancellationToken,
+    /// Why the server ended it, when the instance broke the protocol (an undecodable frame).
+    broken: Mutex<Option<String>>,
 }
 
 /// What an instance has done since it connected.
@@ -143,6 +145,7 @@ impl Session {
             dropped: AtomicU64::new(0),
             unanswered_ping: AtomicU64::new(0),
             ended: CancellationToken::new(),
+            broken: Mutex::new(None),
         }
     }
 
@@ -269,6 +272,18 @@ impl Session {
             permits.close();
         }
         self.ended.cancel();
+    }
+
+    /// Ends the session because the instance broke the protocol (`reason`: what it sent): its
+    /// calls in flight fail naming it, and its stream ends with INVALID_ARGUMENT saying so.
+    pub fn break_off(&self, reason: String) {
+        *self.broken.lock().expect("broken lock") = Some(reason);
+        self.close();
+    }
+
+    /// Why the session was broken off, if it was.
+    pub fn broken(&self) -> Option<String> {
+        self.broken.lock().expect("broken lock").clone()
     }
 
     /// Resolves when the session has ended.

@@ -317,8 +317,15 @@ impl pb::processor_service_server::ProcessorService for ProcessorServiceImpl {
         });
         let stream =
             tokio_stream::once(server_message(pb::server_message::Message::Welcome(welcome))).chain(calls);
-        // The stream ends with the session: when it is dropped as hung, or drained.
-        let stream = futures::StreamExt::take_until(stream, session.ended());
+        // The stream ends with the session: when it is dropped as hung, or drained — or with
+        // INVALID_ARGUMENT when the instance sent what the server could not decode.
+        let broken = Arc::clone(&session);
+        let broken_status = futures::stream::iter([()]).filter_map(move |()| {
+            broken.broken().map(|reason| {
+                Err(status(Code::InvalidArgument, format!("the session ended: you sent {reason}")))
+            })
+        });
+        let stream = futures::StreamExt::take_until(stream, session.ended()).chain(broken_status);
         Ok(Response::new(Box::pin(stream)))
     }
 }
@@ -334,7 +341,19 @@ async fn read_answers(
             message = inbound.message() => message,
             () = session.ended() => break,
         };
-        let Ok(Some(message)) = message else { break };
+        let message = match message {
+            Ok(Some(message)) => message,
+            Ok(None) => break,
+            // A frame that does not decode (or is over the frame limit) breaks the protocol: the
+            // session ends saying so, and its calls in flight fail naming it.
+            Err(status) if matches!(status.code(), Code::Internal | Code::OutOfRange) => {
+                let reason = format!("a message the server could not decode ({})", status.message());
+                tracing::warn!(processor = %session.processor_id, instance = %session.instance_id, %reason, "remote processor broke the protocol");
+                session.break_off(reason);
+                break;
+            }
+            Err(_) => break,
+        };
         match message.message {
             Some(pb::processor_message::Message::Result(result)) => {
                 let call_id = result.call_id;

@@ -5,6 +5,7 @@ use crate::common;
 
 use agentwire::server::pb;
 use agentwire::server::pb::agent_service_client::AgentServiceClient;
+use common::raw_codec::RawCodec;
 use common::{TestServer, error, in_thread, request};
 use tonic::{Code, Request};
 
@@ -269,45 +270,6 @@ async fn steps_are_capped_server_wide() {
     };
     let error = error.to_string();
     assert!(error.contains("max_steps") && error.contains("limits.max_steps = 3"), "{error}");
-}
-
-/// Raw bytes for a gRPC call: what a client with a broken encoder sends.
-#[derive(Debug, Clone, Copy, Default)]
-struct RawCodec;
-
-impl tonic::codec::Codec for RawCodec {
-    type Encode = Vec<u8>;
-    type Decode = Vec<u8>;
-    type Encoder = RawCodec;
-    type Decoder = RawCodec;
-
-    fn encoder(&mut self) -> RawCodec {
-        RawCodec
-    }
-
-    fn decoder(&mut self) -> RawCodec {
-        RawCodec
-    }
-}
-
-impl tonic::codec::Encoder for RawCodec {
-    type Item = Vec<u8>;
-    type Error = tonic::Status;
-
-    fn encode(&mut self, item: Vec<u8>, buf: &mut tonic::codec::EncodeBuf<'_>) -> Result<(), tonic::Status> {
-        bytes::BufMut::put_slice(buf, &item);
-        Ok(())
-    }
-}
-
-impl tonic::codec::Decoder for RawCodec {
-    type Item = Vec<u8>;
-    type Error = tonic::Status;
-
-    fn decode(&mut self, buf: &mut tonic::codec::DecodeBuf<'_>) -> Result<Option<Vec<u8>>, tonic::Status> {
-        let remaining = bytes::Buf::remaining(buf);
-        Ok(Some(bytes::Buf::copy_to_bytes(buf, remaining).to_vec()))
-    }
 }
 
 /// A request body that is not a protobuf message is the client's error: INVALID_ARGUMENT, for a

@@ -407,3 +407,57 @@ async fn an_answer_the_hook_does_not_allow_fails_the_run() {
         assert!(server.stored_texts(&thread).await.is_empty(), "nothing is saved");
     }
 }
+
+/// An instance that answers with a frame the server cannot decode is broken off: the run fails
+/// closed with a reason naming the decode error (not a bare "disconnected"), and the instance's
+/// stream ends with INVALID_ARGUMENT saying what it sent (not OK).
+#[tokio::test]
+async fn an_undecodable_answer_ends_the_session_naming_the_error() {
+    use prost::Message;
+    let server = TestServer::start(CONFIG).await;
+    let (outbox, frames) = tokio::sync::mpsc::channel::<Vec<u8>>(4);
+    outbox.send(hello("word-guard", &[pb::Hook::ProcessInput]).encode_to_vec()).await.unwrap();
+    let mut grpc = tonic::client::Grpc::new(server.channel().await);
+    grpc.ready().await.unwrap();
+    let path = "/agentwire.v1.ProcessorService/Connect".parse().unwrap();
+    let frames = tokio_stream::wrappers::ReceiverStream::new(frames);
+    let connected = grpc.streaming(tonic::Request::new(frames), path, common::raw_codec::RawCodec).await;
+    let mut inbound = connected.expect("the session opens").into_inner();
+    let mut next = async || {
+        let frame = inbound.message().await?.expect("the server keeps the stream open");
+        Ok::<_, tonic::Status>(pb::ServerMessage::decode(frame.as_slice()).unwrap().message)
+    };
+    assert!(matches!(next().await, Ok(Some(pb::server_message::Message::Welcome(_)))));
+    let run = tokio::spawn({
+        let mut client = server.client().await;
+        async move {
+            let mut stream = client.stream(request("guarded", "hello")).await.unwrap().into_inner();
+            let mut chunks = Vec::new();
+            while let Some(chunk) = stream.message().await.unwrap() {
+                chunks.push(chunk);
+            }
+            chunks
+        }
+    });
+    loop {
+        if let Ok(Some(pb::server_message::Message::Call(_))) = next().await {
+            break;
+        }
+    }
+    outbox.send(vec![0xff, 0xff, 0xff]).await.unwrap();
+    let ended = loop {
+        match next().await {
+            Ok(_) => continue,
+            Err(status) => break status,
+        }
+    };
+    assert_eq!(ended.code(), Code::InvalidArgument, "{ended:?}");
+    assert!(ended.message().contains("could not decode"), "{}", ended.message());
+    let chunks = run.await.unwrap();
+    let tripwire = tripwire(&chunks).expect("the run fails closed");
+    assert!(
+        tripwire.reason.contains("word-guard") && tripwire.reason.contains("could not decode"),
+        "{}",
+        tripwire.reason
+    );
+}

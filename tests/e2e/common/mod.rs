@@ -9,6 +9,7 @@ pub mod logs;
 pub mod pg_tls_proxy;
 pub mod postgres;
 pub mod processors;
+pub mod raw_codec;
 pub mod remote;
 
 use std::net::SocketAddr;
