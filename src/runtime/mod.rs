@@ -114,6 +114,12 @@ impl Runtime {
         self.store.as_ref()
     }
 
+    /// The largest conversation message a run takes, or a processor may put in its place
+    /// (`[limits] max_message_bytes`).
+    pub(crate) fn max_message_bytes(&self) -> usize {
+        self.max_message_bytes
+    }
+
     /// How large a stored title, metadata or working memory may be (`[storage]`).
     pub fn field_limits(&self) -> crate::domain::FieldLimits {
         self.field_limits

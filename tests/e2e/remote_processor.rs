@@ -461,3 +461,39 @@ async fn an_undecodable_answer_ends_the_session_naming_the_error() {
         tripwire.reason
     );
 }
+
+/// A processor may not put in a message larger than `[limits] max_message_bytes` (a client could
+/// not send it): a processInput that inflates the input fails the run naming the processor, the
+/// message and the limit, and nothing is stored — while a replacement within the limit passes.
+#[tokio::test]
+async fn a_replacement_over_max_message_bytes_fails_the_run() {
+    let config = format!("[limits]\nmax_message_bytes = 1024\n{CONFIG}");
+    let server = TestServer::start(&config).await;
+    let _guard = serve(
+        server.channel().await,
+        "word-guard",
+        &[pb::Hook::ProcessInput],
+        Arc::new(|call| {
+            let size = if call_text(call).contains("inflate") { 4000 } else { 100 };
+            common::remote::replace(pb::Replacement {
+                messages: Some(pb::MessageList {
+                    messages: vec![common::message("user", &"x".repeat(size))],
+                }),
+                ..Default::default()
+            })
+        }),
+    )
+    .await;
+    let chunks = server.stream(in_thread("guarded", "inflate me", "inflated")).await;
+    let failure = common::error(&chunks).expect("the run fails");
+    assert_eq!(failure.origin, "word-guard");
+    assert!(
+        failure.message.contains("4000 bytes, over limits.max_message_bytes = 1024"),
+        "{}",
+        failure.message
+    );
+    assert!(server.stored_texts("inflated").await.is_empty(), "nothing is stored");
+    let kept = server.stream(in_thread("guarded", "small", "small")).await;
+    assert!(common::error(&kept).is_none(), "a replacement within the limit passes");
+    assert_eq!(server.stored_texts("small").await[0], "x".repeat(100));
+}

@@ -36,9 +36,11 @@ impl Run {
             match outcome {
                 InputOutcome::Unchanged => {}
                 InputOutcome::Messages(messages) => {
+                    self.check_replaced(processor.as_ref(), Hook::ProcessInput, &messages)?;
                     self.list.reconcile(ReconcileScope::Input, messages, MessageSource::Input);
                 }
                 InputOutcome::MessagesAndSystem { messages, system_messages } => {
+                    self.check_replaced(processor.as_ref(), Hook::ProcessInput, &messages)?;
                     self.list.replace_system_messages(system_messages);
                     self.list.reconcile(ReconcileScope::Input, messages, MessageSource::Input);
                 }
@@ -89,6 +91,7 @@ impl Run {
                 self.list.replace_system_messages(system_messages);
             }
             if let Some(messages) = messages {
+                self.check_replaced(processor.as_ref(), Hook::ProcessInputStep, &messages)?;
                 self.list.reconcile(ReconcileScope::All, messages, MessageSource::Input);
             }
             self.flush_emitted(Closing::All).await?;
@@ -251,6 +254,7 @@ impl Run {
             .await
             {
                 Ok(Some(messages)) => {
+                    self.check_replaced(processor.as_ref(), Hook::ProcessOutputStep, &messages)?;
                     self.list.reconcile(ReconcileScope::All, messages, MessageSource::Response);
                 }
                 Ok(None) => {}
@@ -324,6 +328,7 @@ impl Run {
             .await
             .map_err(|error| stop(processor.as_ref(), Hook::ProcessOutputResult, error))?;
             if let Some(messages) = outcome {
+                self.check_replaced(processor.as_ref(), Hook::ProcessOutputResult, &messages)?;
                 self.list.reconcile(ReconcileScope::Response, messages, MessageSource::Response);
             }
             self.flush_emitted(Closing::All).await?;

@@ -621,6 +621,33 @@ fn tripwire_of(processor_id: &str, abort: Abort) -> Tripwire {
     Tripwire { reason, retry: abort.retry, metadata: abort.metadata, processor_id: processor_id.to_owned() }
 }
 
+impl Run {
+    /// `Ok` when no message of a processor's replacement is larger than `[limits]
+    /// max_message_bytes` — or than the message it replaces, for a model's answer over the limit —
+    /// so that a processor cannot store what a client could not send. Otherwise the processor
+    /// failed, and the run stops naming the message and the limit.
+    fn check_replaced(
+        &self,
+        processor: &dyn Processor,
+        hook: Hook,
+        messages: &[Message],
+    ) -> Result<(), RunStop> {
+        let limit = self.runtime.max_message_bytes();
+        for message in messages {
+            let size = message.payload_bytes();
+            let replaced = self.list.get(&message.id).map_or(0, Message::payload_bytes);
+            if size > limit && size > replaced {
+                let why = format!(
+                    "replaced message `{}` with {size} bytes, over limits.max_message_bytes = {limit}",
+                    message.id
+                );
+                return Err(stop(processor, hook, HookError::Failed(why)));
+            }
+        }
+        Ok(())
+    }
+}
+
 fn stop(processor: &dyn Processor, hook: Hook, error: HookError) -> RunStop {
     match error {
         HookError::Abort(abort) => RunStop::Tripwire(tripwire_of(processor.id(), abort)),

@@ -83,6 +83,7 @@ impl Run {
             .await
             .map_err(|error| stop(processor.as_ref(), Hook::ProcessToolResult, error))?;
             if let Some(messages) = outcome.messages {
+                self.check_replaced(processor.as_ref(), Hook::ProcessToolResult, &messages)?;
                 self.list.reconcile(ReconcileScope::All, messages, MessageSource::Response);
             }
             if let Some(result) = outcome.result {
