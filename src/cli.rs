@@ -338,8 +338,24 @@ async fn run_server(
     served
 }
 
+/// Raises this process's open-file limit to the most it may have, as Go's runtime does: the soft
+/// limit (often 1024) is what thousands of clients — gRPC, the console's, processors — would run
+/// into while the hard limit allows far more.
+fn raise_file_limit() {
+    use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
+    let limit = getrlimit(Resource::Nofile);
+    if limit.current < limit.maximum || (limit.maximum.is_none() && limit.current.is_some()) {
+        let raised = Rlimit { current: limit.maximum, maximum: limit.maximum };
+        match setrlimit(Resource::Nofile, raised) {
+            Ok(()) => tracing::debug!(from = ?limit.current, to = ?limit.maximum, "open-file limit raised"),
+            Err(error) => tracing::warn!(%error, "the open-file limit could not be raised"),
+        }
+    }
+}
+
 /// Serves `config` until SIGINT or SIGTERM, then drains and flushes the store.
 async fn serve_config(config: Config, listen: SocketAddr, data_dir: PathBuf) -> Result<ExitCode, String> {
+    raise_file_limit();
     std::fs::create_dir_all(&data_dir)
         .map_err(|error| format!("cannot create data directory `{}`: {error}", data_dir.display()))?;
     crate::telemetry::metrics::set_replica(config.metrics.replica.clone().unwrap_or_else(host_name));
@@ -432,7 +448,8 @@ async fn start_console(
         .map_err(|error| format!("cannot serve the console on {listen}: {error}"))?;
     let bound = listener.local_addr().map_err(|error| error.to_string())?;
     let access = crate::console::ConsoleAccess::from_config(&config.console, open);
-    let console = crate::console::serve(listener, services.routes(), tls, access);
+    let limits = crate::console::ConnectionLimits::from_config(&config.console);
+    let console = crate::console::serve(listener, services.routes(), tls, access, limits);
     tokio::spawn(async move {
         if let Err(error) = console.await {
             tracing::error!(%error, "the console stopped");

@@ -37,7 +37,7 @@ pub struct MetricsConfig {
 }
 
 /// The `[console]` table: the operator console's pages.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ConsoleConfig {
     /// Where the console is served (an address of its own, e.g. `127.0.0.1:8080`); none: not
@@ -57,6 +57,35 @@ pub struct ConsoleConfig {
     /// delete memory. Default false: without keys the console only reads.
     #[serde(default)]
     pub allow_unauthenticated_writes: bool,
+    /// Connections the console holds at once; past it the next waits to be accepted.
+    /// Default 256.
+    #[serde(default = "default_console_max_connections")]
+    pub max_connections: usize,
+    /// How long a connection may take to send a request's whole header, from connecting or from
+    /// its last answer (an idle connection is closed then). Default 10000.
+    #[serde(default = "default_console_header_timeout_ms")]
+    pub header_timeout_ms: u64,
+}
+
+impl Default for ConsoleConfig {
+    fn default() -> ConsoleConfig {
+        ConsoleConfig {
+            listen: None,
+            allow_plaintext: false,
+            hosts: Vec::new(),
+            allow_unauthenticated_writes: false,
+            max_connections: default_console_max_connections(),
+            header_timeout_ms: default_console_header_timeout_ms(),
+        }
+    }
+}
+
+fn default_console_max_connections() -> usize {
+    256
+}
+
+fn default_console_header_timeout_ms() -> u64 {
+    10_000
 }
 
 /// The `[tls]` table: PEM files, relative to the config file.
@@ -100,6 +129,10 @@ pub struct LimitsConfig {
     /// Default 256, a quarter of `max_concurrent_runs`'s default; 0: no share.
     #[serde(default = "default_max_concurrent_runs_per_caller")]
     pub max_concurrent_runs_per_caller: usize,
+    /// Connections the gRPC port holds at once; past it the next waits to be accepted (in the
+    /// kernel's queue, holding none of the process's files). Default 10,000; 0: no limit.
+    #[serde(default = "default_max_connections")]
+    pub max_connections: usize,
     /// How long a run waits for a slot. Default 1000.
     #[serde(default = "default_queue_timeout_ms")]
     pub queue_timeout_ms: u64,
@@ -125,6 +158,7 @@ impl Default for LimitsConfig {
             max_steps: default_max_steps_limit(),
             max_concurrent_runs: default_max_concurrent_runs(),
             max_concurrent_runs_per_caller: default_max_concurrent_runs_per_caller(),
+            max_connections: default_max_connections(),
             queue_timeout_ms: default_queue_timeout_ms(),
             max_run_ms: 0,
             shutdown_grace_ms: default_shutdown_grace_ms(),
@@ -135,6 +169,10 @@ impl Default for LimitsConfig {
 
 fn default_max_concurrent_runs() -> usize {
     1024
+}
+
+fn default_max_connections() -> usize {
+    10_000
 }
 
 fn default_max_concurrent_runs_per_caller() -> usize {

@@ -10,6 +10,7 @@
 
 mod access;
 mod assets;
+mod connections;
 mod error;
 mod gateway;
 mod tls;
@@ -24,6 +25,7 @@ use axum::routing::{get, post};
 use tokio::net::TcpListener;
 
 pub use self::access::ConsoleAccess;
+pub use self::connections::ConnectionLimits;
 pub use self::error::ConsoleError;
 use self::gateway::Gateway;
 
@@ -33,13 +35,14 @@ const MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
 pub use self::tls::acceptor;
 
 /// Serves the console over the services of `routes` ([`crate::server::Services::routes`]) on
-/// `listener` (over TLS with `tls`), answering as `access` allows, for as long as the future is
-/// polled.
+/// `listener` (over TLS with `tls`), answering as `access` allows and holding connections within
+/// `limits`, for as long as the future is polled.
 pub async fn serve(
     listener: TcpListener,
     routes: tonic::service::Routes,
     tls: Option<tokio_rustls::TlsAcceptor>,
     access: ConsoleAccess,
+    limits: ConnectionLimits,
 ) -> Result<(), ConsoleError> {
     let gateway = Gateway::new(routes)?;
     let app = Router::new()
@@ -59,11 +62,11 @@ pub async fn serve(
             }
         }))
         .layer(axum::middleware::map_response(secure_headers));
-    let served = match tls {
-        Some(acceptor) => axum::serve(tls::TlsListener::new(listener, acceptor), app).await,
-        None => axum::serve(listener, app).await,
-    };
-    served.map_err(|error| ConsoleError::Serve(error.to_string()))
+    match tls {
+        Some(acceptor) => connections::serve(tls::TlsListener::new(listener, acceptor), app, limits).await,
+        None => connections::serve(listener, app, limits).await,
+    }
+    Ok(())
 }
 
 /// What the console's handlers share.

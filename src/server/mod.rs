@@ -7,6 +7,7 @@
 mod agent_service;
 mod auth;
 mod client_errors;
+mod connections;
 mod convert;
 mod health;
 mod in_process;
@@ -26,8 +27,6 @@ use std::future::Future;
 use std::sync::Arc;
 
 use tokio::net::TcpListener;
-use tokio_stream::StreamExt;
-use tokio_stream::wrappers::TcpListenerStream;
 
 use self::agent_service::AgentServiceImpl;
 pub use self::auth::{Auth, AuthError};
@@ -170,6 +169,8 @@ pub struct Services {
     tls: Option<tonic::transport::ServerTlsConfig>,
     grace: std::time::Duration,
     processor_grace: std::time::Duration,
+    /// `[limits] max_connections`.
+    max_connections: usize,
 }
 
 impl Services {
@@ -220,6 +221,7 @@ impl Services {
             tls: options.tls,
             grace: std::time::Duration::from_millis(options.limits.shutdown_grace_ms),
             processor_grace: options.processor_grace,
+            max_connections: options.limits.max_connections,
         }
     }
 
@@ -235,7 +237,7 @@ impl Services {
         listener: TcpListener,
         shutdown: impl Future<Output = ()> + Send,
     ) -> Result<(), ServeError> {
-        let Services { runtime, routes, tls, grace, processor_grace } = self;
+        let Services { runtime, routes, tls, grace, processor_grace, max_connections } = self;
         let store_writability = runtime.store().and_then(|store| store.writability());
         let pool = Arc::clone(runtime.remote_pool());
         let health_pool = Arc::clone(&pool);
@@ -289,12 +291,7 @@ impl Services {
             .build_v1alpha()
             .map_err(|error| ServeError::Reflection(error.to_string()))?;
 
-        // Nagle's algorithm would hold small chunks back for tens of milliseconds.
-        let incoming = TcpListenerStream::new(listener).map(|connection| {
-            connection.inspect(|stream| {
-                let _ = stream.set_nodelay(true);
-            })
-        });
+        let incoming = connections::incoming(listener, max_connections);
 
         let mut server = tonic::transport::Server::builder();
         if let Some(tls) = tls {

@@ -324,6 +324,7 @@ async fn the_console_serves_https_with_the_servers_certificate() {
         services.routes(),
         Some(acceptor),
         agentwire::console::ConsoleAccess::from_config(&config.console, true),
+        agentwire::console::ConnectionLimits::from_config(&config.console),
     ));
     let ca = reqwest::Certificate::from_pem(&std::fs::read(dir.path().join("ca.pem")).unwrap()).unwrap();
     let client = reqwest::Client::builder().add_root_certificate(ca).build().unwrap();
@@ -346,4 +347,31 @@ async fn the_console_serves_https_with_the_servers_certificate() {
     let untrusted = reqwest::Client::new().get(format!("https://localhost:{port}/")).send().await;
     assert!(untrusted.is_err(), "an unknown CA is refused: {untrusted:?}");
     console.abort();
+}
+
+/// The console holds at most `[console] max_connections`, and closes a connection that sends no
+/// whole request header within `header_timeout_ms`: idle connections that fill it are closed, a
+/// request waiting behind them is then served, and the gRPC port answers all along.
+#[tokio::test]
+async fn idle_console_connections_are_closed_and_capped() {
+    use tokio::io::AsyncReadExt;
+    let config = "[console]\nmax_connections = 4\nheader_timeout_ms = 300\n\n[[agents]]\nid = \"echo\"\nmodel = \"mock/echo\"\n";
+    let server = TestServer::start(config).await;
+    let mut idle = Vec::new();
+    for _ in 0..4 {
+        idle.push(tokio::net::TcpStream::connect(server.console_addr).await.unwrap());
+    }
+    assert_eq!(server.generate(request("echo", "still here")).await.text, "echo: still here");
+    let page = reqwest::Client::new()
+        .get(format!("http://{}/", server.console_addr))
+        .timeout(std::time::Duration::from_secs(20))
+        .send()
+        .await
+        .expect("served once the idle connections are closed");
+    assert_eq!(page.status(), 200);
+    for mut connection in idle {
+        let mut byte = [0u8; 1];
+        let read = tokio::time::timeout(std::time::Duration::from_secs(20), connection.read(&mut byte)).await;
+        assert!(matches!(read, Ok(Ok(0)) | Ok(Err(_))), "the idle connection was closed: {read:?}");
+    }
 }

@@ -325,3 +325,35 @@ async fn long_ids_are_refused_and_errors_never_echo_at_full_length() {
     assert!(refused.message().starts_with("messages[0].role: unknown role"), "{}", &refused.message()[..60]);
     assert!(refused.message().ends_with("more bytes)"), "{}", &refused.message()[900..]);
 }
+
+/// The gRPC port holds at most `[limits] max_connections`: a connection past it is not served
+/// until one closes (it waits to be accepted), then it is.
+#[tokio::test]
+async fn connections_past_max_connections_wait_for_one_to_close() {
+    let server = TestServer::start(
+        "[limits]\nmax_connections = 2\n\n[[agents]]\nid = \"echo\"\nmodel = \"mock/echo\"\n",
+    )
+    .await;
+    let first = server.client().await;
+    let second = server.client().await;
+    for mut client in [first.clone(), second.clone()] {
+        client.generate(request("echo", "in")).await.unwrap();
+    }
+    let third = tokio::spawn({
+        let address = format!("http://{}", server.addr);
+        async move {
+            let channel = tonic::transport::Endpoint::from_shared(address).unwrap().connect().await.unwrap();
+            AgentServiceClient::new(channel)
+                .generate(request("echo", "third"))
+                .await
+                .unwrap()
+                .into_inner()
+                .text
+        }
+    });
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert!(!third.is_finished(), "the third connection waits while two are open");
+    drop((first, second));
+    let text = tokio::time::timeout(std::time::Duration::from_secs(20), third).await;
+    assert_eq!(text.expect("served once a connection closed").unwrap(), "echo: third");
+}

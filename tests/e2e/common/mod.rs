@@ -18,7 +18,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use agentwire::config::Config;
-use agentwire::console::ConsoleAccess;
+use agentwire::console::{ConnectionLimits, ConsoleAccess};
 use agentwire::processor::{Processor, ProcessorRegistry};
 use agentwire::runtime::{Components, Runtime};
 use agentwire::server::pb::agent_service_client::AgentServiceClient;
@@ -113,6 +113,7 @@ impl TestServerBuilder {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let addr = listener.local_addr().expect("local addr");
         let console_access = ConsoleAccess::from_config(&config.console, options.auth.is_open());
+        let console_limits = ConnectionLimits::from_config(&config.console);
         let services = Services::new(runtime, options);
         let console_listener = TcpListener::bind("127.0.0.1:0").await.expect("bind console");
         let console_addr = console_listener.local_addr().expect("console addr");
@@ -121,6 +122,7 @@ impl TestServerBuilder {
             services.routes(),
             None,
             console_access,
+            console_limits,
         ));
         let (shutdown_tx, shutdown_rx) = oneshot::channel::<()>();
         let task = tokio::spawn(async move {
