@@ -93,8 +93,8 @@ impl LanguageModel for MockModel {
             let input = last_user_text(&request.prompt);
             reply.deltas.extend(split_chars(&input, &reply.repeat_input));
         }
-        let events = reply_events(&reply, prompt_words(&request.prompt));
         let chunk_delay = Duration::from_millis(reply.chunk_delay_ms);
+        let events = reply_events(reply, prompt_words(&request.prompt));
         let stream = futures::stream::iter(events).then(move |event| async move {
             if !chunk_delay.is_zero() {
                 tokio::time::sleep(chunk_delay).await;
@@ -105,30 +105,77 @@ impl LanguageModel for MockModel {
     }
 }
 
-fn reply_events(reply: &MockReply, input_tokens: u64) -> Vec<ModelEvent> {
-    let mut events = Vec::new();
-    if let Some(reasoning) = &reply.reasoning {
-        events.push(ModelEvent::ReasoningDelta(reasoning.clone()));
-    }
-    if let Some(text) = &reply.text {
-        events.extend(split_words(text).into_iter().map(ModelEvent::TextDelta));
-    }
-    events.extend(reply.deltas.iter().cloned().map(ModelEvent::TextDelta));
-    for (index, call) in reply.tool_calls.iter().enumerate() {
-        events.push(ModelEvent::ToolCall(ToolCall {
-            tool_call_id: format!("call_{index}_{}", crate::domain::new_id()),
-            tool_name: call.name.clone(),
-            args: call.args.clone(),
-        }));
-    }
+/// The events of `reply`, made as the stream is read: a long scripted answer costs its text, not
+/// an event per word up front (so memory figures under the mock are the server's, not its).
+fn reply_events(reply: MockReply, input_tokens: u64) -> impl Iterator<Item = ModelEvent> + Send {
+    let text = reply.text.unwrap_or_default();
     let default_reason =
         if reply.tool_calls.is_empty() { FinishReason::Stop } else { FinishReason::ToolCalls };
-    let output_tokens = u64::try_from(events.len()).unwrap_or(u64::MAX);
-    events.push(ModelEvent::Finish {
+    let count = |items: usize| u64::try_from(items).unwrap_or(u64::MAX);
+    let output_tokens = count(usize::from(reply.reasoning.is_some()))
+        + count(word_count(&text))
+        + count(reply.deltas.len())
+        + count(reply.tool_calls.len());
+    let finish = ModelEvent::Finish {
         finish_reason: reply.finish_reason.unwrap_or(default_reason),
         usage: Usage { input_tokens, output_tokens },
+    };
+    let tool_calls = reply.tool_calls.into_iter().enumerate().map(|(index, call)| {
+        ModelEvent::ToolCall(ToolCall {
+            tool_call_id: format!("call_{index}_{}", crate::domain::new_id()),
+            tool_name: call.name,
+            args: call.args,
+        })
     });
-    events
+    reply
+        .reasoning
+        .map(ModelEvent::ReasoningDelta)
+        .into_iter()
+        .chain(Words::new(text).map(ModelEvent::TextDelta))
+        .chain(reply.deltas.into_iter().map(ModelEvent::TextDelta))
+        .chain(tool_calls)
+        .chain(std::iter::once(finish))
+}
+
+/// The deltas of a text, one word each with the space before it (the first without), empty
+/// ones left out: together they are the text.
+struct Words {
+    text: String,
+    /// Where the next delta starts.
+    at: usize,
+    started: bool,
+}
+
+impl Words {
+    fn new(text: String) -> Words {
+        Words { text, at: 0, started: false }
+    }
+}
+
+impl Iterator for Words {
+    type Item = String;
+
+    fn next(&mut self) -> Option<String> {
+        if !self.started {
+            self.started = true;
+            self.at = self.text.find(' ').unwrap_or(self.text.len());
+            if self.at > 0 {
+                return Some(self.text[..self.at].to_owned());
+            }
+        }
+        if self.at >= self.text.len() {
+            return None;
+        }
+        let start = self.at;
+        self.at = self.text[start + 1..].find(' ').map_or(self.text.len(), |offset| start + 1 + offset);
+        Some(self.text[start..self.at].to_owned())
+    }
+}
+
+/// How many deltas [`Words`] makes of `text`.
+fn word_count(text: &str) -> usize {
+    let pieces = text.matches(' ').count() + 1;
+    if text.split(' ').next().is_some_and(str::is_empty) { pieces - 1 } else { pieces }
 }
 
 /// The text of the prompt's last user message.
@@ -146,20 +193,6 @@ fn split_chars(text: &str, sizes: &[usize]) -> Vec<String> {
         }
         deltas.push(chars.by_ref().take((*size).max(1)).collect());
     }
-    deltas
-}
-
-/// Splits text into deltas of one word each, the space before a word kept with it.
-fn split_words(text: &str) -> Vec<String> {
-    let mut deltas: Vec<String> = Vec::new();
-    for (index, word) in text.split(' ').enumerate() {
-        if index == 0 {
-            deltas.push(word.to_owned());
-        } else {
-            deltas.push(format!(" {word}"));
-        }
-    }
-    deltas.retain(|delta| !delta.is_empty());
     deltas
 }
 
@@ -205,12 +238,18 @@ fn describe_prompt(request: &ModelRequest) -> String {
 mod tests {
     use super::*;
 
-    /// Echo deltas concatenate back to the exact text.
+    /// Word deltas concatenate back to the exact text (leading, doubled and trailing spaces too),
+    /// and are as many as `word_count` says.
     #[test]
-    fn split_words_round_trips() {
-        let deltas = split_words("echo: hello  world");
-        assert_eq!(deltas.concat(), "echo: hello  world");
-        assert_eq!(deltas[0], "echo:");
+    fn words_round_trip_and_are_counted() {
+        for text in ["echo: hello  world", " leading", "trailing ", "", " ", "one", "a  b "] {
+            let deltas: Vec<String> = Words::new(text.to_owned()).collect();
+            assert_eq!(deltas.concat(), text, "{text:?}");
+            assert!(deltas.iter().all(|delta| !delta.is_empty()), "{text:?}: {deltas:?}");
+            assert_eq!(deltas.len(), word_count(text), "{text:?}: {deltas:?}");
+        }
+        let deltas: Vec<String> = Words::new("echo: hello  world".to_owned()).collect();
+        assert_eq!(deltas, ["echo:", " hello", " ", " world"]);
     }
 
     /// Replayed input comes out in deltas of the sizes given, cycled, characters not bytes.
