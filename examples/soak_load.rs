@@ -1,7 +1,8 @@
 //! The load soak behind `scripts/soak-load`: the real binary under minutes of mixed load — memory
 //! runs over many resources and threads, working-memory overwrites, deletes that keep the live
-//! data steady, streaming clients that stop reading, remote processors that come and go — with
-//! the server's resident memory and data directory measured against the live data each interval.
+//! data steady, 1,000 streaming clients that stop reading a long answer (each cut off after
+//! `slow_client_ms`, then back with a new stream), remote processors that come and go — with the
+//! server's resident memory and data directory measured against the live data each interval.
 //!
 //! `cargo run --release --example soak_load -- <agentwire binary> <minutes>`
 
@@ -21,6 +22,8 @@ use tonic::transport::Channel;
 const CONFIG: &str = r##"
 [limits]
 slow_client_ms = 1000
+# The stalled clients hold up to a thousand runs at once; the memory runs must still find slots.
+max_concurrent_runs = 2048
 
 [processors.churn]
 kind = "remote"
@@ -33,6 +36,12 @@ model = "mock/echo"
 input_processors = ["churn"]
 memory = { last_messages = 10, semantic_recall = { top_k = 2 }, working_memory = { scope = "resource", template = "# Notes\n" } }
 "##;
+
+/// Streaming clients that never read, at once, and the connections they share.
+const STALLED: u64 = 1000;
+const STALLED_CONNECTIONS: u64 = 20;
+/// Words of the answer they never read: far more than the buffers between a run and a client.
+const LONG_ANSWER_WORDS: usize = 50_000;
 
 /// Resources the load spreads over, and threads each keeps alive (older ones are deleted).
 const RESOURCES: u64 = 50;
@@ -118,16 +127,19 @@ async fn working_memory(channel: Channel, counts: Arc<Counts>, until: Instant) {
     }
 }
 
-/// Streams that are never read: each holds its run until the server cuts it off.
-async fn stalled_streams(channel: Channel, counts: Arc<Counts>, until: Instant) {
+/// A client that never reads a long answer: its stream holds its run until the server cuts it
+/// off (`slow_client_ms`); three seconds later it starts another.
+async fn stalled_client(channel: Channel, counts: Arc<Counts>, until: Instant) {
     let mut agents = AgentServiceClient::new(channel);
     while Instant::now() < until {
-        let request =
-            pb::RunRequest { agent_id: "soak".into(), text: "never read".into(), ..Default::default() };
-        if let Ok(stream) = agents.stream(request).await {
-            counts.stalled.fetch_add(1, Ordering::Relaxed);
-            tokio::time::sleep(Duration::from_secs(3)).await;
-            drop(stream);
+        let request = pb::RunRequest { agent_id: "talker".into(), text: "talk".into(), ..Default::default() };
+        match agents.stream(request).await {
+            Ok(stream) => {
+                counts.stalled.fetch_add(1, Ordering::Relaxed);
+                tokio::time::sleep(Duration::from_secs(3)).await;
+                drop(stream);
+            }
+            Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
         }
     }
 }
@@ -200,7 +212,11 @@ async fn main() {
     let minutes: f64 = args.next().and_then(|minutes| minutes.parse().ok()).unwrap_or(3.0);
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("agentwire.toml");
-    std::fs::write(&config, CONFIG).unwrap();
+    let talker = format!(
+        "\n[[agents]]\nid = \"talker\"\nmodel = \"mock/script\"\nscript = [{{ text = \"{}\" }}]\n",
+        "word ".repeat(LONG_ANSWER_WORDS)
+    );
+    std::fs::write(&config, format!("{CONFIG}{talker}")).unwrap();
     let data = dir.path().join("data");
     let mut server = Command::new(&binary)
         .args(["serve", "--listen", "127.0.0.1:0", "--config"])
@@ -225,7 +241,13 @@ async fn main() {
         load.push(tokio::spawn(memory_runs(channel.clone(), worker, Arc::clone(&counts), until)));
     }
     load.push(tokio::spawn(working_memory(channel.clone(), Arc::clone(&counts), until)));
-    load.push(tokio::spawn(stalled_streams(channel.clone(), Arc::clone(&counts), until)));
+    for _ in 0..STALLED_CONNECTIONS {
+        let endpoint = tonic::transport::Endpoint::from_shared(format!("http://{addr}")).unwrap();
+        let channel = endpoint.connect().await.unwrap();
+        for _ in 0..STALLED / STALLED_CONNECTIONS {
+            load.push(tokio::spawn(stalled_client(channel.clone(), Arc::clone(&counts), until)));
+        }
+    }
     load.push(tokio::spawn(processor_churn(addr.clone(), Arc::clone(&counts), until)));
 
     println!(

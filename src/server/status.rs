@@ -80,7 +80,9 @@ fn store_code(error: &StoreError) -> Code {
         StoreError::EmbedderMismatch { .. } => Code::FailedPrecondition,
         StoreError::ThreadExists(_) => Code::AlreadyExists,
         StoreError::VersionConflict { .. } => Code::Aborted,
-        StoreError::DiskLow { .. } | StoreError::Unavailable(_) => Code::Unavailable,
+        StoreError::DiskLow { .. } | StoreError::Unavailable(_) | StoreError::OutOfSpace(_) => {
+            Code::Unavailable
+        }
         StoreError::QuotaExceeded { .. } => Code::ResourceExhausted,
         StoreError::UnsupportedFormat { .. }
         | StoreError::SchemaTooNew { .. }

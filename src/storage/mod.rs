@@ -86,6 +86,9 @@ pub enum StoreError {
         /// The newest version this build applies.
         supported: u32,
     },
+    /// The database is out of space (PostgreSQL's SQLSTATE class 53): nothing was written.
+    #[error("{0}")]
+    OutOfSpace(String),
     /// A record on disk could not be decoded.
     #[error("corrupt record in `{tree}`: {reason}")]
     Corrupt {

@@ -244,3 +244,52 @@ async fn a_replica_killed_under_load_loses_no_finished_run() {
     let guarded_after = guarded.load(std::sync::atomic::Ordering::Relaxed) - guarded_at_kill;
     assert!(guarded_after >= 30, "the guardrail kept guarding on the others ({guarded_after} calls)");
 }
+
+/// A PostgreSQL out of space (here every message insert fails with SQLSTATE 53100, disk_full)
+/// fails the run that hit it, then refuses the next runs up front with UNAVAILABLE naming it —
+/// before their model and processors run — and reports the agent service NOT_SERVING; once the
+/// database takes writes again, runs are saved again without a restart.
+#[tokio::test]
+async fn a_database_out_of_space_refuses_runs_up_front_until_it_takes_writes() {
+    use tonic_health::pb::HealthCheckRequest;
+    use tonic_health::pb::health_check_response::ServingStatus;
+    use tonic_health::pb::health_client::HealthClient;
+    let Some((url, _dir, replicas)) = replicas().await else { return };
+    let (sql, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls).await.unwrap();
+    tokio::spawn(connection);
+    sql.batch_execute(
+        "CREATE FUNCTION agentwire_test_full() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN \
+           RAISE EXCEPTION 'could not extend file: No space left on device' USING ERRCODE = 'disk_full'; \
+         END $$; \
+         CREATE TRIGGER agentwire_test_full BEFORE INSERT ON messages \
+           FOR EACH ROW EXECUTE FUNCTION agentwire_test_full();",
+    )
+    .await
+    .unwrap();
+    let channel = replicas[0].channel().await;
+    let mut client = AgentServiceClient::new(channel.clone());
+    let failed = client.generate(run("echo", "first", "full")).await;
+    let message = match failed {
+        Ok(response) => response.into_inner().error.expect("the save failed").message,
+        Err(status) => status.message().to_owned(),
+    };
+    assert!(message.contains("out of space"), "{message}");
+    let refused = client.generate(run("echo", "second", "full")).await.unwrap_err();
+    assert_eq!(refused.code(), tonic::Code::Unavailable, "{refused:?}");
+    assert!(refused.message().contains("out of space"), "{}", refused.message());
+    let mut health = HealthClient::new(channel);
+    let check = HealthCheckRequest { service: "agentwire.v1.AgentService".into() };
+    assert_eq!(health.check(check).await.unwrap().into_inner().status(), ServingStatus::NotServing);
+
+    sql.batch_execute("DROP TRIGGER agentwire_test_full ON messages").await.unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        match client.generate(run("echo", "after", "full")).await {
+            Ok(response) if response.get_ref().error.is_none() => break,
+            other => {
+                assert!(std::time::Instant::now() < deadline, "runs are saved again: {other:?}");
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+        }
+    }
+}

@@ -10,6 +10,7 @@
 //! over the embeddings, made when the first vectors fix the embedder and dimension.
 
 mod migrations;
+mod out_of_space;
 mod runs;
 mod store;
 mod tls;
@@ -44,6 +45,8 @@ pub struct PgStore {
     pool: Pool,
     /// Cache writes so far: every [`store::CACHE_SWEEP_EVERY`]th sweeps out expired entries.
     cache_puts: std::sync::Arc<AtomicU64>,
+    /// Whether writes are refused after the database ran out of space.
+    space: out_of_space::SpaceWatch,
 }
 
 impl std::fmt::Debug for PgStore {
@@ -80,7 +83,7 @@ impl PgStore {
             .runtime(deadpool_postgres::Runtime::Tokio1)
             .build()
             .map_err(|error| StoreError::Unavailable(format!("cannot build the connection pool: {error}")))?;
-        let store = PgStore { pool, cache_puts: Default::default() };
+        let store = PgStore { pool, cache_puts: Default::default(), space: Default::default() };
         let mut client = store.client().await?;
         migrations::migrate(&mut client).await?;
         Ok(store)
@@ -104,6 +107,13 @@ fn database(error: tokio_postgres::Error) -> StoreError {
     let code = db.code();
     if *code == SqlState::QUERY_CANCELED {
         return StoreError::Unavailable(format!("PostgreSQL cancelled a statement: {}", db.message()));
+    }
+    if code.code().starts_with("53") && *code != SqlState::TOO_MANY_CONNECTIONS {
+        return StoreError::OutOfSpace(format!(
+            "PostgreSQL is out of space: {} ({}); nothing was written",
+            db.message(),
+            code.code()
+        ));
     }
     if code.code().starts_with("08")
         || code.code().starts_with("57P")

@@ -346,9 +346,11 @@ impl PgStore {
     {
         let mut client = self.client().await?;
         let transaction = client.transaction().await.map_err(database)?;
-        let value = write(&transaction).await?;
-        transaction.commit().await.map_err(database)?;
-        Ok(value)
+        let value = match write(&transaction).await {
+            Ok(value) => value,
+            Err(error) => return self.space.noted(Err(error)),
+        };
+        self.space.noted(transaction.commit().await.map_err(database).map(|()| value))
     }
 
     async fn query(&self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<Vec<Row>, StoreError> {
@@ -361,7 +363,7 @@ impl PgStore {
 #[async_trait::async_trait]
 impl Store for PgStore {
     async fn save_run(&self, save: RunSave) -> Result<(), StoreError> {
-        save_run(&self.client().await?, &save).await
+        self.space.noted(save_run(&self.client().await?, &save).await)
     }
 
     async fn create_thread(&self, new: NewThread) -> Result<Thread, StoreError> {
@@ -684,6 +686,10 @@ impl Store for PgStore {
 
     async fn prune_run_records(&self, before: Option<i64>, keep: Option<u64>) -> Result<u64, StoreError> {
         runs::prune(&self.client().await?, before, keep).await
+    }
+
+    fn writability(&self) -> Option<tokio::sync::watch::Receiver<crate::storage::Writability>> {
+        Some(self.space.subscribe())
     }
 
     async fn usage(&self, resource_id: &str) -> Result<ResourceUsage, StoreError> {
