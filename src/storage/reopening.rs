@@ -34,8 +34,23 @@ pub(super) struct Reopening<T> {
     writability: watch::Sender<Writability>,
     min_free_bytes: AtomicU64,
     free_bytes: AtomicU64,
+    /// Bytes of saves taken and not yet committed: a save must fit above the reserve with them.
+    in_flight: Arc<AtomicU64>,
     /// Dropped with the handle, which ends the watcher.
     _stop: mpsc::Sender<()>,
+}
+
+/// Bytes a save holds among those in flight, given back when it drops.
+#[derive(Debug)]
+pub(super) struct InFlight {
+    counter: Arc<AtomicU64>,
+    bytes: u64,
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.counter.fetch_sub(self.bytes, Ordering::AcqRel);
+    }
 }
 
 impl<T> std::fmt::Debug for Reopening<T> {
@@ -66,6 +81,7 @@ impl<T: Send + Sync + 'static> Reopening<T> {
             writability: watch::Sender::new(Writability::Writable),
             min_free_bytes: AtomicU64::new(min_free_bytes),
             free_bytes: AtomicU64::new(u64::MAX),
+            in_flight: Arc::default(),
             _stop: stop,
         });
         let _ = handle.check_space();
@@ -125,6 +141,24 @@ impl<T: Send + Sync + 'static> Reopening<T> {
         self.writability.borrow().check()
     }
 
+    /// Room for a save of about `bytes`: `Ok` (held until the guard drops, once the save is
+    /// committed) when the disk keeps its reserve after this save and every other one in flight,
+    /// each counted twice (the engine writes a record's log entry, then its page). A save that
+    /// would not fit is refused before it reaches the engine, whatever the reserve, so a disk
+    /// fills with refusals rather than with a write the engine cannot finish.
+    pub(super) fn room_for(&self, bytes: u64) -> Result<InFlight, StoreError> {
+        self.check_space()?;
+        let needed = bytes.saturating_mul(2);
+        let pending = self.in_flight.fetch_add(needed, Ordering::AcqRel).saturating_add(needed);
+        let held = InFlight { counter: Arc::clone(&self.in_flight), bytes: needed };
+        let free = self.free_bytes.load(Ordering::Relaxed);
+        let min_free_bytes = self.min_free_bytes.load(Ordering::Relaxed);
+        if free.saturating_sub(pending) < min_free_bytes {
+            return Err(StoreError::DiskLow { free_bytes: free.saturating_sub(pending), min_free_bytes });
+        }
+        Ok(held)
+    }
+
     /// Closes `engine` after it failed a write with `reason`: calls fail until it is reopened.
     pub(super) fn failed(&self, engine: &Arc<T>, reason: &str) {
         let mut current = self.current.write().expect("engine lock");
@@ -177,5 +211,33 @@ impl<T: Send + Sync + 'static> Reopening<T> {
     /// The open engine, if any (for settings that apply to it).
     pub(super) fn current(&self) -> Option<Arc<T>> {
         self.current.read().expect("engine lock").clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MIB: u64 = 1024 * 1024;
+
+    /// A save must fit above the reserve together with the saves in flight, each counted twice:
+    /// with 1 GiB above the reserve, one 300 MiB save fits, a second while it is in flight does
+    /// not, and once the first is committed the next fits again.
+    #[test]
+    fn a_save_must_fit_above_the_reserve_with_those_in_flight() {
+        let dir = tempfile::tempdir().unwrap();
+        let opener: Opener<()> = Box::new(|| Ok(()));
+        let engine = Reopening::open(dir.path().to_owned(), opener, 0).unwrap();
+        let free = fs2::available_space(dir.path()).unwrap();
+        if free < 2048 * MIB {
+            eprintln!("under 2 GiB free: skipped");
+            return;
+        }
+        engine.set_min_free_bytes(free - 1024 * MIB);
+        let first = engine.room_for(300 * MIB).expect("600 MiB fits in 1 GiB");
+        let second = engine.room_for(300 * MIB);
+        assert!(matches!(second, Err(StoreError::DiskLow { .. })), "1.2 GiB does not: {second:?}");
+        drop(first);
+        engine.room_for(300 * MIB).expect("the first is committed: room again");
     }
 }

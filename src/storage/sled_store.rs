@@ -778,10 +778,18 @@ fn cache_entry(bytes: &[u8]) -> Result<(i64, &[u8]), StoreError> {
     Ok((i64::try_from(u64::from_be_bytes(*expiry)).unwrap_or(i64::MAX), value))
 }
 
+/// About what `save` writes: its messages, embeddings and working memory.
+fn save_bytes(save: &RunSave) -> u64 {
+    let messages: usize = save.messages.iter().map(Message::payload_bytes).sum();
+    let embeddings: usize = save.embeddings.iter().map(|embedding| embedding.vector.len() * 4).sum();
+    let working_memory = save.working_memory.as_ref().map_or(0, |(_, content, _)| content.len());
+    u64::try_from(messages + embeddings + working_memory).unwrap_or(u64::MAX)
+}
+
 #[async_trait::async_trait]
 impl Store for SledStore {
     async fn save_run(&self, save: RunSave) -> Result<(), StoreError> {
-        self.engine.check_space()?;
+        let _room = self.engine.room_for(save_bytes(&save))?;
         let inner = self.engine.engine()?;
         let (save, pointers) = if save.embeddings.is_empty() {
             (save, Vec::new())
