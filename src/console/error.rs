@@ -39,9 +39,6 @@ pub enum ConsoleError {
     /// The TLS certificate or key could not be used.
     #[error("console TLS: {0}")]
     Tls(String),
-    /// The console's listener failed.
-    #[error("the console stopped serving: {0}")]
-    Serve(String),
     /// The crate's descriptors did not load (a build problem).
     #[error("cannot read the service descriptors: {0}")]
     Descriptors(String),
@@ -60,7 +57,7 @@ impl ConsoleError {
             ConsoleError::BadJson(_) | ConsoleError::BadHeader(_) | ConsoleError::NotJson => {
                 Code::InvalidArgument
             }
-            ConsoleError::Descriptors(_) | ConsoleError::Serve(_) | ConsoleError::Tls(_) => Code::Internal,
+            ConsoleError::Descriptors(_) | ConsoleError::Tls(_) => Code::Internal,
             ConsoleError::Grpc(status) => status.code(),
         }
     }

@@ -79,6 +79,7 @@ impl Rate {
 }
 
 /// Who holds a run slot, for its share: an API key, or without keys the connection it came on.
+/// (A key's name comes with one share, so the pair identifies the caller as the name does.)
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub(super) enum Caller {
     /// A key, by name, with its own share if it sets one (`[[auth.keys]] max_concurrent_runs`).
@@ -101,14 +102,10 @@ impl Caller {
             Caller::Connection(None) => "the console".to_owned(),
         }
     }
-
-    fn bucket(&self) -> String {
-        match self {
-            Caller::Key { name, .. } => format!("key:{name}"),
-            Caller::Connection(address) => format!("connection:{address:?}"),
-        }
-    }
 }
+
+/// Runs in flight per caller (only callers with runs in flight are kept).
+type Held = Arc<Mutex<HashMap<Caller, usize>>>;
 
 /// Slots for runs in flight, and each caller's share of them.
 #[derive(Debug, Clone, Default)]
@@ -118,15 +115,14 @@ pub(super) struct RunSlots {
     queue_timeout: Duration,
     /// `[limits] max_concurrent_runs_per_caller` (0: no share).
     per_caller: usize,
-    /// Runs in flight per caller (only callers with runs in flight are kept).
-    held: Arc<Mutex<HashMap<String, usize>>>,
+    held: Held,
 }
 
-/// One run counted in its caller's share: the counts, and the caller's place in them.
+/// One run counted in its caller's share: the counts, and the caller.
 #[derive(Debug)]
 struct Share {
-    held: Arc<Mutex<HashMap<String, usize>>>,
-    bucket: String,
+    held: Held,
+    caller: Caller,
 }
 
 /// One run's slot: given back, and its caller's count lowered, when dropped.
@@ -138,12 +134,12 @@ pub(super) struct Slot {
 
 impl Drop for Slot {
     fn drop(&mut self) {
-        if let Some(Share { held, bucket }) = self.share.take() {
+        if let Some(Share { held, caller }) = self.share.take() {
             let mut held = held.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-            if let Some(count) = held.get_mut(&bucket) {
+            if let Some(count) = held.get_mut(&caller) {
                 *count -= 1;
                 if *count == 0 {
-                    held.remove(&bucket);
+                    held.remove(&caller);
                 }
             }
         }
@@ -190,14 +186,13 @@ impl RunSlots {
         if share == 0 {
             return Ok(None);
         }
-        let bucket = caller.bucket();
         let mut held = self.held.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        let count = held.entry(bucket.clone()).or_default();
+        let count = held.entry(caller.clone()).or_default();
         if *count >= share {
             return Err(LimitError::CallerBusy { caller: caller.describe(), max: share, limit });
         }
         *count += 1;
-        Ok(Some(Share { held: Arc::clone(&self.held), bucket }))
+        Ok(Some(Share { held: Arc::clone(&self.held), caller: caller.clone() }))
     }
 }
 

@@ -117,15 +117,6 @@ fn filter_of(
     })
 }
 
-/// Whether a started run passes `filter` (its outcome and processors are not known yet).
-fn start_matches(filter: &RunFilter, start: &crate::domain::RunStart) -> bool {
-    let field = |wanted: &str, value: &str| wanted.is_empty() || wanted == value;
-    field(&filter.agent_id, &start.agent_id)
-        && field(&filter.resource_id, &start.resource_id)
-        && field(&filter.thread_id, &start.thread_id)
-        && filter.agents.as_ref().is_none_or(|agents| agents.allows(&start.agent_id))
-}
-
 type EventStream = Pin<Box<dyn Stream<Item = Result<pb::RunEvent, Status>> + Send>>;
 
 #[tonic::async_trait]
@@ -204,7 +195,7 @@ impl pb::run_service_server::RunService for RunServiceImpl {
             futures::stream::unfold((feed, filter, access), |(mut feed, filter, access)| async move {
                 loop {
                     let event = match feed.recv().await {
-                        Ok(RunEvent::Started(start)) if start_matches(&filter, &start) => {
+                        Ok(RunEvent::Started(start)) if filter.matches_start(&start) => {
                             pb::run_event::Event::Started(start_to_pb(*start))
                         }
                         Ok(RunEvent::Ended(record)) if filter.matches(&record) => {

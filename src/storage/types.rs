@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::domain::{IdPatterns, Message, ResourceQuota, RunOutcome, RunRecord};
+use crate::domain::{IdPatterns, Message, ResourceQuota, RunOutcome, RunRecord, RunStart};
 
 /// A conversation, owned by a resource.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -308,15 +308,26 @@ pub struct RunFilter {
 impl RunFilter {
     /// Whether `record` passes.
     pub fn matches(&self, record: &RunRecord) -> bool {
-        let field = |wanted: &str, value: &str| wanted.is_empty() || wanted == value;
-        field(&self.agent_id, &record.agent_id)
-            && field(&self.resource_id, &record.resource_id)
-            && field(&self.thread_id, &record.thread_id)
+        self.matches_ids(&record.agent_id, &record.resource_id, &record.thread_id)
             && self.outcome.is_none_or(|outcome| outcome == record.outcome)
             && (self.processor_id.is_empty() || record.processors().contains(&self.processor_id.as_str()))
             && self.since.is_none_or(|since| record.started_at >= since)
             && self.until.is_none_or(|until| record.started_at < until)
-            && self.agents.as_ref().is_none_or(|agents| agents.allows(&record.agent_id))
+    }
+
+    /// Whether a run that just began passes, as far as can be told before it ends (its outcome
+    /// and processors are not known yet).
+    pub fn matches_start(&self, start: &RunStart) -> bool {
+        self.matches_ids(&start.agent_id, &start.resource_id, &start.thread_id)
+    }
+
+    /// Whether a run of this agent, resource and thread passes the filter's ids and agents.
+    fn matches_ids(&self, agent_id: &str, resource_id: &str, thread_id: &str) -> bool {
+        let field = |wanted: &str, value: &str| wanted.is_empty() || wanted == value;
+        field(&self.agent_id, agent_id)
+            && field(&self.resource_id, resource_id)
+            && field(&self.thread_id, thread_id)
+            && self.agents.as_ref().is_none_or(|agents| agents.allows(agent_id))
     }
 }
 

@@ -74,7 +74,7 @@ pub static MODEL_TOKENS: Counter =
 /// Streaming clients cut off for reading too slowly.
 pub static SLOW_CLIENTS: Counter = Counter::new(
     "agentwire_slow_clients_total",
-    "Streaming clients cut off for leaving no room for a chunk within slow_client_ms, or for holding more unsent chunks than a stream may.",
+    "Streaming clients cut off for leaving no room for a chunk within slow_client_ms.",
 );
 /// Run records never stored.
 pub static RUN_RECORDS_DROPPED: Counter = Counter::new(
@@ -84,7 +84,7 @@ pub static RUN_RECORDS_DROPPED: Counter = Counter::new(
 /// Runs refused for want of a slot.
 pub static RUNS_REFUSED: Counter = Counter::new(
     "agentwire_runs_refused_total",
-    "Runs refused before they started, by limit (max_concurrent_runs, max_concurrent_runs_per_key).",
+    "Runs refused before they started, by limit (max_concurrent_runs, max_concurrent_runs_per_caller).",
 );
 /// Connected remote instances.
 pub static REMOTE_INSTANCES: GaugeMetric =

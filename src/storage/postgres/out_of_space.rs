@@ -4,7 +4,8 @@
 //! refused up front (UNAVAILABLE, as sled's reserve refuses them) and health says NOT_SERVING;
 //! then the next write is let through to find out whether the database takes writes again.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use tokio::sync::watch;
@@ -19,7 +20,7 @@ const REFUSED_FOR: Duration = Duration::from_secs(5);
 pub(super) struct SpaceWatch {
     writability: Arc<watch::Sender<Writability>>,
     /// The generation of the last refusal, so that only the newest one's timer lets writes back.
-    refusals: Arc<Mutex<u64>>,
+    refusals: Arc<AtomicU64>,
 }
 
 impl Default for SpaceWatch {
@@ -55,11 +56,7 @@ impl SpaceWatch {
     }
 
     fn refuse(&self, reason: &str) {
-        let generation = {
-            let mut refusals = self.refusals.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-            *refusals += 1;
-            *refusals
-        };
+        let generation = self.refusals.fetch_add(1, Ordering::AcqRel) + 1;
         tracing::warn!(reason, "PostgreSQL is out of space: writes refused for {} s", REFUSED_FOR.as_secs());
         self.writability.send_replace(Writability::Failed(format!(
             "{reason}; writes are refused for a few seconds, then tried again"
@@ -67,9 +64,7 @@ impl SpaceWatch {
         let watch = self.clone();
         tokio::spawn(async move {
             tokio::time::sleep(REFUSED_FOR).await;
-            let newest =
-                *watch.refusals.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) == generation;
-            if newest {
+            if watch.refusals.load(Ordering::Acquire) == generation {
                 watch.writability.send_replace(Writability::Writable);
             }
         });
