@@ -1,6 +1,7 @@
-//! Memory benchmarks: history load, semantic recall, durable run saves and run records' writes,
-//! on the sled store in a temporary directory. `cargo bench --bench memory` (add `-- --quick`
-//! for a smoke run; `cargo test` runs the smoke run).
+//! Memory benchmarks: history load, semantic recall, durable run saves, run records' writes and
+//! figures over them (`GetStats`), on the sled store in a temporary directory.
+//! `cargo bench --bench memory` (add `-- --quick` for a smoke run; `cargo test` runs the smoke
+//! run).
 //!
 //! Every figure is a median (p50) or a rate measured in this one process, side by side.
 
@@ -14,10 +15,10 @@ use common::{micros, percentile, quick};
 use agentwire::bench::{fill, process_cpu, sentence};
 use agentwire::domain::{
     FinishReason, Hook, HookCallRecord, HookDecision, Message, ModelCallRecord, Part, Role, RunOutcome,
-    RunRecord, TimelineEntry, Usage, new_id, now_millis,
+    RunRecord, RunStats, TimelineEntry, Usage, buckets, new_id, now_millis,
 };
 use agentwire::memory::embedder::{Embedder, Lexical};
-use agentwire::storage::{EmbeddingRecord, RecallScope, RunSave, SledStore, Store, VectorQuery};
+use agentwire::storage::{EmbeddingRecord, RecallScope, RunFilter, RunSave, SledStore, Store, VectorQuery};
 
 fn message(role: Role, text: String) -> Message {
     Message::new(role, vec![Part::text(text)])
@@ -188,6 +189,32 @@ async fn record_writes(store: &SledStore, records: usize) {
     println!("| run records written in batches of {BATCH}, per record | {wall:.1} µs ({cpu:.1} µs CPU) | |");
 }
 
+/// What `GetStats` costs over the newest 10,000 runs: the first call reads every record, later
+/// calls (the console polls with a moving window) count the tallies the store kept.
+async fn stats_over_runs(store: &SledStore, iterations: usize) {
+    const RUNS: usize = 10_000;
+    let filter = RunFilter::default();
+    let stats = || async {
+        let start = Instant::now();
+        let tallies = store.run_tallies(&filter, RUNS + 1).await.unwrap();
+        let counted = tallies[..RUNS].iter().map(Arc::as_ref);
+        let stats = RunStats::of(counted.clone());
+        let buckets = buckets(counted, 60_000);
+        assert_eq!(stats.runs, RUNS as u64);
+        assert!(!buckets.is_empty());
+        start.elapsed()
+    };
+    let first = stats().await;
+    let mut samples = Vec::with_capacity(iterations);
+    for _ in 0..iterations {
+        samples.push(stats().await);
+    }
+    println!("| GetStats over 10,000 runs with buckets: first call | {} | |", micros(first));
+    let p50 = percentile(&mut samples, 0.5);
+    let p99 = percentile(&mut samples, 0.99);
+    println!("| GetStats over 10,000 runs with buckets: later calls | {} | {} |", micros(p50), micros(p99));
+}
+
 #[tokio::main]
 async fn main() {
     let quick = quick();
@@ -207,5 +234,6 @@ async fn main() {
     }
     durable_saves(Arc::clone(&store), 1, window).await;
     durable_saves(Arc::clone(&store), 32, window).await;
-    record_writes(&store, if quick { 2_000 } else { 100_000 }).await;
+    record_writes(&store, if quick { 10_001 } else { 100_000 }).await;
+    stats_over_runs(&store, if quick { 5 } else { 50 }).await;
 }

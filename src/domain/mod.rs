@@ -18,6 +18,7 @@ mod quota;
 mod run_info;
 mod run_record;
 mod run_stats;
+mod run_tally;
 mod stable_hash;
 mod step;
 mod warning;
@@ -47,6 +48,7 @@ pub use self::run_record::{
 pub use self::run_stats::{
     BucketLatency, HookLatency, RunStats, StatsBucket, TripwireCount, WarningCount, buckets,
 };
+pub use self::run_tally::{RunTally, TalliedDecision, TalliedHook, TalliedWarning};
 pub use self::stable_hash::{Fnv1a, fnv1a};
 pub use self::step::{StepInput, StepResult};
 pub use self::warning::Warning;

@@ -1,10 +1,10 @@
-//! Figures over many runs' records, for operators: how runs ended, which processors tripped
-//! them and why, what they warned of, and how long each processor's hooks take (percentiles per
-//! processor and hook).
+//! Figures over many runs' tallies (`run_tally.rs`), for operators: how runs ended, which
+//! processors tripped them and why, what they warned of, and how long each processor's hooks
+//! take (percentiles per processor and hook).
 
 use std::collections::BTreeMap;
 
-use super::{Hook, HookDecision, RunOutcome, RunRecord, TimelineEntry};
+use super::{Hook, RunTally, TalliedDecision};
 
 /// Tripwires of one processor with one reason.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -115,67 +115,65 @@ fn percentile(samples: &[Sample], share: f64) -> u64 {
 }
 
 impl RunStats {
-    /// The figures of `records`.
-    pub fn of<'a>(records: impl IntoIterator<Item = &'a RunRecord>) -> RunStats {
+    /// The figures of `tallies`.
+    pub fn of<'a>(tallies: impl IntoIterator<Item = &'a RunTally>) -> RunStats {
         let mut stats = RunStats::default();
-        let mut tripwires: BTreeMap<(String, String), u64> = BTreeMap::new();
-        let mut warnings: BTreeMap<(String, String), u64> = BTreeMap::new();
-        let mut hooks: BTreeMap<(String, Hook), (HookLatency, Vec<Sample>)> = BTreeMap::new();
-        for record in records {
+        // Keyed by the tallies' own strings: nothing is copied per call.
+        let mut tripwires: BTreeMap<(&str, &str), u64> = BTreeMap::new();
+        let mut warnings: BTreeMap<(&str, &str), u64> = BTreeMap::new();
+        let mut hooks: BTreeMap<(&str, Hook), (HookLatency, Vec<Sample>)> = BTreeMap::new();
+        for tally in tallies {
             stats.runs += 1;
-            *stats.outcomes.entry(record.outcome.as_str()).or_default() += 1;
-            if let (RunOutcome::Tripwire, Some(tripwire)) = (record.outcome, &record.tripwire) {
-                *tripwires.entry((tripwire.processor_id.clone(), tripwire.reason.clone())).or_default() += 1;
+            *stats.outcomes.entry(tally.outcome.as_str()).or_default() += 1;
+            if let Some((processor_id, reason)) = &tally.tripwire {
+                *tripwires.entry((processor_id, reason)).or_default() += 1;
             }
-            for entry in &record.timeline {
-                let call = match entry {
-                    TimelineEntry::Hook(call) => call,
-                    TimelineEntry::Warning(warned) => {
-                        let key = (warned.processor_id.clone(), warned.warning.kind.clone());
-                        *warnings.entry(key).or_default() += u64::from(warned.count);
-                        continue;
-                    }
-                    TimelineEntry::Model(_) | TimelineEntry::Tool(_) => continue,
-                };
-                let (latency, samples) =
-                    hooks.entry((call.processor_id.clone(), call.hook)).or_insert_with(|| {
-                        let latency = HookLatency {
-                            processor_id: call.processor_id.clone(),
-                            hook: call.hook,
-                            calls: 0,
-                            p50_us: 0,
-                            p95_us: 0,
-                            p99_us: 0,
-                            max_us: 0,
-                            aborts: 0,
-                            failures: 0,
-                            skipped: 0,
-                        };
-                        (latency, Vec::new())
-                    });
-                let calls = u64::from(call.calls.max(1));
-                latency.calls += calls;
+            for warned in &tally.warnings {
+                *warnings.entry((&warned.processor_id, &warned.kind)).or_default() += warned.count;
+            }
+            for call in &tally.hooks {
+                let (latency, samples) = hooks.entry((&call.processor_id, call.hook)).or_insert_with(|| {
+                    let latency = HookLatency {
+                        processor_id: call.processor_id.clone(),
+                        hook: call.hook,
+                        calls: 0,
+                        p50_us: 0,
+                        p95_us: 0,
+                        p99_us: 0,
+                        max_us: 0,
+                        aborts: 0,
+                        failures: 0,
+                        skipped: 0,
+                    };
+                    (latency, Vec::new())
+                });
+                latency.calls += call.calls;
                 latency.max_us = latency.max_us.max(call.max_us);
                 match call.decision {
-                    HookDecision::Abort { .. } => latency.aborts += 1,
-                    HookDecision::Failed { .. } => latency.failures += 1,
-                    HookDecision::Skipped { .. } => latency.skipped += 1,
-                    HookDecision::Continue
-                    | HookDecision::Replaced { .. }
-                    | HookDecision::Dropped
-                    | HookDecision::Observed => {}
+                    TalliedDecision::Aborted => latency.aborts += 1,
+                    TalliedDecision::Failed => latency.failures += 1,
+                    TalliedDecision::Skipped => latency.skipped += 1,
+                    TalliedDecision::Passed => {}
                 }
-                samples.push((call.duration_us / calls, calls));
+                samples.push(RunTally::sample(call));
             }
         }
         stats.tripwires = tripwires
             .into_iter()
-            .map(|((processor_id, reason), count)| TripwireCount { processor_id, reason, count })
+            .map(|((processor_id, reason), count)| TripwireCount {
+                processor_id: processor_id.to_owned(),
+                reason: reason.to_owned(),
+                count,
+            })
             .collect();
         stats.tripwires.sort_by_key(|tripwire| std::cmp::Reverse(tripwire.count));
         stats.warnings = warnings
             .into_iter()
-            .map(|((processor_id, kind), count)| WarningCount { processor_id, kind, count })
+            .map(|((processor_id, kind), count)| WarningCount {
+                processor_id: processor_id.to_owned(),
+                kind: kind.to_owned(),
+                count,
+            })
             .collect();
         stats.warnings.sort_by_key(|warning| std::cmp::Reverse(warning.count));
         stats.hooks = hooks
@@ -192,36 +190,26 @@ impl RunStats {
     }
 }
 
-/// `records` in buckets of `bucket_ms` aligned on the epoch, oldest first; buckets without runs
+/// `tallies` in buckets of `bucket_ms` aligned on the epoch, oldest first; buckets without runs
 /// are left out.
-pub fn buckets<'a>(records: impl IntoIterator<Item = &'a RunRecord>, bucket_ms: i64) -> Vec<StatsBucket> {
+pub fn buckets<'a>(tallies: impl IntoIterator<Item = &'a RunTally>, bucket_ms: i64) -> Vec<StatsBucket> {
     let bucket_ms = bucket_ms.max(1);
-    let mut buckets: BTreeMap<i64, (StatsBucket, BTreeMap<String, Vec<Sample>>)> = BTreeMap::new();
-    for record in records {
-        let start = record.started_at.div_euclid(bucket_ms) * bucket_ms;
+    let mut buckets: BTreeMap<i64, (StatsBucket, BTreeMap<&str, Vec<Sample>>)> = BTreeMap::new();
+    for tally in tallies {
+        let start = tally.started_at.div_euclid(bucket_ms) * bucket_ms;
         let (bucket, samples) = buckets
             .entry(start)
             .or_insert_with(|| (StatsBucket { start, ..StatsBucket::default() }, BTreeMap::new()));
         bucket.runs += 1;
-        *bucket.outcomes.entry(record.outcome.as_str()).or_default() += 1;
-        if let (RunOutcome::Tripwire, Some(tripwire)) = (record.outcome, &record.tripwire) {
-            *bucket.tripwires.entry(tripwire.processor_id.clone()).or_default() += 1;
+        *bucket.outcomes.entry(tally.outcome.as_str()).or_default() += 1;
+        if let Some((processor_id, _)) = &tally.tripwire {
+            count(&mut bucket.tripwires, processor_id, 1);
         }
-        for entry in &record.timeline {
-            match entry {
-                TimelineEntry::Hook(call) => {
-                    let calls = u64::from(call.calls.max(1));
-                    samples
-                        .entry(call.processor_id.clone())
-                        .or_default()
-                        .push((call.duration_us / calls, calls));
-                }
-                TimelineEntry::Warning(warned) => {
-                    *bucket.warnings.entry(warned.processor_id.clone()).or_default() +=
-                        u64::from(warned.count);
-                }
-                TimelineEntry::Model(_) | TimelineEntry::Tool(_) => {}
-            }
+        for call in &tally.hooks {
+            samples.entry(&call.processor_id).or_default().push(RunTally::sample(call));
+        }
+        for warned in &tally.warnings {
+            count(&mut bucket.warnings, &warned.processor_id, warned.count);
         }
     }
     buckets
@@ -234,11 +222,21 @@ pub fn buckets<'a>(records: impl IntoIterator<Item = &'a RunRecord>, bucket_ms: 
                     p50_us: percentile(&samples, 0.50),
                     p95_us: percentile(&samples, 0.95),
                 };
-                bucket.latency.insert(processor, latency);
+                bucket.latency.insert(processor.to_owned(), latency);
             }
             bucket
         })
         .collect()
+}
+
+/// Adds `by` to `key`'s count, copying the key only the first time.
+fn count(counts: &mut BTreeMap<String, u64>, key: &str, by: u64) {
+    match counts.get_mut(key) {
+        Some(counted) => *counted += by,
+        None => {
+            counts.insert(key.to_owned(), by);
+        }
+    }
 }
 
 #[cfg(test)]

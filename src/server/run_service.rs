@@ -226,20 +226,11 @@ impl pb::run_service_server::RunService for RunServiceImpl {
         }
         let fields = [request.agent_id.as_str(), &request.resource_id, "", "", ""];
         let filter = scoped(&access, filter_of(fields, request.since, request.until)?)?;
-        let mut records: Vec<RunRecord> = Vec::new();
-        let mut cursor = String::new();
         // The newest MAX_STATS_RUNS, and whether the window held more.
-        loop {
-            let page = self.store.list_run_records(&filter, &cursor, MAX_PAGE_SIZE as usize).await?;
-            records.extend(page.runs);
-            if page.next_cursor.is_empty() || records.len() > MAX_STATS_RUNS {
-                break;
-            }
-            cursor = page.next_cursor;
-        }
-        let counted = &records[..records.len().min(MAX_STATS_RUNS)];
-        let stats = RunStats::of(counted);
+        let tallies = self.store.run_tallies(&filter, MAX_STATS_RUNS + 1).await?;
+        let counted = tallies[..tallies.len().min(MAX_STATS_RUNS)].iter().map(Arc::as_ref);
+        let stats = RunStats::of(counted.clone());
         let buckets = if bucket_ms == 0 { Vec::new() } else { buckets(counted, bucket_ms) };
-        Ok(Response::new(stats_to_pb(stats, records.len() <= MAX_STATS_RUNS, buckets)))
+        Ok(Response::new(stats_to_pb(stats, tallies.len() <= MAX_STATS_RUNS, buckets)))
     }
 }

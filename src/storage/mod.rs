@@ -12,6 +12,7 @@ mod postgres;
 mod quota;
 mod reopening;
 mod run_segments;
+mod run_tallies;
 mod sled_codec;
 mod sled_store;
 mod types;
@@ -37,7 +38,9 @@ pub use self::types::{
 pub use self::vector_codes::dot;
 pub use self::vector_index::DEFAULT_INDEX_BYTES;
 pub use self::writability::Writability;
-use crate::domain::RunRecord;
+use std::sync::Arc;
+
+use crate::domain::{RunRecord, RunTally};
 
 /// Why a storage operation failed.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -190,6 +193,10 @@ pub trait Store: Send + Sync + std::fmt::Debug {
         cursor: &str,
         limit: usize,
     ) -> Result<RunPage, StoreError>;
+
+    /// What figures count of the newest `limit` runs matching `filter`, newest first. The newest
+    /// runs' tallies are kept in memory, so a call decodes only the records it has not read yet.
+    async fn run_tallies(&self, filter: &RunFilter, limit: usize) -> Result<Vec<Arc<RunTally>>, StoreError>;
 
     /// The record of run `run_id`.
     async fn get_run_record(&self, run_id: &str) -> Result<Option<RunRecord>, StoreError>;

@@ -25,6 +25,7 @@ mod run_pages;
 mod runs;
 mod saves;
 use super::run_segments::RunSegments;
+use super::run_tallies::TallyCache;
 use super::vector_codes::dot;
 use super::vector_file::{VectorFile, stored_dimension};
 use super::vector_index::{DEFAULT_INDEX_BYTES, SharedIndex, VectorSource};
@@ -35,7 +36,7 @@ use super::{
     RunPage, RunSave, Store, StoreError, StoredMessage, Thread, ThreadPage, ThreadUpdate, VectorQuery,
     WorkingMemoryRecord, WorkingMemoryScope, Writability, check_quota, keys,
 };
-use crate::domain::{Message, RunRecord, now_millis};
+use crate::domain::{Message, RunRecord, RunTally, now_millis};
 use group_commit::GroupCommit;
 use saves::{PendingSave, Pointers, Saves};
 
@@ -75,6 +76,8 @@ struct Inner {
     run_index: Mutex<Option<run_pages::RunIndex>>,
     /// The pages of run records the `run_pages` tree points into.
     run_segments: RunSegments,
+    /// The newest runs' tallies, read from their records once.
+    run_tallies: TallyCache,
 }
 
 /// The thread id and seq of a `vectors` key.
@@ -304,6 +307,7 @@ impl Inner {
             run_page_index: tree("run_page_index")?,
             run_index: Mutex::new(None),
             run_segments: RunSegments::open(path)?,
+            run_tallies: TallyCache::default(),
             cache_puts: AtomicU64::new(0),
             group_commit: GroupCommit::start(db.clone(), vector_file, Arc::clone(&saves))?,
             saves,
@@ -855,6 +859,11 @@ impl Store for SledStore {
     ) -> Result<RunPage, StoreError> {
         let (filter, cursor) = (filter.clone(), cursor.to_owned());
         self.blocking(move |inner| inner.list_run_records(&filter, &cursor, limit)).await
+    }
+
+    async fn run_tallies(&self, filter: &RunFilter, limit: usize) -> Result<Vec<Arc<RunTally>>, StoreError> {
+        let filter = filter.clone();
+        self.blocking(move |inner| inner.run_tallies(&filter, limit)).await
     }
 
     async fn get_run_record(&self, run_id: &str) -> Result<Option<RunRecord>, StoreError> {

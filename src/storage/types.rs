@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::domain::{IdPatterns, Message, ResourceQuota, RunOutcome, RunRecord, RunStart};
+use crate::domain::{IdPatterns, Message, ResourceQuota, RunOutcome, RunRecord, RunStart, RunTally};
 
 /// A conversation, owned by a resource.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -311,8 +311,21 @@ impl RunFilter {
         self.matches_ids(&record.agent_id, &record.resource_id, &record.thread_id)
             && self.outcome.is_none_or(|outcome| outcome == record.outcome)
             && (self.processor_id.is_empty() || record.processors().contains(&self.processor_id.as_str()))
-            && self.since.is_none_or(|since| record.started_at >= since)
-            && self.until.is_none_or(|until| record.started_at < until)
+            && self.in_window(record.started_at)
+    }
+
+    /// Whether the run of `tally` passes.
+    pub fn matches_tally(&self, tally: &RunTally) -> bool {
+        self.matches_ids(&tally.agent_id, &tally.resource_id, &tally.thread_id)
+            && self.outcome.is_none_or(|outcome| outcome == tally.outcome)
+            && (self.processor_id.is_empty() || tally.has_processor(&self.processor_id))
+            && self.in_window(tally.started_at)
+    }
+
+    /// Whether a run that started at `started_at` is in the window (`since`, `until`).
+    pub fn in_window(&self, started_at: i64) -> bool {
+        self.since.is_none_or(|since| started_at >= since)
+            && self.until.is_none_or(|until| started_at < until)
     }
 
     /// Whether a run that just began passes, as far as can be told before it ends (its outcome

@@ -3,7 +3,8 @@
 //! its in-memory recall budget; PostgreSQL's schema versions) is tested on that one.
 
 use agentwire::domain::{
-    FinishReason, HookCallRecord, HookDecision, Message, Part, Role, RunOutcome, RunRecord, TimelineEntry,
+    FinishReason, HookCallRecord, HookDecision, IdPatterns, Message, Part, Role, RunOutcome, RunRecord,
+    TimelineEntry,
 };
 use agentwire::storage::{
     CacheScope, Direction, EmbeddingRecord, NewThread, RecallScope, RunFilter, RunPage, RunSave, SledStore,
@@ -1077,6 +1078,50 @@ async fn run_records_are_kept_listed_and_pruned() {
         store.delete_resource("bob").await.unwrap();
         assert!(list(RunFilter::default()).await.runs.is_empty());
         assert_eq!(store.get_run_record("r3").await.unwrap(), None);
+    }
+}
+
+/// Tallies follow the same filters and order as listed records, the newest `limit` of them; a
+/// tally read once follows its record when the run is saved again (a changed outcome), and
+/// deleted runs are not tallied any more.
+#[tokio::test]
+async fn run_tallies_follow_their_records() {
+    for backend in backends().await {
+        eprintln!("backend: {}", backend.name);
+        let store: &dyn Store = &*backend.store;
+        let records = vec![
+            run_record("r1", 1_000, "echo", "alice", RunOutcome::Finished, "probe"),
+            run_record("r2", 2_000, "guarded", "alice", RunOutcome::Tripwire, "guard"),
+            run_record("r3", 3_000, "echo", "bob", RunOutcome::Finished, "probe"),
+        ];
+        store.save_run_records(records.clone()).await.unwrap();
+        let tallied = |filter: RunFilter, limit: usize| async move {
+            let tallies = store.run_tallies(&filter, limit).await.unwrap();
+            tallies.iter().map(|tally| (tally.run_id.clone(), tally.outcome)).collect::<Vec<_>>()
+        };
+        let all = tallied(RunFilter::default(), 10).await;
+        assert_eq!(
+            all,
+            [
+                ("r3".to_owned(), RunOutcome::Finished),
+                ("r2".to_owned(), RunOutcome::Tripwire),
+                ("r1".to_owned(), RunOutcome::Finished)
+            ]
+        );
+        assert_eq!(tallied(RunFilter::default(), 2).await, all[..2], "the newest two");
+        let guard = RunFilter { processor_id: "guard".into(), ..Default::default() };
+        assert_eq!(tallied(guard, 10).await, all[1..2]);
+        let window = RunFilter { resource_id: "alice".into(), since: Some(1_500), ..Default::default() };
+        assert_eq!(tallied(window, 10).await, all[1..2]);
+        let agents = RunFilter { agents: Some(IdPatterns::new(vec!["echo".into()])), ..Default::default() };
+        assert_eq!(tallied(agents, 10).await, [all[0].clone(), all[2].clone()]);
+
+        let mut failed = records[2].clone();
+        failed.outcome = RunOutcome::Error;
+        store.save_run_records(vec![failed]).await.unwrap();
+        assert_eq!(tallied(RunFilter::default(), 1).await, [("r3".to_owned(), RunOutcome::Error)]);
+        store.delete_resource("alice").await.unwrap();
+        assert_eq!(tallied(RunFilter::default(), 10).await, [("r3".to_owned(), RunOutcome::Error)]);
     }
 }
 

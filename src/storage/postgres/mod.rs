@@ -23,6 +23,7 @@ use tokio_postgres::error::SqlState;
 
 pub use self::migrations::SCHEMA_VERSION;
 use super::StoreError;
+use super::run_tallies::TallyCache;
 
 /// How to reach the database.
 #[derive(Debug, Clone)]
@@ -47,6 +48,8 @@ pub struct PgStore {
     cache_puts: std::sync::Arc<AtomicU64>,
     /// Whether writes are refused after the database ran out of space.
     space: out_of_space::SpaceWatch,
+    /// The newest runs' tallies, read from their records once.
+    run_tallies: std::sync::Arc<TallyCache>,
 }
 
 impl std::fmt::Debug for PgStore {
@@ -83,7 +86,12 @@ impl PgStore {
             .runtime(deadpool_postgres::Runtime::Tokio1)
             .build()
             .map_err(|error| StoreError::Unavailable(format!("cannot build the connection pool: {error}")))?;
-        let store = PgStore { pool, cache_puts: Default::default(), space: Default::default() };
+        let store = PgStore {
+            pool,
+            cache_puts: Default::default(),
+            space: Default::default(),
+            run_tallies: Default::default(),
+        };
         let mut client = store.client().await?;
         migrations::migrate(&mut client).await?;
         Ok(store)

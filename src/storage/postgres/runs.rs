@@ -2,10 +2,14 @@
 //! list filters on, pages keyed by run id like sled's; saved by one function whose commit
 //! does not wait for the WAL flush.
 
+use std::collections::HashMap;
+use std::sync::Arc;
+
 use tokio_postgres::types::ToSql;
 
 use super::database;
-use crate::domain::RunRecord;
+use crate::domain::{RunRecord, RunTally};
+use crate::storage::run_tallies::TallyCache;
 use crate::storage::{RunFilter, RunPage, StoreError};
 
 type Client = deadpool_postgres::Object;
@@ -44,60 +48,90 @@ pub(super) async fn save(client: &Client, records: &[RunRecord]) -> Result<(), S
     Ok(())
 }
 
+/// The runs a filter passes, newest first, `$9` at most, after run id `$8`: the statement after
+/// `SELECT <columns> `, with its parameters from [`FilterParams`].
+const FILTERED: &str = "FROM run_records \
+     WHERE ($1::text IS NULL OR agent_id = $1) AND ($2::text IS NULL OR resource_id = $2) \
+       AND ($3::text IS NULL OR thread_id = $3) AND ($4::text IS NULL OR outcome = $4) \
+       AND ($5::text IS NULL OR $5 = ANY(processors)) \
+       AND ($6::bigint IS NULL OR started_at >= $6) AND ($7::bigint IS NULL OR started_at < $7) \
+       AND ($8::text IS NULL OR run_id < $8) \
+       AND ($10::text[] IS NULL OR agent_id = ANY($10) OR agent_id LIKE ANY($11::text[])) \
+     ORDER BY run_id DESC LIMIT $9";
+
+/// The parameters of [`FILTERED`].
+struct FilterParams<'a> {
+    agent: Option<&'a str>,
+    resource: Option<&'a str>,
+    thread: Option<&'a str>,
+    outcome: Option<&'static str>,
+    processor: Option<&'a str>,
+    since: Option<i64>,
+    until: Option<i64>,
+    after: Option<&'a str>,
+    limit: i64,
+    exact_agents: Option<Vec<&'a str>>,
+    agent_prefixes: Option<Vec<String>>,
+}
+
+impl<'a> FilterParams<'a> {
+    fn of(filter: &'a RunFilter, after: &'a str, limit: usize) -> FilterParams<'a> {
+        let given = |value: &'a str| (!value.is_empty()).then_some(value);
+        // A key's agents: exact ids, and prefixes as LIKE patterns (their own `%`, `_`, `\` escaped).
+        let (exact_agents, agent_prefixes) = match &filter.agents {
+            Some(agents) => {
+                let (exact, prefixes) = agents.exact_and_prefixes();
+                let like = |prefix: &str| {
+                    let escaped = prefix.replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_");
+                    format!("{escaped}%")
+                };
+                (Some(exact), Some(prefixes.into_iter().map(like).collect::<Vec<_>>()))
+            }
+            None => (None, None),
+        };
+        FilterParams {
+            agent: given(&filter.agent_id),
+            resource: given(&filter.resource_id),
+            thread: given(&filter.thread_id),
+            outcome: filter.outcome.map(|outcome| outcome.as_str()),
+            processor: given(&filter.processor_id),
+            since: filter.since,
+            until: filter.until,
+            after: given(after),
+            limit: i64::try_from(limit).unwrap_or(i64::MAX),
+            exact_agents,
+            agent_prefixes,
+        }
+    }
+
+    /// The rows of `SELECT <columns> FILTERED`.
+    async fn query(&self, client: &Client, columns: &str) -> Result<Vec<tokio_postgres::Row>, StoreError> {
+        let statement =
+            client.prepare_cached(&format!("SELECT {columns} {FILTERED}")).await.map_err(database)?;
+        let params: [&(dyn ToSql + Sync); 11] = [
+            &self.agent,
+            &self.resource,
+            &self.thread,
+            &self.outcome,
+            &self.processor,
+            &self.since,
+            &self.until,
+            &self.after,
+            &self.limit,
+            &self.exact_agents,
+            &self.agent_prefixes,
+        ];
+        client.query(&statement, &params).await.map_err(database)
+    }
+}
+
 pub(super) async fn list(
     client: &Client,
     filter: &RunFilter,
     cursor: &str,
     limit: usize,
 ) -> Result<RunPage, StoreError> {
-    let after = (!cursor.is_empty()).then_some(cursor);
-    let empty = |value: &str| (!value.is_empty()).then(|| value.to_owned());
-    let (agent, resource, thread, processor) = (
-        empty(&filter.agent_id),
-        empty(&filter.resource_id),
-        empty(&filter.thread_id),
-        empty(&filter.processor_id),
-    );
-    let outcome = filter.outcome.map(|outcome| outcome.as_str());
-    // A key's agents: exact ids, and prefixes as LIKE patterns (their own `%`, `_`, `\` escaped).
-    let (exact_agents, agent_prefixes) = match &filter.agents {
-        Some(agents) => {
-            let (exact, prefixes) = agents.exact_and_prefixes();
-            let like = |prefix: &str| {
-                let escaped = prefix.replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_");
-                format!("{escaped}%")
-            };
-            (Some(exact), Some(prefixes.into_iter().map(like).collect::<Vec<_>>()))
-        }
-        None => (None, None),
-    };
-    let statement = client
-        .prepare_cached(
-            "SELECT record FROM run_records \
-             WHERE ($1::text IS NULL OR agent_id = $1) AND ($2::text IS NULL OR resource_id = $2) \
-               AND ($3::text IS NULL OR thread_id = $3) AND ($4::text IS NULL OR outcome = $4) \
-               AND ($5::text IS NULL OR $5 = ANY(processors)) \
-               AND ($6::bigint IS NULL OR started_at >= $6) AND ($7::bigint IS NULL OR started_at < $7) \
-               AND ($8::text IS NULL OR run_id < $8) \
-               AND ($10::text[] IS NULL OR agent_id = ANY($10) OR agent_id LIKE ANY($11::text[])) \
-             ORDER BY run_id DESC LIMIT $9",
-        )
-        .await
-        .map_err(database)?;
-    let params: [&(dyn ToSql + Sync); 11] = [
-        &agent,
-        &resource,
-        &thread,
-        &outcome,
-        &processor,
-        &filter.since,
-        &filter.until,
-        &after,
-        &(limit as i64 + 1),
-        &exact_agents,
-        &agent_prefixes,
-    ];
-    let rows = client.query(&statement, &params).await.map_err(database)?;
+    let rows = FilterParams::of(filter, cursor, limit + 1).query(client, "record").await?;
     let mut runs = rows.iter().map(record_of).collect::<Result<Vec<_>, _>>()?;
     let next_cursor = if runs.len() > limit {
         runs.truncate(limit);
@@ -106,6 +140,44 @@ pub(super) async fn list(
         String::new()
     };
     Ok(RunPage { runs, next_cursor })
+}
+
+/// The tallies of the newest `limit` runs `filter` passes: their ids from the table, the
+/// records of those not tallied yet in one more query.
+pub(super) async fn tallies(
+    client: &Client,
+    cache: &TallyCache,
+    filter: &RunFilter,
+    limit: usize,
+) -> Result<Vec<Arc<RunTally>>, StoreError> {
+    let rows = FilterParams::of(filter, "", limit).query(client, "run_id").await?;
+    let ids: Vec<String> = rows.iter().map(|row| row.get(0)).collect();
+    let mut known: Vec<Option<Arc<RunTally>>> = ids.iter().map(|run_id| cache.get(run_id)).collect();
+    let missing: Vec<&str> = ids
+        .iter()
+        .zip(&known)
+        .filter(|(_, tally)| tally.is_none())
+        .map(|(run_id, _)| run_id.as_str())
+        .collect();
+    if !missing.is_empty() {
+        let statement = client
+            .prepare_cached("SELECT record FROM run_records WHERE run_id = ANY($1)")
+            .await
+            .map_err(database)?;
+        let mut read: HashMap<String, Arc<RunTally>> = HashMap::new();
+        for row in client.query(&statement, &[&missing]).await.map_err(database)? {
+            let tally = Arc::new(RunTally::of(&record_of(&row)?));
+            cache.keep(Arc::clone(&tally));
+            read.insert(tally.run_id.clone(), tally);
+        }
+        for (run_id, tally) in ids.iter().zip(&mut known) {
+            if tally.is_none() {
+                *tally = read.remove(run_id);
+            }
+        }
+    }
+    // A run deleted between the two queries is left out.
+    Ok(known.into_iter().flatten().collect())
 }
 
 pub(super) async fn get(client: &Client, run_id: &str) -> Result<Option<RunRecord>, StoreError> {

@@ -1,5 +1,6 @@
 //! [`Store`] on PostgreSQL: each method as SQL, each write one transaction.
 
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use pgvector::Vector;
@@ -8,7 +9,7 @@ use tokio_postgres::Row;
 use tokio_postgres::types::ToSql;
 
 use super::{PgStore, database, runs};
-use crate::domain::{Message, RunRecord, now_millis};
+use crate::domain::{Message, RunRecord, RunTally, now_millis};
 use crate::storage::{
     CacheScope, DeleteReport, Direction, Hit, MessagePage, NewThread, RecallScope, ResourceUsage, RunFilter,
     RunPage, RunSave, Store, StoreError, StoredMessage, Thread, ThreadPage, ThreadUpdate, VectorQuery,
@@ -454,57 +455,61 @@ impl Store for PgStore {
     }
 
     async fn delete_resource(&self, resource_id: &str) -> Result<DeleteReport, StoreError> {
-        let resource_id = resource_id.to_owned();
-        self.write(|transaction| {
-            Box::pin(async move {
-                transaction
-                    .execute(
-                        "SELECT 1 FROM resource_usage WHERE resource_id = $1 FOR UPDATE",
-                        &[&resource_id],
-                    )
-                    .await
-                    .map_err(database)?;
-                let count = |table: &str| format!("SELECT count(*) FROM {table} WHERE resource_id = $1");
-                let mut report = DeleteReport::default();
-                for (table, field) in [
-                    ("threads", &mut report.threads),
-                    ("messages", &mut report.messages),
-                    ("embeddings", &mut report.embeddings),
-                ] {
-                    *field = transaction
-                        .query_one(&count(table), &[&resource_id])
+        let owned = resource_id.to_owned();
+        let report = self
+            .write(|transaction| {
+                let resource_id = owned.clone();
+                Box::pin(async move {
+                    transaction
+                        .execute(
+                            "SELECT 1 FROM resource_usage WHERE resource_id = $1 FOR UPDATE",
+                            &[&resource_id],
+                        )
                         .await
-                        .map_err(database)?
-                        .get::<_, i64>(0) as u64;
-                }
-                report.working_memories = transaction
-                    .execute("DELETE FROM working_memory WHERE resource_id = $1", &[&resource_id])
-                    .await
-                    .map_err(database)?;
-                transaction
-                    .execute("DELETE FROM threads WHERE resource_id = $1", &[&resource_id])
-                    .await
-                    .map_err(database)?;
-                let threads_prefix = format!("thread:{}:{resource_id}:", resource_id.len());
-                transaction
-                    .execute(
-                        "DELETE FROM response_cache WHERE scope = $1 OR starts_with(scope, $2)",
-                        &[&CacheScope::Resource(resource_id.clone()).key(), &threads_prefix],
-                    )
-                    .await
-                    .map_err(database)?;
-                transaction
-                    .execute("DELETE FROM resource_usage WHERE resource_id = $1", &[&resource_id])
-                    .await
-                    .map_err(database)?;
-                transaction
-                    .execute("DELETE FROM run_records WHERE resource_id = $1", &[&resource_id])
-                    .await
-                    .map_err(database)?;
-                Ok(report)
+                        .map_err(database)?;
+                    let count = |table: &str| format!("SELECT count(*) FROM {table} WHERE resource_id = $1");
+                    let mut report = DeleteReport::default();
+                    for (table, field) in [
+                        ("threads", &mut report.threads),
+                        ("messages", &mut report.messages),
+                        ("embeddings", &mut report.embeddings),
+                    ] {
+                        *field = transaction
+                            .query_one(&count(table), &[&resource_id])
+                            .await
+                            .map_err(database)?
+                            .get::<_, i64>(0) as u64;
+                    }
+                    report.working_memories = transaction
+                        .execute("DELETE FROM working_memory WHERE resource_id = $1", &[&resource_id])
+                        .await
+                        .map_err(database)?;
+                    transaction
+                        .execute("DELETE FROM threads WHERE resource_id = $1", &[&resource_id])
+                        .await
+                        .map_err(database)?;
+                    let threads_prefix = format!("thread:{}:{resource_id}:", resource_id.len());
+                    transaction
+                        .execute(
+                            "DELETE FROM response_cache WHERE scope = $1 OR starts_with(scope, $2)",
+                            &[&CacheScope::Resource(resource_id.clone()).key(), &threads_prefix],
+                        )
+                        .await
+                        .map_err(database)?;
+                    transaction
+                        .execute("DELETE FROM resource_usage WHERE resource_id = $1", &[&resource_id])
+                        .await
+                        .map_err(database)?;
+                    transaction
+                        .execute("DELETE FROM run_records WHERE resource_id = $1", &[&resource_id])
+                        .await
+                        .map_err(database)?;
+                    Ok(report)
+                })
             })
-        })
-        .await
+            .await?;
+        self.run_tallies.forget_resource(resource_id);
+        Ok(report)
     }
 
     async fn last_messages(
@@ -668,6 +673,8 @@ impl Store for PgStore {
     }
 
     async fn save_run_records(&self, records: Vec<RunRecord>) -> Result<(), StoreError> {
+        // A run saved again may have changed: its tally is read again.
+        self.run_tallies.forget(records.iter().map(|record| record.run_id.as_str()));
         runs::save(&self.client().await?, &records).await
     }
 
@@ -678,6 +685,10 @@ impl Store for PgStore {
         limit: usize,
     ) -> Result<RunPage, StoreError> {
         runs::list(&self.client().await?, filter, cursor, limit).await
+    }
+
+    async fn run_tallies(&self, filter: &RunFilter, limit: usize) -> Result<Vec<Arc<RunTally>>, StoreError> {
+        runs::tallies(&self.client().await?, &self.run_tallies, filter, limit).await
     }
 
     async fn get_run_record(&self, run_id: &str) -> Result<Option<RunRecord>, StoreError> {

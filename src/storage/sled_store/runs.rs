@@ -7,14 +7,14 @@
 //! index is first built.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::MutexGuard;
+use std::sync::{Arc, MutexGuard};
 
 use sled::Transactional;
 
 use super::RunSegments;
-use super::run_pages::{PagedRun, RunIndex, encode_page, page_record, page_records};
+use super::run_pages::{PagedRun, Place, RunIndex, encode_page, page_record, page_records};
 use super::{Inner, StoreError, decode, encode, engine, keys, transaction};
-use crate::domain::RunRecord;
+use crate::domain::{RunRecord, RunTally};
 use crate::storage::{RunFilter, RunPage};
 
 /// Records moved into one page from a store written before pages.
@@ -79,6 +79,8 @@ impl Inner {
         if records.is_empty() {
             return Ok(());
         }
+        // A run saved again may have changed: its tally is read again.
+        self.run_tallies.forget(records.iter().map(|record| record.run_id.as_str()));
         let mut index = self.run_index()?;
         let index = index.as_mut().expect("loaded");
         let page = index.take_page();
@@ -108,24 +110,15 @@ impl Inner {
             keys::decode_cursor(cursor).and_then(|bytes| String::from_utf8(bytes).ok()).unwrap_or_default();
         let index = self.run_index()?;
         let index = index.as_ref().expect("loaded");
-        let mut held: HashMap<u64, Option<Vec<u8>>> = HashMap::new();
+        let mut pages = HeldPages::new(self);
         let mut runs: Vec<RunRecord> = Vec::new();
         for (run_id, place) in index.newest_first(&filter.resource_id, &before) {
             // The index knows when each run began: a window skips runs without reading them.
-            if filter.since.is_some_and(|since| place.started_at < since)
-                || filter.until.is_some_and(|until| place.started_at >= until)
-            {
+            if !filter.in_window(place.started_at) {
                 continue;
             }
-            if !held.contains_key(&place.page) {
-                if held.len() == PAGES_HELD {
-                    held.clear();
-                }
-                held.insert(place.page, self.read_page(place.page)?);
-            }
-            let Some(page) = &held[&place.page] else { continue };
-            let record = page_record(page, place.slot)?;
-            if record.run_id != run_id || !filter.matches(&record) {
+            let Some(record) = pages.record(run_id, place)? else { continue };
+            if !filter.matches(&record) {
                 continue;
             }
             if runs.len() == limit {
@@ -135,6 +128,38 @@ impl Inner {
             runs.push(record);
         }
         Ok(RunPage { runs, next_cursor: String::new() })
+    }
+
+    pub(super) fn run_tallies(
+        &self,
+        filter: &RunFilter,
+        limit: usize,
+    ) -> Result<Vec<Arc<RunTally>>, StoreError> {
+        let index = self.run_index()?;
+        let index = index.as_ref().expect("loaded");
+        let mut pages = HeldPages::new(self);
+        let mut tallies = Vec::new();
+        for (run_id, place) in index.newest_first(&filter.resource_id, "") {
+            if tallies.len() == limit {
+                break;
+            }
+            if !filter.in_window(place.started_at) {
+                continue;
+            }
+            let tally = match self.run_tallies.get(run_id) {
+                Some(tally) => tally,
+                None => {
+                    let Some(record) = pages.record(run_id, place)? else { continue };
+                    let tally = Arc::new(RunTally::of(&record));
+                    self.run_tallies.keep(Arc::clone(&tally));
+                    tally
+                }
+            };
+            if filter.matches_tally(&tally) {
+                tallies.push(tally);
+            }
+        }
+        Ok(tallies)
     }
 
     pub(super) fn get_run_record(&self, run_id: &str) -> Result<Option<RunRecord>, StoreError> {
@@ -175,6 +200,7 @@ impl Inner {
     /// Removes the records of `run_ids`: each page they were in is rewritten without them, or
     /// deleted when nothing of it is left.
     fn remove_runs(&self, index: &mut RunIndex, run_ids: &[String]) -> Result<(), StoreError> {
+        self.run_tallies.forget(run_ids.iter().map(String::as_str));
         let mut by_page: BTreeMap<u64, Vec<&str>> = BTreeMap::new();
         for run_id in run_ids {
             if let Some(place) = index.place(run_id) {
@@ -235,5 +261,30 @@ impl Inner {
             self.db.drop_tree(old).map_err(engine)?;
         }
         Ok(())
+    }
+}
+
+/// The pages a walk over the index reads, the last few kept (the newest runs lie in a few).
+struct HeldPages<'a> {
+    inner: &'a Inner,
+    held: HashMap<u64, Option<Vec<u8>>>,
+}
+
+impl<'a> HeldPages<'a> {
+    fn new(inner: &'a Inner) -> HeldPages<'a> {
+        HeldPages { inner, held: HashMap::new() }
+    }
+
+    /// The record of `run_id` at `place`; `None` when its page is lost or holds another run.
+    fn record(&mut self, run_id: &str, place: Place) -> Result<Option<RunRecord>, StoreError> {
+        if !self.held.contains_key(&place.page) {
+            if self.held.len() == PAGES_HELD {
+                self.held.clear();
+            }
+            self.held.insert(place.page, self.inner.read_page(place.page)?);
+        }
+        let Some(page) = &self.held[&place.page] else { return Ok(None) };
+        let record = page_record(page, place.slot)?;
+        Ok((record.run_id == run_id).then_some(record))
     }
 }
