@@ -250,6 +250,9 @@ pub struct ApiKeyConfig {
     /// The MiB of messages each resource it writes to may keep (0: no limit); default `[storage]`'s.
     #[serde(default)]
     pub max_resource_mb: Option<u64>,
+    /// The resources it may create (0: no limit); default `[storage] max_key_resources`.
+    #[serde(default)]
+    pub max_resources: Option<u64>,
 }
 
 impl ApiKeyConfig {
@@ -260,6 +263,12 @@ impl ApiKeyConfig {
             messages: self.max_resource_messages.map_or(defaults.messages, limit),
             bytes: self.max_resource_mb.map_or(defaults.bytes, mib_limit),
         }
+    }
+
+    /// How many resources this key may create: its own setting over `default` (0: no limit).
+    pub fn resource_allowance(&self, default: u64) -> Option<crate::domain::ResourceAllowance> {
+        let max_resources = limit(self.max_resources.unwrap_or(default))?;
+        Some(crate::domain::ResourceAllowance { key_name: self.name.clone(), max_resources })
     }
 }
 
@@ -317,6 +326,12 @@ pub struct StorageConfig {
     /// The MiB of messages (with their embeddings) one resource may keep (0: no limit). Default 1024.
     #[serde(default = "default_max_resource_mb")]
     pub max_resource_mb: u64,
+    /// The resources one API key may create (0, the default: no limit; a key may set its own).
+    /// Each counts, as the key's that first wrote to it, until it is deleted; a write that would
+    /// create one more is refused with RESOURCE_EXHAUSTED. With the per-resource quotas above it
+    /// bounds what one key may keep in all.
+    #[serde(default)]
+    pub max_key_resources: u64,
 }
 
 impl Default for StorageConfig {
@@ -334,6 +349,7 @@ impl Default for StorageConfig {
             max_resource_threads: default_max_resource_threads(),
             max_resource_messages: default_max_resource_messages(),
             max_resource_mb: default_max_resource_mb(),
+            max_key_resources: 0,
         }
     }
 }

@@ -39,7 +39,7 @@ pub use self::message_list::{MessageList, MessageSource, ReconcileScope};
 pub use self::prompt::{
     CONTINUE_TURN, EARLIER_CONVERSATION_TURN, ModelSettings, PromptMessage, ToolChoice, ToolDefinition,
 };
-pub use self::quota::ResourceQuota;
+pub use self::quota::{ResourceAllowance, ResourceQuota};
 pub use self::run_info::{RunInfo, TraceContext, thread_owner};
 pub use self::run_record::{
     HookCallRecord, HookDecision, ModelCallRecord, PromptRecord, RunContent, RunEvent, RunOutcome, RunRecord,

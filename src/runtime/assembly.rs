@@ -34,6 +34,9 @@ impl Runtime {
         // A run that would be saved is refused up front while the store cannot take the save.
         store.check_writable()?;
         let resource_id = thread_owner(&request.thread_id, &request.resource_id).to_owned();
+        if let Some(allowance) = &request.allowance {
+            store.claim_resource(allowance, &resource_id).await?;
+        }
         // A resource at its quota is refused before the model runs (the save checks exactly);
         // without one, nothing is read for it.
         if request.quota != ResourceQuota::UNLIMITED {

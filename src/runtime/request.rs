@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::domain::{Message, ResourceQuota, TraceContext};
+use crate::domain::{Message, ResourceAllowance, ResourceQuota, TraceContext};
 use crate::storage::StoreError;
 
 /// One run of one agent.
@@ -35,6 +35,9 @@ pub struct RunRequest {
     pub trace_context: TraceContext,
     /// What the run's resource may keep (its caller's API key decides); none by default.
     pub quota: ResourceQuota,
+    /// How many resources its caller's API key may create: a run that would create one more is
+    /// refused before anything runs.
+    pub allowance: Option<ResourceAllowance>,
     /// The API key the run is made with, by name, for its record (empty on an open server).
     pub key_name: String,
 }

@@ -51,6 +51,7 @@ impl AgentServiceImpl {
         let mut run = RunRequest::try_from(request.into_inner())?;
         run.trace_context = trace_context;
         run.quota = access.quota();
+        run.allowance = access.allowance().cloned();
         run.key_name = access.key_name().to_owned();
         access.agent(&run.agent_id)?;
         let resource = if run.resource_id.is_empty() { &run.thread_id } else { &run.resource_id };

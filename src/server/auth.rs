@@ -15,7 +15,7 @@ use tonic::Request;
 
 use super::limits::{Caller, LimitError, Rate};
 use crate::config::{ApiKeyConfig, Config, ConfigError};
-use crate::domain::{IdPatterns, ResourceQuota};
+use crate::domain::{IdPatterns, ResourceAllowance, ResourceQuota};
 
 /// Why a call was refused.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -58,6 +58,8 @@ pub(super) struct Grant {
     runs_at_once: Option<usize>,
     /// What each resource it writes to may keep.
     quota: ResourceQuota,
+    /// How many resources it may create.
+    allowance: Option<ResourceAllowance>,
 }
 
 /// The keys the server accepts.
@@ -66,6 +68,8 @@ pub struct Auth {
     by_digest: HashMap<[u8; 32], Arc<Grant>>,
     /// `[storage]`'s resource quota: an open server's, and a key's where it sets none.
     quota: ResourceQuota,
+    /// `[storage] max_key_resources`: a key's where it sets none.
+    max_key_resources: u64,
 }
 
 /// The file `keys_file` names.
@@ -78,7 +82,11 @@ struct KeysFile {
 impl Auth {
     /// The keys of `[auth]` (and of its `keys_file`); the error names the bad entry.
     pub fn from_config(config: &Config) -> Result<Auth, ConfigError> {
-        let mut auth = Auth { quota: config.storage.resource_quota(), ..Auth::default() };
+        let mut auth = Auth {
+            quota: config.storage.resource_quota(),
+            max_key_resources: config.storage.max_key_resources,
+            ..Auth::default()
+        };
         for (index, key) in config.auth.keys.iter().enumerate() {
             auth.add(key.get_ref()).map_err(|reason| {
                 config.invalid_at(key.span().start, format!("auth.keys[{index}]: {reason}"))
@@ -126,6 +134,7 @@ impl Auth {
             rate,
             runs_at_once: key.max_concurrent_runs,
             quota: key.resource_quota(self.quota),
+            allowance: key.resource_allowance(self.max_key_resources),
         };
         if self.by_digest.insert(digest, Arc::new(grant)).is_some() {
             return Err(format!("key `{}` is the same key as another entry", key.name));
@@ -242,6 +251,14 @@ impl Access {
         match self {
             Access::Open(quota) => *quota,
             Access::Key(grant) => grant.quota,
+        }
+    }
+
+    /// How many resources the caller may create: a key's allowance, if it has one.
+    pub(super) fn allowance(&self) -> Option<&ResourceAllowance> {
+        match self {
+            Access::Open(_) => None,
+            Access::Key(grant) => grant.allowance.as_ref(),
         }
     }
 

@@ -43,6 +43,7 @@ impl TryFrom<pb::RunRequest> for RunRequest {
             trace_context: TraceContext::new(),
             // The caller's API key decides it: `AgentServiceImpl::authorized_run` sets it.
             quota: ResourceQuota::UNLIMITED,
+            allowance: None,
             key_name: String::new(),
         })
     }

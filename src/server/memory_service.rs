@@ -46,6 +46,15 @@ impl MemoryServiceImpl {
         MemoryServiceImpl { store, embedders, auth, limits }
     }
 
+    /// Counts `resource_id` among the resources the caller's key created, when its key has an
+    /// allowance: a write that would create one past it is refused.
+    async fn claim(&self, access: &Access, resource_id: &str) -> Result<(), Status> {
+        if let Some(allowance) = access.allowance() {
+            self.store.claim_resource(allowance, resource_id).await?;
+        }
+        Ok(())
+    }
+
     /// The hits of `query` in `scope`, embedded with the named embedder, or else with the one the
     /// stored vectors were made with (tried with `lexical` first, and switched once when the store
     /// names another).
@@ -214,6 +223,7 @@ impl pb::memory_service_server::MemoryService for MemoryServiceImpl {
         };
         self.limits.title("title", &new.title)?;
         self.limits.metadata("metadata", &new.metadata)?;
+        self.claim(&access, &new.resource_id).await?;
         Ok(Response::new(self.store.create_thread(new).await?.into()))
     }
 
@@ -319,6 +329,9 @@ impl pb::memory_service_server::MemoryService for MemoryServiceImpl {
         let scope = scope_of(request.scope, &request.resource_id)?;
         scope_in_reach(&access, &scope)?;
         self.limits.working_memory("content", &request.content)?;
+        let (WorkingMemoryScope::Resource(resource_id) | WorkingMemoryScope::Thread { resource_id, .. }) =
+            &scope;
+        self.claim(&access, resource_id).await?;
         let expected_version = match request.expected_version {
             Some(version) => version,
             None => self.store.get_working_memory(&scope).await?.map_or(0, |record| record.version),

@@ -83,7 +83,7 @@ fn store_code(error: &StoreError) -> Code {
         StoreError::DiskLow { .. } | StoreError::Unavailable(_) | StoreError::OutOfSpace(_) => {
             Code::Unavailable
         }
-        StoreError::QuotaExceeded { .. } => Code::ResourceExhausted,
+        StoreError::QuotaExceeded { .. } | StoreError::AllowanceExceeded { .. } => Code::ResourceExhausted,
         StoreError::UnsupportedFormat { .. }
         | StoreError::SchemaTooNew { .. }
         | StoreError::Corrupt { .. }

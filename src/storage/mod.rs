@@ -40,7 +40,7 @@ pub use self::vector_index::DEFAULT_INDEX_BYTES;
 pub use self::writability::Writability;
 use std::sync::Arc;
 
-use crate::domain::{RunRecord, RunTally};
+use crate::domain::{ResourceAllowance, RunRecord, RunTally};
 
 /// Why a storage operation failed.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -135,6 +135,19 @@ pub enum StoreError {
         /// The limit.
         limit: u64,
     },
+    /// A write would create a resource past its API key's allowance. The caller is at fault.
+    #[error(
+        "key `{key_name}` has created {limit} resources (max_resources) and `{resource_id}` would be \
+         one more: nothing was saved; delete one of its resources (DeleteResource) to make room"
+    )]
+    AllowanceExceeded {
+        /// The key, by name.
+        key_name: String,
+        /// The resource it would create.
+        resource_id: String,
+        /// Its allowance.
+        limit: u64,
+    },
     /// The storage engine failed otherwise.
     #[error("storage failed: {0}")]
     Engine(String),
@@ -176,6 +189,15 @@ pub trait Store: Send + Sync + std::fmt::Debug {
 
     /// Deletes a thread with its messages, embeddings and thread working memory.
     async fn delete_thread(&self, resource_id: &str, thread_id: &str) -> Result<DeleteReport, StoreError>;
+
+    /// Counts `resource_id` among the resources of `allowance`'s key, unless a key already has
+    /// it; refused (`AllowanceExceeded`) when the key already has its `max_resources`. Deleting
+    /// the resource gives it back.
+    async fn claim_resource(
+        &self,
+        allowance: &ResourceAllowance,
+        resource_id: &str,
+    ) -> Result<(), StoreError>;
 
     /// Deletes every thread, message, embedding, working memory and run record of a resource.
     async fn delete_resource(&self, resource_id: &str) -> Result<DeleteReport, StoreError>;

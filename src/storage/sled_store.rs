@@ -2,7 +2,7 @@
 //!
 //! Trees: `threads` (resource | id → thread), `resource_threads` (resource | created_at | thread → ()),
 //! `messages` (resource | thread | seq → message), `resource_message_ids` (resource | id → message key), `vectors`
-//! (resource | thread | seq → a pointer into the vector file, `vector_file.rs`, or an f32 vector inline), `working_memory` (scope → record), `resource_usage` (resource → threads, messages, bytes, for quotas), `response_cache`
+//! (resource | thread | seq → a pointer into the vector file, `vector_file.rs`, or an f32 vector inline), `working_memory` (scope → record), `resource_usage` (resource → threads, messages, bytes, for quotas), `resource_owners` and `key_resources` (which key created each resource, for keys' `max_resources`: `sled_store/owners.rs`), `response_cache`
 //! (scope | key → expiry and value), `run_pages` and `run_page_index` (run records, a page per batch in segment files:
 //! `sled_store/run_pages.rs`), `meta` (format version, embedder). Multi-tree writes are one sled transaction; sled calls run on blocking
 //! threads; writes return once group-committed to disk, and the runs saved meanwhile share one
@@ -21,6 +21,7 @@ use super::sled_codec::{decode, encode, engine, open_waiting_for_lock};
 use super::upgrade;
 
 mod group_commit;
+mod owners;
 mod run_pages;
 mod runs;
 mod saves;
@@ -36,7 +37,7 @@ use super::{
     RunPage, RunSave, Store, StoreError, StoredMessage, Thread, ThreadPage, ThreadUpdate, VectorQuery,
     WorkingMemoryRecord, WorkingMemoryScope, Writability, check_quota, keys,
 };
-use crate::domain::{Message, RunRecord, RunTally, now_millis};
+use crate::domain::{Message, ResourceAllowance, RunRecord, RunTally, now_millis};
 use group_commit::GroupCommit;
 use saves::{PendingSave, Pointers, Saves};
 
@@ -78,6 +79,9 @@ struct Inner {
     run_segments: RunSegments,
     /// The newest runs' tallies, read from their records once.
     run_tallies: TallyCache,
+    /// Which key created each resource, and how many each key has (`owners.rs`).
+    resource_owners: sled::Tree,
+    key_resources: sled::Tree,
 }
 
 /// The thread id and seq of a `vectors` key.
@@ -308,6 +312,8 @@ impl Inner {
             run_index: Mutex::new(None),
             run_segments: RunSegments::open(path)?,
             run_tallies: TallyCache::default(),
+            resource_owners: tree("resource_owners")?,
+            key_resources: tree("key_resources")?,
             cache_puts: AtomicU64::new(0),
             group_commit: GroupCommit::start(db.clone(), vector_file, Arc::clone(&saves))?,
             saves,
@@ -518,6 +524,7 @@ impl Inner {
         self.saves.index.lock().remove(resource_id);
         self.clear_cache_scope(&CacheScope::Resource(resource_id.to_owned()))?;
         self.delete_resource_runs(resource_id)?;
+        self.release_resource(resource_id)?;
         Ok(report)
     }
 
@@ -839,6 +846,18 @@ impl Store for SledStore {
     async fn delete_thread(&self, resource_id: &str, thread_id: &str) -> Result<DeleteReport, StoreError> {
         let (resource_id, thread_id) = (resource_id.to_owned(), thread_id.to_owned());
         self.durable_write(true, move |inner| inner.delete_thread(&resource_id, &thread_id)).await
+    }
+
+    async fn claim_resource(
+        &self,
+        allowance: &ResourceAllowance,
+        resource_id: &str,
+    ) -> Result<(), StoreError> {
+        // Not durable on its own: the save that follows is, and sled's log makes what came
+        // before it durable with it; a claim lost without one counted nothing kept.
+        self.engine.check_space()?;
+        let (allowance, resource_id) = (allowance.clone(), resource_id.to_owned());
+        self.blocking(move |inner| inner.claim_resource(&allowance, &resource_id)).await
     }
 
     async fn delete_resource(&self, resource_id: &str) -> Result<DeleteReport, StoreError> {

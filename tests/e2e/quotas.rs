@@ -1,7 +1,7 @@
-//! Per-resource quotas through the real server: threads, messages and bytes of messages each
-//! resource may keep, set in `[storage]` and overridden per API key. A run of a resource at its
-//! quota is refused before the model runs (RESOURCE_EXHAUSTED naming the setting); a save that
-//! would cross it saves nothing; deleting makes room again.
+//! Quotas through the real server: threads, messages and bytes of messages each resource may
+//! keep, and the resources each API key may create, set in `[storage]` and overridden per key. A
+//! run past a quota is refused before the model runs (RESOURCE_EXHAUSTED naming the setting); a
+//! save that would cross it saves nothing; deleting makes room again.
 
 use crate::common;
 
@@ -136,4 +136,73 @@ async fn a_save_past_the_byte_quota_saves_nothing() {
     let error = third.error.expect("1.2 MiB do not fit in 1 MiB");
     assert!(error.message.contains("max_resource_mb"), "{}", error.message);
     assert_eq!(stored(&server, "big-secret", "t1", "big-a").await, 4, "the third run saved nothing");
+}
+
+const ALLOWANCE: &str = r#"
+[storage]
+max_key_resources = 100
+
+[[auth.keys]]
+name = "few-app"
+key = "few-secret"
+resources = ["few-*"]
+max_resources = 2
+
+[[auth.keys]]
+name = "other-app"
+key = "other-secret"
+resources = ["*"]
+
+[[agents]]
+id = "echo"
+model = "mock/echo"
+memory = { last_messages = 10 }
+"#;
+
+/// A key's `max_resources`: runs, CreateThread and UpdateWorkingMemory create its resources; the
+/// one past the allowance is refused with RESOURCE_EXHAUSTED naming the key and the setting and
+/// saves nothing, while its existing resources and other keys go on; deleting a resource gives
+/// its place back.
+#[tokio::test]
+async fn a_key_creates_no_more_resources_than_it_may() {
+    let server = TestServer::start(ALLOWANCE).await;
+    let mut agents = AgentServiceClient::new(server.channel().await);
+    let mut memory = MemoryServiceClient::new(server.channel().await);
+    let ok = agents.generate(keyed(run("one", "t1", "few-a"), "few-secret")).await.unwrap();
+    assert_eq!(ok.into_inner().error, None);
+    let create =
+        pb::CreateThreadRequest { thread_id: "t1".into(), resource_id: "few-b".into(), ..Default::default() };
+    memory.create_thread(keyed(create, "few-secret")).await.unwrap();
+
+    let refused = agents.generate(keyed(run("three", "t1", "few-c"), "few-secret")).await.unwrap_err();
+    assert_eq!(refused.code(), Code::ResourceExhausted, "{refused:?}");
+    for named in ["few-app", "max_resources", "few-c"] {
+        assert!(refused.message().contains(named), "{named} in {}", refused.message());
+    }
+    let create =
+        pb::CreateThreadRequest { thread_id: "t1".into(), resource_id: "few-c".into(), ..Default::default() };
+    let by_thread = memory.create_thread(keyed(create, "few-secret")).await.unwrap_err();
+    assert_eq!(by_thread.code(), Code::ResourceExhausted, "{by_thread:?}");
+    let scope = pb::working_memory_scope::Scope::ResourceId("few-c".into());
+    let working = pb::UpdateWorkingMemoryRequest {
+        scope: Some(pb::WorkingMemoryScope { scope: Some(scope) }),
+        content: "notes".into(),
+        ..Default::default()
+    };
+    let by_memory = memory.update_working_memory(keyed(working.clone(), "few-secret")).await.unwrap_err();
+    assert_eq!(by_memory.code(), Code::ResourceExhausted, "{by_memory:?}");
+    let list = pb::ListThreadsRequest { resource_id: "few-c".into(), ..Default::default() };
+    assert!(memory.list_threads(keyed(list, "few-secret")).await.unwrap().into_inner().threads.is_empty());
+
+    // Its resources go on, and another key's allowance is its own.
+    let again = agents.generate(keyed(run("two", "t1", "few-a"), "few-secret")).await.unwrap();
+    assert_eq!(again.into_inner().error, None);
+    let other = agents.generate(keyed(run("other", "t1", "other-c"), "other-secret")).await.unwrap();
+    assert_eq!(other.into_inner().error, None);
+
+    let delete = pb::DeleteResourceRequest { resource_id: "few-a".into() };
+    memory.delete_resource(keyed(delete, "few-secret")).await.unwrap();
+    memory.update_working_memory(keyed(working, "few-secret")).await.unwrap();
+    let refused = agents.generate(keyed(run("four", "t1", "few-d"), "few-secret")).await.unwrap_err();
+    assert_eq!(refused.code(), Code::ResourceExhausted, "few-b and few-c are its two");
 }

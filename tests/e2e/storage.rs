@@ -3,8 +3,8 @@
 //! its in-memory recall budget; PostgreSQL's schema versions) is tested on that one.
 
 use agentwire::domain::{
-    FinishReason, HookCallRecord, HookDecision, IdPatterns, Message, Part, Role, RunOutcome, RunRecord,
-    TimelineEntry,
+    FinishReason, HookCallRecord, HookDecision, IdPatterns, Message, Part, ResourceAllowance, Role,
+    RunOutcome, RunRecord, TimelineEntry,
 };
 use agentwire::storage::{
     CacheScope, Direction, EmbeddingRecord, NewThread, RecallScope, RunFilter, RunPage, RunSave, SledStore,
@@ -1122,6 +1122,36 @@ async fn run_tallies_follow_their_records() {
         assert_eq!(tallied(RunFilter::default(), 1).await, [("r3".to_owned(), RunOutcome::Error)]);
         store.delete_resource("alice").await.unwrap();
         assert_eq!(tallied(RunFilter::default(), 10).await, [("r3".to_owned(), RunOutcome::Error)]);
+    }
+}
+
+/// Claims of new resources by one key at once never count past its allowance: of 20 at once
+/// with room for 5, exactly 5 succeed; a resource it has is claimed again freely, and a deleted
+/// one gives its place back.
+#[tokio::test]
+async fn resource_claims_at_once_stay_within_the_allowance() {
+    for backend in backends().await {
+        eprintln!("backend: {}", backend.name);
+        let allowance = ResourceAllowance { key_name: "k".into(), max_resources: 5 };
+        let claims = (0..20).map(|index| {
+            let (store, allowance) = (Arc::clone(&backend.store), allowance.clone());
+            tokio::spawn(async move { store.claim_resource(&allowance, &format!("r{index}")).await })
+        });
+        let mut claimed = Vec::new();
+        for (index, claim) in claims.enumerate() {
+            match claim.await.unwrap() {
+                Ok(()) => claimed.push(format!("r{index}")),
+                Err(error) => {
+                    assert!(matches!(error, StoreError::AllowanceExceeded { limit: 5, .. }), "{error}")
+                }
+            }
+        }
+        assert_eq!(claimed.len(), 5, "{claimed:?}");
+        let store = &backend.store;
+        store.claim_resource(&allowance, &claimed[0]).await.unwrap();
+        assert!(store.claim_resource(&allowance, "new").await.is_err());
+        store.delete_resource(&claimed[0]).await.unwrap();
+        store.claim_resource(&allowance, "new").await.unwrap();
     }
 }
 

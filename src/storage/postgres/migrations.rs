@@ -12,6 +12,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("0001_schema.sql"),
     include_str!("0002_save_run.sql"),
     include_str!("0003_run_records.sql"),
+    include_str!("0004_resource_owners.sql"),
 ];
 
 /// The schema version this binary applies and reads.

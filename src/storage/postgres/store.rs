@@ -9,7 +9,7 @@ use tokio_postgres::Row;
 use tokio_postgres::types::ToSql;
 
 use super::{PgStore, database, runs};
-use crate::domain::{Message, RunRecord, RunTally, now_millis};
+use crate::domain::{Message, ResourceAllowance, RunRecord, RunTally, now_millis};
 use crate::storage::{
     CacheScope, DeleteReport, Direction, Hit, MessagePage, NewThread, RecallScope, ResourceUsage, RunFilter,
     RunPage, RunSave, Store, StoreError, StoredMessage, Thread, ThreadPage, ThreadUpdate, VectorQuery,
@@ -454,6 +454,54 @@ impl Store for PgStore {
         .await
     }
 
+    async fn claim_resource(
+        &self,
+        allowance: &ResourceAllowance,
+        resource_id: &str,
+    ) -> Result<(), StoreError> {
+        // Most writes go to a resource already counted: one read.
+        let owned = "SELECT 1 FROM resource_owners WHERE resource_id = $1";
+        if !self.query(owned, &[&resource_id]).await?.is_empty() {
+            return Ok(());
+        }
+        let (allowance, resource_id) = (allowance.clone(), resource_id.to_owned());
+        self.write(|transaction| {
+            Box::pin(async move {
+                let key = allowance.key_name.as_str();
+                // One claim of a key at a time, across replicas: the count and the insert agree.
+                transaction
+                    .execute("SELECT pg_advisory_xact_lock(hashtextextended($1, 7))", &[&key])
+                    .await
+                    .map_err(database)?;
+                if !transaction.query(owned, &[&resource_id]).await.map_err(database)?.is_empty() {
+                    return Ok(());
+                }
+                let count: i64 = transaction
+                    .query_one("SELECT count(*) FROM resource_owners WHERE key_name = $1", &[&key])
+                    .await
+                    .map_err(database)?
+                    .get(0);
+                if count as u64 >= allowance.max_resources {
+                    return Err(StoreError::AllowanceExceeded {
+                        key_name: allowance.key_name.clone(),
+                        resource_id,
+                        limit: allowance.max_resources,
+                    });
+                }
+                transaction
+                    .execute(
+                        "INSERT INTO resource_owners (resource_id, key_name) VALUES ($1, $2) \
+                         ON CONFLICT (resource_id) DO NOTHING",
+                        &[&resource_id, &key],
+                    )
+                    .await
+                    .map_err(database)?;
+                Ok(())
+            })
+        })
+        .await
+    }
+
     async fn delete_resource(&self, resource_id: &str) -> Result<DeleteReport, StoreError> {
         let owned = resource_id.to_owned();
         let report = self
@@ -500,10 +548,12 @@ impl Store for PgStore {
                         .execute("DELETE FROM resource_usage WHERE resource_id = $1", &[&resource_id])
                         .await
                         .map_err(database)?;
-                    transaction
-                        .execute("DELETE FROM run_records WHERE resource_id = $1", &[&resource_id])
-                        .await
-                        .map_err(database)?;
+                    for table in ["run_records", "resource_owners"] {
+                        transaction
+                            .execute(&format!("DELETE FROM {table} WHERE resource_id = $1"), &[&resource_id])
+                            .await
+                            .map_err(database)?;
+                    }
                     Ok(report)
                 })
             })
