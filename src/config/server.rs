@@ -148,6 +148,14 @@ pub struct LimitsConfig {
     /// stream ends with RESOURCE_EXHAUSTED and its run stops (nothing saved). Default 10000.
     #[serde(default = "default_slow_client_ms")]
     pub slow_client_ms: u64,
+    /// What one stream's chunks its client has not read may take, in KiB; past it the run waits
+    /// for the client (up to `slow_client_ms`). Default 256.
+    #[serde(default = "default_max_stream_buffer_kb")]
+    pub max_stream_buffer_kb: usize,
+    /// What all streams' unread chunks may take, in MiB; past it the stream holding the most is
+    /// cut off at once (RESOURCE_EXHAUSTED, its run stopped). Default 256.
+    #[serde(default = "default_max_buffered_mb")]
+    pub max_buffered_mb: usize,
 }
 
 impl Default for LimitsConfig {
@@ -163,6 +171,8 @@ impl Default for LimitsConfig {
             max_run_ms: 0,
             shutdown_grace_ms: default_shutdown_grace_ms(),
             slow_client_ms: default_slow_client_ms(),
+            max_stream_buffer_kb: default_max_stream_buffer_kb(),
+            max_buffered_mb: default_max_buffered_mb(),
         }
     }
 }
@@ -181,6 +191,14 @@ fn default_max_concurrent_runs_per_caller() -> usize {
 
 fn default_slow_client_ms() -> u64 {
     10_000
+}
+
+fn default_max_stream_buffer_kb() -> usize {
+    256
+}
+
+fn default_max_buffered_mb() -> usize {
+    256
 }
 
 fn default_shutdown_grace_ms() -> u64 {

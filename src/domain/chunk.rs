@@ -226,6 +226,28 @@ impl Chunk {
         }
     }
 
+    /// About what the chunk takes while it waits for a client: its texts and JSON values, and
+    /// [`CHUNK_OVERHEAD`] bytes for the rest.
+    pub fn buffered_bytes(&self) -> usize {
+        let texts = match self {
+            Chunk::Start { agent_id, thread_id, resource_id } => {
+                agent_id.len() + thread_id.len() + resource_id.len()
+            }
+            Chunk::StepStart { message_id, model, .. } => message_id.len() + model.len(),
+            Chunk::TextDelta { id, text } | Chunk::ReasoningDelta { id, text } => id.len() + text.len(),
+            Chunk::ToolCall(call) => call.tool_call_id.len() + call.tool_name.len() + json_bytes(&call.args),
+            Chunk::ToolResult(result) => {
+                result.tool_call_id.len() + result.tool_name.len() + json_bytes(&result.result)
+            }
+            Chunk::StepFinish { rejected, .. } => rejected.as_ref().map_or(0, tripwire_bytes),
+            Chunk::Data(data) => data.name.len() + json_bytes(&data.data),
+            Chunk::Tripwire(tripwire) => tripwire_bytes(tripwire),
+            Chunk::Error(failure) => failure.message.len() + failure.origin.len(),
+            Chunk::Finish { text, object, .. } => text.len() + object.as_ref().map_or(0, json_bytes),
+        };
+        CHUNK_OVERHEAD + texts
+    }
+
     /// True for custom `data-*` chunks, which reach only processors that opt in.
     pub fn is_data(&self) -> bool {
         matches!(self, Chunk::Data(_))
@@ -242,5 +264,24 @@ impl Chunk {
                 | Chunk::ToolResult(_)
                 | Chunk::Data(_)
         )
+    }
+}
+
+/// What a chunk takes besides its texts and JSON values, about.
+pub const CHUNK_OVERHEAD: usize = 64;
+
+fn tripwire_bytes(tripwire: &Tripwire) -> usize {
+    tripwire.reason.len() + tripwire.processor_id.len() + json_bytes(&tripwire.metadata)
+}
+
+/// About what a JSON value takes: its strings, and 8 bytes for every other node.
+fn json_bytes(value: &Value) -> usize {
+    match value {
+        Value::String(text) => text.len(),
+        Value::Array(items) => 8 + items.iter().map(json_bytes).sum::<usize>(),
+        Value::Object(fields) => {
+            8 + fields.iter().map(|(key, value)| key.len() + json_bytes(value)).sum::<usize>()
+        }
+        Value::Null | Value::Bool(_) | Value::Number(_) => 8,
     }
 }

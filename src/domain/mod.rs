@@ -26,7 +26,7 @@ mod window;
 
 pub use self::calendar::UtcTime;
 pub use self::chunk::{
-    Chunk, DATA_PREFIX, DataChunk, ErrorSource, FinishReason, RunFailure, Tripwire, Usage,
+    CHUNK_OVERHEAD, Chunk, DATA_PREFIX, DataChunk, ErrorSource, FinishReason, RunFailure, Tripwire, Usage,
 };
 pub use self::field_limits::{FieldLimits, TooLarge};
 pub use self::hook::{Hook, HookSet};

@@ -11,7 +11,10 @@ use toml::Spanned;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use super::{Agent, NamedProcessor, ProcessorProfile, ProcessorRef, RunError, Runtime, lifecycle, records};
+use super::{
+    Agent, NamedProcessor, ProcessorProfile, ProcessorRef, RunError, Runtime, StreamBudget, lifecycle,
+    records,
+};
 use crate::config::{AgentConfig, ProcessorEntry};
 use crate::config::{Config, ConfigError};
 use crate::domain::JsonSchema;
@@ -84,6 +87,10 @@ impl Runtime {
             lifecycle: lifecycle::Lifecycle::default(),
             records,
             feed: Default::default(),
+            stream_budget: StreamBudget::new(
+                config.limits.max_buffered_mb.saturating_mul(1024 * 1024),
+                config.limits.max_stream_buffer_kb.saturating_mul(1024),
+            ),
         };
         for (name, embedder) in &config.embedders {
             let offset = embedder.span().start;

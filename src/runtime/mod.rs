@@ -23,6 +23,7 @@ mod result;
 mod run;
 mod run_feed;
 mod sink;
+mod stream_budget;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -36,6 +37,7 @@ pub use self::result::RunResult;
 pub use self::run::{PreparedRun, RETRY_FEEDBACK_TAG};
 pub use self::run_feed::FEED_CAPACITY;
 pub use self::sink::{ChunkSink, ClientGone};
+pub use self::stream_budget::{ChunkReceiver, CutOff, StreamBudget};
 use crate::domain::JsonSchema;
 use crate::memory::MemoryProcessors;
 use crate::memory::embedder::Embedders;
@@ -75,6 +77,8 @@ pub struct Runtime {
     records: records::RecordWriter,
     /// Runs beginning and ending, for those watching.
     feed: run_feed::RunFeed,
+    /// What streams' unread chunks may take (`[limits] max_buffered_mb`, `max_stream_buffer_kb`).
+    stream_budget: Arc<StreamBudget>,
 }
 
 impl Runtime {
@@ -102,6 +106,12 @@ impl Runtime {
     /// [`run_feed::FEED_CAPACITY`] events behind misses the oldest).
     pub fn watch_runs(&self) -> tokio::sync::broadcast::Receiver<crate::domain::RunEvent> {
         self.feed.watch()
+    }
+
+    /// What streams' unread chunks may take, and take now: a streaming run's chunks go through
+    /// [`StreamBudget::open`].
+    pub fn stream_budget(&self) -> &Arc<StreamBudget> {
+        &self.stream_budget
     }
 
     /// Waits until the records of the runs that ended so far are written.

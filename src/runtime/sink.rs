@@ -1,16 +1,16 @@
 //! Where a run's chunks go: a channel to a streaming client, or nowhere for a unary call.
 //!
 //! Every send is bounded: a client that leaves no room for a chunk within its `slow_client`
-//! limit is cut off — the run stops as if the client had gone (nothing saved unless it
-//! finished), and the client's stream ends with a status saying why ([`ChunkSink::cut_off`]).
+//! limit is cut off, as is the stream holding the most when the server's stream buffers are
+//! full (`stream_budget.rs`) — the run stops as if the client had gone (nothing saved unless it
+//! finished), and the client's stream ends with a status saying why.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::sync::mpsc;
-use tokio::sync::mpsc::error::SendTimeoutError;
 use tokio_util::sync::CancellationToken;
 
+use super::stream_budget::{ChunkSender, CutOff, NotSent};
 use crate::domain::Chunk;
 
 /// The client is gone, or was cut off; the run must stop.
@@ -20,7 +20,7 @@ pub struct ClientGone;
 /// The destination of a run's chunks.
 #[derive(Debug, Clone)]
 pub struct ChunkSink {
-    sender: Option<mpsc::Sender<Chunk>>,
+    sender: Option<Arc<ChunkSender>>,
     slow_client: Duration,
     cut_off: CancellationToken,
     /// What the run holds while it runs (its slot), let go once it concludes — before its last
@@ -43,13 +43,14 @@ impl ChunkSink {
         self.sender.is_some()
     }
 
-    /// Streams chunks into `sender`; the run stops when its receiver is dropped, or when the
-    /// receiver leaves no room for a chunk for `slow_client`.
-    pub fn channel(sender: mpsc::Sender<Chunk>, slow_client: Duration) -> ChunkSink {
+    /// Streams chunks into `sender` (a stream of [`super::StreamBudget::open`]); the run stops
+    /// when the client's end is dropped, when the client leaves no room for a chunk for
+    /// `slow_client`, or when the server's stream buffers are full and this stream holds the most.
+    pub fn channel(sender: ChunkSender, slow_client: Duration) -> ChunkSink {
         ChunkSink {
-            sender: Some(sender),
+            cut_off: sender.cut().clone(),
+            sender: Some(Arc::new(sender)),
             slow_client,
-            cut_off: CancellationToken::new(),
             held: Arc::default(),
         }
     }
@@ -82,16 +83,13 @@ impl ChunkSink {
         if self.cut_off.is_cancelled() {
             return Err(ClientGone);
         }
-        match sender.send_timeout(chunk, self.slow_client).await {
+        let now = tokio::time::Instant::now();
+        let deadline = now.checked_add(self.slow_client).unwrap_or(now + Duration::from_secs(86_400 * 365));
+        match sender.send(chunk, deadline).await {
             Ok(()) => Ok(()),
-            Err(SendTimeoutError::Closed(_)) => Err(ClientGone),
-            Err(SendTimeoutError::Timeout(_)) => {
-                tracing::warn!(
-                    limit_ms = self.slow_client.as_millis(),
-                    "a client left no room for a chunk within slow_client_ms: cut off"
-                );
-                crate::telemetry::metrics::global().count(&crate::telemetry::metrics::SLOW_CLIENTS, &[], 1);
-                self.cut_off.cancel();
+            Err(NotSent::Gone) => Err(ClientGone),
+            Err(NotSent::Full) => {
+                sender.cut_off(CutOff::SlowClient);
                 Err(ClientGone)
             }
         }

@@ -5,9 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::Stream;
-use tokio::sync::mpsc;
 use tokio_stream::StreamExt;
-use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Code, Request, Response, Status};
 
 use super::auth::{Access, Auth};
@@ -16,11 +14,8 @@ use super::limits::{Caller, LimitError, RunSlots, Slot};
 use super::pb;
 use super::status::status;
 use crate::domain::TraceContext;
-use crate::runtime::{Agent, ChunkSink, RunError, RunRequest, Runtime};
+use crate::runtime::{Agent, ChunkSink, CutOff, RunError, RunRequest, Runtime};
 use crate::telemetry::{metrics, propagation};
-
-/// Chunks buffered between a run and a slow client before the run waits.
-const CHUNK_BUFFER: usize = 64;
 
 /// The agent service over a runtime.
 #[derive(Debug)]
@@ -85,22 +80,26 @@ impl pb::agent_service_server::AgentService for AgentServiceImpl {
         let slot = self.slot(&caller).await?;
         let run = self.runtime.prepare(run_request).await?;
         let run_id: Arc<str> = Arc::from(run.run_id());
-        let (sender, receiver) = mpsc::channel(CHUNK_BUFFER);
+        let (sender, receiver) = self.runtime.stream_budget().open();
         let sink = ChunkSink::channel(sender, self.slow_client);
         sink.hold_while_running(slot);
-        let cut_off = sink.cut_off().clone();
-        // The run stops by itself when the client drops the stream (the sink closes) or reads
-        // too slowly (the sink cuts it off; the stream then ends with a status saying so).
+        // The run stops by itself when the client drops the stream (the sink closes) or is cut
+        // off (too slow, or holding the most when the server's stream buffers are full).
         tokio::spawn(async move {
             run.execute(sink).await;
         });
-        // The run's chunks to their end — or, once the client is cut off, the status saying so.
-        let chunks = ReceiverStream::new(receiver).map(move |chunk| Ok(chunk_to_pb(&run_id, chunk)));
+        // The run's chunks to their end — or, once the client is cut off, the status saying why.
         let limit = self.slow_client;
-        let was_cut = cut_off.clone();
-        let cut_status = futures::stream::iter([()])
-            .filter_map(move |()| was_cut.is_cancelled().then(|| Err(slow_client_status(limit))));
-        let stream = futures::StreamExt::take_until(chunks, cut_off.cancelled_owned()).chain(cut_status);
+        let stream = futures::stream::unfold(Some(receiver), move |receiver| {
+            let run_id = Arc::clone(&run_id);
+            async move {
+                let mut receiver = receiver?;
+                match receiver.next().await {
+                    Some(chunk) => Some((Ok(chunk_to_pb(&run_id, chunk)), Some(receiver))),
+                    None => receiver.cut_off().map(|reason| (Err(cut_off_status(reason, limit)), None)),
+                }
+            }
+        });
         Ok(Response::new(Box::pin(stream)))
     }
 
@@ -145,14 +144,19 @@ impl pb::agent_service_server::AgentService for AgentServiceImpl {
 }
 
 /// How the stream of a client cut off for reading too slowly ends.
-fn slow_client_status(limit: Duration) -> Status {
+fn cut_off_status(reason: CutOff, slow_client: Duration) -> Status {
+    let why = match reason {
+        CutOff::SlowClient => format!(
+            "the client read too slowly: no room for the next chunk within limits.slow_client_ms ({} ms)",
+            slow_client.as_millis()
+        ),
+        CutOff::BuffersFull => "the server's stream buffers were full (limits.max_buffered_mb) and this \
+                                stream held the most unread chunks"
+            .to_owned(),
+    };
     status(
         Code::ResourceExhausted,
-        format!(
-            "the client read too slowly: no room for the next chunk within limits.slow_client_ms ({} ms); \
-             the run was stopped and nothing was saved",
-            limit.as_millis()
-        ),
+        format!("{why}; the run was stopped (cut off before it finished, it saved nothing)"),
     )
 }
 

@@ -43,8 +43,8 @@ async fn answer(mut connection: TcpStream, runtime: Arc<Runtime>) {
     let _ = connection.shutdown().await;
 }
 
-/// The registry, with the gauges read now: remote instances per processor, the store's size,
-/// writability and free disk space.
+/// The registry, with the gauges read now: remote instances per processor, the bytes streams
+/// hold unread, the store's size, writability and free disk space.
 fn scrape(runtime: &Runtime) -> String {
     let mut instances: BTreeMap<String, usize> = BTreeMap::new();
     for session in runtime.remote_pool().all_sessions() {
@@ -58,6 +58,11 @@ fn scrape(runtime: &Runtime) -> String {
             value: count as f64,
         })
         .collect();
+    gauges.push(Gauge {
+        metric: &metrics::STREAM_BUFFERED_BYTES,
+        labels: Vec::new(),
+        value: runtime.stream_budget().used() as f64,
+    });
     if let Some(store) = runtime.store() {
         if let Some(bytes) = store.size_bytes() {
             gauges.push(Gauge { metric: &metrics::STORE_BYTES, labels: Vec::new(), value: bytes as f64 });

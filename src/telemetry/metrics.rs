@@ -74,7 +74,8 @@ pub static MODEL_TOKENS: Counter =
 /// Streaming clients cut off for reading too slowly.
 pub static SLOW_CLIENTS: Counter = Counter::new(
     "agentwire_slow_clients_total",
-    "Streaming clients cut off for leaving no room for a chunk within slow_client_ms.",
+    "Streaming clients cut off, by the limit: slow_client_ms (no room for a chunk in time), \
+     max_buffered_mb (the stream held the most when the server's stream buffers were full).",
 );
 /// Run records never stored.
 pub static RUN_RECORDS_DROPPED: Counter = Counter::new(
@@ -96,6 +97,11 @@ pub static STORE_BYTES: GaugeMetric =
 pub static STORE_WRITABLE: GaugeMetric = GaugeMetric::new(
     "agentwire_store_writable",
     "1 while the store takes writes, else 0; `state` says why not (disk_low, failed).",
+);
+/// What streams' unread chunks take.
+pub static STREAM_BUFFERED_BYTES: GaugeMetric = GaugeMetric::new(
+    "agentwire_stream_buffered_bytes",
+    "Bytes of chunks streaming clients have not read yet, held by the server (max_buffered_mb).",
 );
 /// Free disk under the store.
 pub static STORE_FREE_BYTES: GaugeMetric =

@@ -1,7 +1,8 @@
 //! Clients that stop reading, and connections that never speak: a streaming client that leaves
 //! no room for the next chunk past `slow_client_ms` is cut off with RESOURCE_EXHAUSTED, its run
-//! stops and frees its slot (nothing saved), so a handful of them cannot lock everyone out; and
-//! SIGTERM ends the real binary whatever its idle connections and unread streams do.
+//! stops and frees its slot (nothing saved), so a handful of them cannot lock everyone out; what
+//! unread chunks take is bounded per stream and in total; and SIGTERM ends the real binary
+//! whatever its idle connections and unread streams do.
 
 use crate::common;
 
@@ -130,4 +131,98 @@ async fn sigterm_ends_the_server_whatever_its_clients_do() {
         .unwrap();
     assert!(status.success(), "{status:?}");
     drop(idle);
+}
+
+/// A client that reads nothing and lets the server buffer as little as HTTP/2 allows.
+async fn stalled_stream(server: &TestServer, thread: &str) -> tonic::Streaming<agentwire::server::pb::Chunk> {
+    let channel = tonic::transport::Channel::from_shared(format!("http://{}", server.addr))
+        .unwrap()
+        .initial_stream_window_size(65_535)
+        .initial_connection_window_size(65_535)
+        .connect()
+        .await
+        .unwrap();
+    let mut client = agentwire::server::pb::agent_service_client::AgentServiceClient::new(channel);
+    client.stream(in_thread("talker", "talk", thread)).await.unwrap().into_inner()
+}
+
+/// The bytes of unread chunks the server holds, from `/metrics`.
+async fn buffered_bytes(server: &TestServer) -> f64 {
+    let page = common::scrape_metrics(server).await;
+    let line =
+        page.lines().find(|line| line.starts_with("agentwire_stream_buffered_bytes")).expect("the gauge");
+    line.rsplit(' ').next().unwrap().parse().unwrap()
+}
+
+/// Unread chunks are bounded per stream (`max_stream_buffer_kb`) and in total
+/// (`max_buffered_mb`): when a third client that stops reading would pass the total, a stream
+/// holding the most is cut off at once — RESOURCE_EXHAUSTED naming `max_buffered_mb`, its
+/// unread chunks dropped — the total never passes its limit, and a client that reads gets its
+/// whole answer while the others hold theirs.
+#[tokio::test]
+async fn unread_chunks_are_bounded_per_stream_and_in_total() {
+    let words = format!("{} ", "x".repeat(20_000)).repeat(60);
+    let config = format!(
+        r#"
+[limits]
+slow_client_ms = 60000
+max_stream_buffer_kb = 400
+max_buffered_mb = 1
+
+[[agents]]
+id = "talker"
+model = "mock/script"
+memory = {{ last_messages = 10 }}
+script = [{{ text = "{words}" }}]
+"#
+    );
+    let total = 1024.0 * 1024.0;
+    let share = 400.0 * 1024.0;
+    let server = TestServer::start(&config).await;
+    let first = stalled_stream(&server, "first").await;
+    common::eventually_some("the first stream's share to fill", || async {
+        (buffered_bytes(&server).await > share - 25_000.0).then_some(())
+    })
+    .await;
+    let second = stalled_stream(&server, "second").await;
+    common::eventually_some("the second stream's share to fill", || async {
+        (buffered_bytes(&server).await > 2.0 * share - 50_000.0).then_some(())
+    })
+    .await;
+    let _third = stalled_stream(&server, "third").await;
+    // One of the first two is cut off to make room for the third.
+    let mut cut = Vec::new();
+    for mut stream in [first, second] {
+        let ended = tokio::time::timeout(Duration::from_secs(10), async {
+            loop {
+                match stream.message().await {
+                    Ok(Some(_)) => continue,
+                    Ok(None) => return None,
+                    Err(status) => return Some(status),
+                }
+            }
+        })
+        .await;
+        if let Ok(Some(status)) = ended {
+            cut.push(status);
+        }
+    }
+    assert_eq!(cut.len(), 1, "exactly one stalled stream was cut off: {cut:?}");
+    assert_eq!(cut[0].code(), Code::ResourceExhausted);
+    assert!(cut[0].message().contains("max_buffered_mb"), "{}", cut[0].message());
+    assert!(buffered_bytes(&server).await <= total);
+
+    // A client that reads gets everything, the stalled streams' chunks notwithstanding.
+    let chunks = server.stream(in_thread("talker", "talk", "reader")).await;
+    let text: usize = chunks
+        .iter()
+        .filter_map(|chunk| match &chunk.payload {
+            Some(agentwire::server::pb::chunk::Payload::TextDelta(delta)) => Some(delta.text.len()),
+            _ => None,
+        })
+        .sum();
+    assert_eq!(text, words.len(), "the whole answer");
+    assert!(buffered_bytes(&server).await <= total);
+    let page = common::scrape_metrics(&server).await;
+    assert!(page.contains("agentwire_slow_clients_total{limit=\"max_buffered_mb\""), "{page}");
 }
