@@ -232,15 +232,28 @@ impl ChunkSender {
     pub async fn send(&self, chunk: Chunk, deadline: tokio::time::Instant) -> Result<(), NotSent> {
         let buffer = &self.buffer;
         let bytes = chunk.buffered_bytes().clamp(1, buffer.budget.per_stream);
-        let wait = async {
-            let room =
-                Arc::clone(&buffer.room).acquire_many_owned(bytes as u32).await.map_err(|_| NotSent::Gone)?;
-            let permit = self.sender.reserve().await.map_err(|_| NotSent::Gone)?;
-            Ok::<_, NotSent>((room, permit))
-        };
-        let (room, permit) = tokio::select! {
-            () = buffer.cut.cancelled() => return Err(NotSent::Gone),
-            waited = tokio::time::timeout_at(deadline, wait) => waited.map_err(|_| NotSent::Full)??,
+        // A client that keeps up leaves room: no future, no timer, no waiter.
+        let room = Arc::clone(&buffer.room).try_acquire_many_owned(bytes as u32);
+        let (room, permit) = match (room, self.sender.try_reserve()) {
+            (Ok(room), Ok(permit)) => (room, permit),
+            (room, _) => {
+                let wait = async {
+                    let room = match room {
+                        Ok(room) => room,
+                        Err(_) => Arc::clone(&buffer.room)
+                            .acquire_many_owned(bytes as u32)
+                            .await
+                            .map_err(|_| NotSent::Gone)?,
+                    };
+                    let permit = self.sender.reserve().await.map_err(|_| NotSent::Gone)?;
+                    Ok::<_, NotSent>((room, permit))
+                };
+                tokio::select! {
+                    biased;
+                    waited = tokio::time::timeout_at(deadline, wait) => waited.map_err(|_| NotSent::Full)??,
+                    () = buffer.cut.cancelled() => return Err(NotSent::Gone),
+                }
+            }
         };
         buffer.budget.reserve(bytes, buffer).map_err(|()| NotSent::Gone)?;
         let taken =
@@ -276,6 +289,12 @@ impl ChunkReceiver {
     /// Why the stream was cut off, if it was.
     pub fn cut_off(&self) -> Option<CutOff> {
         self.buffer.reason()
+    }
+
+    /// Tells, once the stream has ended, why it was cut off, if it was.
+    pub fn cut_off_watch(&self) -> impl Fn() -> Option<CutOff> + Send + Sync + 'static {
+        let buffer = Arc::clone(&self.buffer);
+        move || buffer.reason()
     }
 }
 

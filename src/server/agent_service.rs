@@ -90,16 +90,11 @@ impl pb::agent_service_server::AgentService for AgentServiceImpl {
         });
         // The run's chunks to their end — or, once the client is cut off, the status saying why.
         let limit = self.slow_client;
-        let stream = futures::stream::unfold(Some(receiver), move |receiver| {
-            let run_id = Arc::clone(&run_id);
-            async move {
-                let mut receiver = receiver?;
-                match receiver.next().await {
-                    Some(chunk) => Some((Ok(chunk_to_pb(&run_id, chunk)), Some(receiver))),
-                    None => receiver.cut_off().map(|reason| (Err(cut_off_status(reason, limit)), None)),
-                }
-            }
-        });
+        let cut_off = receiver.cut_off_watch();
+        let chunks = receiver.map(move |chunk| Ok(chunk_to_pb(&run_id, chunk)));
+        let cut_status = futures::stream::iter([()])
+            .filter_map(move |()| cut_off().map(|reason| Err(cut_off_status(reason, limit))));
+        let stream = chunks.chain(cut_status);
         Ok(Response::new(Box::pin(stream)))
     }
 
