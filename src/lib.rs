@@ -6,22 +6,20 @@
 //!
 //! # Layout
 //!
-//! - [`server`]: the gRPC adapters — proto ⇄ domain conversion, `Status` mapping, health and
-//!   reflection. The only module that knows tonic.
-//! - [`runtime`]: the agent loop. One *run* takes a request through every hook, the model and
-//!   the tools, and streams chunks to a sink.
-//! - [`processor`]: the [`processor::Processor`] trait, the hook arguments and results, the
-//!   registry of processor kinds, and the built-in processors.
-//! - [`memory`]: the memory processors (message history) over the store.
-//! - [`model`]: the [`model::LanguageModel`] trait and the mock provider.
-//! - [`tool`]: the [`tool::Tool`] trait and the built-in tools.
-//! - [`storage`]: the [`storage::Store`] trait and its sled implementation.
-//! - [`config`]: the `agentwire.toml` file.
-//! - [`cli`]: the command line (`serve`, `run`, `agents`, `bench`, `eval`).
-//! - [`metrics`]: Prometheus counters and histograms the runtime records.
-//! - [`telemetry`]: log lines, and the spans of runs exported to OpenTelemetry.
-//! - [`bench`]: `agentwire bench`, the scenarios that measure a run, a hook and a recall.
-//! - [`eval`]: `agentwire eval guardrails`, the built-in guardrails scored on labelled corpora.
+//! Modules are floors: each imports only from the floors below it (`ARCHITECTURE.md` draws
+//! them; `scripts/check-floors` holds them).
+//!
+//! | floor | modules | what they are |
+//! |---|---|---|
+//! | 9 | [`cli`] | the command line: `serve`, `run`, `agents`, `runs`, `bench`, `eval`, `compact` |
+//! | 8 | [`bench`](mod@bench), [`console`], [`eval`] | `agentwire bench`, the operator console, `agentwire eval` |
+//! | 7 | [`server`] | the gRPC services and their protobuf types (the floors above use them, none below) |
+//! | 6 | [`runtime`] | the agent loop: build the runtime from the config, run a request through every hook |
+//! | 5 | [`memory`], [`remote`] | the memory processors; processors and tools in other processes |
+//! | 4 | [`processor`] | the [`processor::Processor`] trait, hook arguments, the kinds and built-ins |
+//! | 3 | [`model`], [`telemetry`] | language models and providers; logs, spans and metrics |
+//! | 2 | [`config`], [`storage`], [`tool`] | `agentwire.toml`; the [`storage::Store`] and its engines; tools |
+//! | 1 | [`domain`] | plain data: messages, chunks, prompts, steps, hooks, run records |
 
 pub mod bench;
 pub mod cli;

@@ -173,7 +173,7 @@ pub(super) async fn first_search(store: &dyn Store, resource: &str) -> Result<Fi
 }
 
 /// Recall@`k` of `store`'s search in `resource`, which [`fill`] gave `count` messages: the
-/// share of its hits, over [`RECALL_QUERIES`] new sentences, that score at least the `k`th best
+/// share of its hits, over `RECALL_QUERIES` new sentences, that score at least the `k`th best
 /// of an exact scan of the corpus (ties count as found). The corpus is embedded again in one pass
 /// and never held, so measuring a million messages costs no more memory than measuring ten.
 pub async fn recall_at(store: &dyn Store, resource: &str, count: usize, k: usize) -> Result<f64, String> {

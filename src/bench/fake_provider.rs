@@ -145,7 +145,7 @@ pub struct Arrivals {
     pub first_token: Option<Duration>,
     /// Tokens received.
     pub tokens: usize,
-    /// Gaps longer than [`STALL`] between two arrivals.
+    /// Gaps longer than `STALL` between two arrivals.
     pub stalls: u32,
     last: Option<Instant>,
 }

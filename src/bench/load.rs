@@ -35,7 +35,7 @@ pub struct Measured {
     pub first_tokens: Vec<Duration>,
     /// Tokens streamed.
     pub tokens: usize,
-    /// Gaps between two arrivals of one stream longer than [`super::fake_provider::STALL`].
+    /// Gaps between two arrivals of one stream longer than `super::fake_provider::STALL`.
     pub stalls: usize,
     /// CPU time of everything but the bench's client (the server, and the floors and fake
     /// provider), when the server runs on this machine.

@@ -163,7 +163,7 @@ pub struct ServerRss {
     pub started: u64,
     /// As the last scenario ended.
     pub ended: u64,
-    /// [`SETTLE`] later, with no load: what an operator sees once a burst is over, after the
+    /// `SETTLE` later, with no load: what an operator sees once a burst is over, after the
     /// allocator gave freed memory back.
     pub settled: u64,
     /// `agentwire serve` alone; false: the bench's process, its clients, floors and fake

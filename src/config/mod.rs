@@ -14,7 +14,7 @@
 //!
 //! Unknown keys and bad values are errors that name the key and its line. The file is plain
 //! data: each table has its file here, and everything that can be checked from the file alone is
-//! checked in [`validate`] when it is parsed; names that depend on what the runtime is built with
+//! checked in `validate` when it is parsed; names that depend on what the runtime is built with
 //! (processor kinds, tools, models) are resolved when the runtime is built.
 
 mod agents;

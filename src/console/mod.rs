@@ -1,6 +1,6 @@
 //! The operator console: pages served by the binary itself on `[console] listen`, over the public
-//! API. Its assets are embedded ([`assets`]); its data comes from the gRPC methods, called
-//! in-process through [`gateway`] with the key the operator signed in with — the console shows
+//! API. Its assets are embedded (`assets`); its data comes from the gRPC methods, called
+//! in-process through `gateway` with the key the operator signed in with — the console shows
 //! what that key may see over gRPC, and nothing else.
 //!
 //! Requests to `/api/` must be `POST` with `content-type: application/json`: a form on another

@@ -1,7 +1,8 @@
-//! The gRPC adapters: the only module that knows tonic and the protobuf types.
+//! The gRPC adapters, and the protobuf types (`pb`): no floor below knows either; the console,
+//! the bench and the command line above speak to agentwire through them.
 //!
-//! Each handler converts the request ([`convert`]), calls the runtime, and converts back; errors
-//! become a `Status` in one place ([`status`]). Health (`grpc.health.v1`) and reflection (v1 and
+//! Each handler converts the request (`convert`), calls the runtime, and converts back; errors
+//! become a `Status` in one place (`status`). Health (`grpc.health.v1`) and reflection (v1 and
 //! v1alpha) are served next to the agentwire services so `grpcurl` works with no proto files.
 
 mod agent_service;

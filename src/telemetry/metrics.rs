@@ -26,7 +26,7 @@ pub struct Metric {
 #[derive(Debug)]
 pub struct Counter(Metric);
 
-/// A latency histogram's definition (seconds, [`BUCKETS`]).
+/// A latency histogram's definition (seconds, `BUCKETS`).
 #[derive(Debug)]
 pub struct Latency(Metric);
 

@@ -89,7 +89,7 @@ fn read(text: &str) -> (String, Vec<(Option<Decoding>, String)>) {
     (folded, all)
 }
 
-/// The readings of `text` the stages score (see [`read`]), each named by its decoding: what
+/// The readings of `text` the stages score (see `read`), each named by its decoding: what
 /// the n-gram model is trained on.
 pub fn injection_readings(text: &str) -> Vec<(Option<&'static str>, String)> {
     read(text).1.into_iter().map(|(decoding, reading)| (decoding.map(Decoding::name), reading)).collect()

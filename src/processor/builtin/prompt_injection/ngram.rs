@@ -139,8 +139,8 @@ impl NgramModel {
     }
 }
 
-/// Windows of whole sentences of about [`WINDOW`] characters, one starting at each sentence
-/// (those under [`MIN_WINDOW_BYTES`] left out).
+/// Windows of whole sentences of about `WINDOW` characters, one starting at each sentence
+/// (those under `MIN_WINDOW_BYTES` left out).
 pub fn windows(text: &str) -> Vec<&str> {
     let mut ends: Vec<usize> = text
         .match_indices(['.', '!', '?', '\n', '。', '！', '？'])
