@@ -4,7 +4,8 @@
 //! `slow_client_ms`, then back with a new stream), remote processors that come and go — with the
 //! server's resident memory and data directory measured against the live data each interval.
 //!
-//! `cargo run --release --example soak_load -- <agentwire binary> <minutes>`
+//! `cargo run --release --example soak_load -- <agentwire binary> <minutes>` (`SOAK_STALLED=N`:
+//! that many stalled clients instead of 1,000; 0: none)
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
@@ -241,10 +242,13 @@ async fn main() {
         load.push(tokio::spawn(memory_runs(channel.clone(), worker, Arc::clone(&counts), until)));
     }
     load.push(tokio::spawn(working_memory(channel.clone(), Arc::clone(&counts), until)));
-    for _ in 0..STALLED_CONNECTIONS {
+    // `SOAK_STALLED=0` leaves them out, to tell what they cost the rest.
+    let stalled: u64 =
+        std::env::var("SOAK_STALLED").ok().and_then(|count| count.parse().ok()).unwrap_or(STALLED);
+    for _ in 0..STALLED_CONNECTIONS.min(stalled) {
         let endpoint = tonic::transport::Endpoint::from_shared(format!("http://{addr}")).unwrap();
         let channel = endpoint.connect().await.unwrap();
-        for _ in 0..STALLED / STALLED_CONNECTIONS {
+        for _ in 0..stalled / STALLED_CONNECTIONS {
             load.push(tokio::spawn(stalled_client(channel.clone(), Arc::clone(&counts), until)));
         }
     }
