@@ -131,7 +131,8 @@ impl Telemetry {
     }
 }
 
-/// Log lines on stderr, filtered by `RUST_LOG` (`target=level` directives; default `info`).
+/// Log lines on stderr, filtered by `RUST_LOG` (`target=level` directives; default `info`), in
+/// colour only when stderr is a terminal.
 ///
 /// A [`Targets`] filter rather than an `EnvFilter`: the latter takes a lock on every span enter
 /// and exit (for span-field directives), and a streaming run enters its spans on every chunk.
@@ -140,7 +141,9 @@ fn log_layer(format: LogFormat) -> Box<dyn Layer<Registry> + Send + Sync> {
         .ok()
         .and_then(|directives| directives.parse::<Targets>().ok())
         .unwrap_or_else(|| Targets::new().with_default(Level::INFO));
-    let lines = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
+    // Colours only for a terminal: a log file or a collector gets plain text.
+    let colours = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let lines = tracing_subscriber::fmt::layer().with_writer(std::io::stderr).with_ansi(colours);
     match format {
         LogFormat::Text => lines.with_filter(filter).boxed(),
         LogFormat::Json => lines.json().flatten_event(true).with_span_list(true).with_filter(filter).boxed(),

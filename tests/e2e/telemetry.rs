@@ -351,3 +351,15 @@ fn bad_telemetry_settings_stop_start_up() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("OTEL_EXPORTER_OTLP_ENDPOINT must be an http:// or https:// URL"), "{stderr}");
 }
+
+/// Text logs to a pipe or a file carry no terminal colour codes: a log collector reads plain
+/// lines.
+#[tokio::test(flavor = "multi_thread")]
+async fn text_logs_to_a_pipe_have_no_colour_codes() {
+    let mut served = Served::start_with(&[], &[("RUST_LOG", "info,agentwire=debug")]);
+    run_to_end(channel_to(&served.addr).await, traced_request("echo", "hello", None)).await;
+    assert!(served.terminate().success());
+    let stderr = served.stderr();
+    assert!(stderr.contains("run ended"), "{stderr}");
+    assert!(!stderr.contains('\u{1b}'), "colour codes in: {stderr}");
+}
