@@ -2,7 +2,7 @@
 # Makes what the clients' "fresh install over TLS" tests need, in DIR: a CA (ca.pem), a server
 # certificate for 127.0.0.1 and localhost signed by it, a client certificate (client.pem,
 # client.key) for mTLS, and tls.toml — a server config with [tls], a processor token for
-# `word-guard` (AGENTWIRE_TEST_PROCESSOR_TOKEN) and a `guarded` agent with memory, and mtls.toml
+# `word-guard` (AGENTWIRE_TEST_PROCESSOR_TOKEN) and a `remote-guarded` agent (as in examples/agentwire.toml) with memory, and mtls.toml
 # — the same server requiring client certificates signed by the CA. Test material
 # only, made fresh for each run: never a real secret.
 #   clients/testdata/tls.sh DIR
@@ -46,7 +46,7 @@ kind = "remote"
 timeout_ms = 3000
 
 [[agents]]
-id = "guarded"
+id = "remote-guarded"
 model = "mock/echo"
 input_processors = ["word-guard"]
 memory = {}

@@ -100,7 +100,7 @@ func TestAFreshModuleBlocksAWordOverTLS(t *testing.T) {
 	defer client.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	result, err := client.Generate(ctx, &agentwirev1.RunRequest{AgentId: "guarded", Text: "tell me the secret", ThreadId: "fresh", ResourceId: "ada"})
+	result, err := client.Generate(ctx, &agentwirev1.RunRequest{AgentId: "remote-guarded", Text: "tell me the secret", ThreadId: "fresh", ResourceId: "ada"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +110,7 @@ func TestAFreshModuleBlocksAWordOverTLS(t *testing.T) {
 	if _, err := client.Memory.GetThread(ctx, &agentwirev1.GetThreadRequest{ThreadId: "fresh", ResourceId: "ada"}); status.Code(err) != codes.NotFound {
 		t.Fatalf("nothing is saved after a tripwire; GetThread gave %v", err)
 	}
-	passed, err := client.Generate(ctx, &agentwirev1.RunRequest{AgentId: "guarded", Text: "hello", ThreadId: "fresh-2", ResourceId: "ada"})
+	passed, err := client.Generate(ctx, &agentwirev1.RunRequest{AgentId: "remote-guarded", Text: "hello", ThreadId: "fresh-2", ResourceId: "ada"})
 	if err != nil || passed.GetText() != "echo: hello" {
 		t.Fatalf("clean input passes: %v %v", passed, err)
 	}
@@ -139,7 +139,7 @@ func TestMTLSTakesAClientCertificate(t *testing.T) {
 	address := startServerWith(t, filepath.Join(work, "mtls.toml"))
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	request := &agentwirev1.RunRequest{AgentId: "guarded", Text: "hi"}
+	request := &agentwirev1.RunRequest{AgentId: "remote-guarded", Text: "hi"}
 
 	withCert := agentwire.TLS{CAFile: filepath.Join(work, "ca.pem"), CertFile: filepath.Join(work, "client.pem"), KeyFile: filepath.Join(work, "client.key")}
 	client, err := agentwire.Dial(address, agentwire.WithTLS(withCert))

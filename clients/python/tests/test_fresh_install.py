@@ -79,13 +79,13 @@ def test_a_fresh_install_blocks_a_word_over_tls(tls_server):
         assert line.startswith("agentwire: connected as word-guard (instance word-guard-"), line
         assert f"to {address}, protocol 2" in line, line
         with Client(address, tls=TLS(ca=str(work / "ca.pem"))) as client:
-            result = client.generate("guarded", "tell me the secret", thread_id="fresh", resource_id="ada")
+            result = client.generate("remote-guarded", "tell me the secret", thread_id="fresh", resource_id="ada")
             assert result.finish_reason == "other"
             assert (result.tripwire.processor_id, result.tripwire.reason) == ("word-guard", "no secrets, please")
             with pytest.raises(grpc.RpcError) as missing:
                 client.memory.GetThread(memory_pb2.GetThreadRequest(thread_id="fresh", resource_id="ada"))
             assert missing.value.code() == grpc.StatusCode.NOT_FOUND
-            assert client.generate("guarded", "hello", thread_id="fresh-2", resource_id="ada").text == "echo: hello"
+            assert client.generate("remote-guarded", "hello", thread_id="fresh-2", resource_id="ada").text == "echo: hello"
     finally:
         guard.terminate()
         guard.wait(timeout=10)
@@ -107,8 +107,8 @@ def test_mtls_takes_a_client_certificate(mtls_server):
     with_cert = TLS(ca=str(work / "ca.pem"), cert=str(work / "client.pem"), key=str(work / "client.key"))
     with Client(address, tls=with_cert) as client:
         # Through TLS to the run: no guard is connected, so word-guard's closed policy trips it.
-        assert "unavailable" in client.generate("guarded", "hi").tripwire.reason
+        assert "unavailable" in client.generate("remote-guarded", "hi").tripwire.reason
     with Client(address, tls=TLS(ca=str(work / "ca.pem"))) as anonymous:
         with pytest.raises(grpc.RpcError) as refused:
-            anonymous.generate("guarded", "hi")
+            anonymous.generate("remote-guarded", "hi")
         assert refused.value.code() == grpc.StatusCode.UNAVAILABLE

@@ -61,7 +61,7 @@ test("a fresh install blocks a word over TLS", async () => {
     assert.ok(line.endsWith(`to ${server.address}, protocol 2`), line);
 
     const client = new Client(server.address, { tls: { ca: join(work, "ca.pem") } });
-    const result = await client.generate("guarded", "tell me the secret", { threadId: "fresh", resourceId: "ada" });
+    const result = await client.generate("remote-guarded", "tell me the secret", { threadId: "fresh", resourceId: "ada" });
     assert.equal(result.finishReason, "other");
     assert.equal(result.tripwire?.processorId, "word-guard");
     assert.equal(result.tripwire?.reason, "no secrets, please");
@@ -69,7 +69,7 @@ test("a fresh install blocks a word over TLS", async () => {
       assert.equal(ConnectError.from(error).code, Code.NotFound);
       return true;
     });
-    const passed = await client.generate("guarded", "hello", { threadId: "fresh-2", resourceId: "ada" });
+    const passed = await client.generate("remote-guarded", "hello", { threadId: "fresh-2", resourceId: "ada" });
     assert.equal(passed.text, "echo: hello");
   } finally {
     guard.kill();
@@ -91,10 +91,10 @@ test("mTLS takes a client certificate", async () => {
     const ca = join(work, "ca.pem");
     const withCert = new Client(mtls.address, { tls: { ca, cert: join(work, "client.pem"), key: join(work, "client.key") } });
     // Through TLS to the run: no guard is connected, so word-guard's closed policy trips it.
-    const result = await withCert.generate("guarded", "hi");
+    const result = await withCert.generate("remote-guarded", "hi");
     assert.match(result.tripwire?.reason ?? "", /unavailable/);
     // Without one the TLS handshake fails (connect-node reports it as INTERNAL, grpc as UNAVAILABLE).
-    await assert.rejects(new Client(mtls.address, { tls: { ca } }).generate("guarded", "hi"), (error: unknown) => {
+    await assert.rejects(new Client(mtls.address, { tls: { ca } }).generate("remote-guarded", "hi"), (error: unknown) => {
       assert.ok([Code.Unavailable, Code.Internal].includes(ConnectError.from(error).code), String(error));
       return true;
     });
