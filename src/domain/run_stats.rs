@@ -155,7 +155,7 @@ impl RunStats {
                     TalliedDecision::Skipped => latency.skipped += 1,
                     TalliedDecision::Passed => {}
                 }
-                samples.push(RunTally::sample(call));
+                samples.push(call.sample());
             }
         }
         stats.tripwires = tripwires
@@ -206,7 +206,7 @@ pub fn buckets<'a>(tallies: impl IntoIterator<Item = &'a RunTally>, bucket_ms: i
             count(&mut bucket.tripwires, processor_id, 1);
         }
         for call in &tally.hooks {
-            samples.entry(&call.processor_id).or_default().push(RunTally::sample(call));
+            samples.entry(&call.processor_id).or_default().push(call.sample());
         }
         for warned in &tally.warnings {
             count(&mut bucket.warnings, &warned.processor_id, warned.count);

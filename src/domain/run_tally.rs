@@ -124,9 +124,11 @@ impl RunTally {
     pub fn has_processor(&self, processor_id: &str) -> bool {
         self.hooks.iter().any(|hook| hook.processor_id == processor_id)
     }
+}
 
+impl TalliedHook {
     /// A call's mean time, in microseconds, and how many calls it stands for.
-    pub(super) fn sample(hook: &TalliedHook) -> (u64, u64) {
-        (hook.duration_us / hook.calls, hook.calls)
+    pub(super) fn sample(&self) -> (u64, u64) {
+        (self.duration_us / self.calls, self.calls)
     }
 }

@@ -8,8 +8,6 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio_util::sync::CancellationToken;
-
 use super::stream_budget::{ChunkSender, CutOff, NotSent};
 use crate::domain::Chunk;
 
@@ -22,7 +20,6 @@ pub struct ClientGone;
 pub struct ChunkSink {
     sender: Option<Arc<ChunkSender>>,
     slow_client: Duration,
-    cut_off: CancellationToken,
     /// What the run holds while it runs (its slot), let go once it concludes — before its last
     /// chunk waits for a client that may not read.
     held: Arc<Mutex<Option<Held>>>,
@@ -47,12 +44,7 @@ impl ChunkSink {
     /// when the client's end is dropped, when the client leaves no room for a chunk for
     /// `slow_client`, or when the server's stream buffers are full and this stream holds the most.
     pub fn channel(sender: ChunkSender, slow_client: Duration) -> ChunkSink {
-        ChunkSink {
-            cut_off: sender.cut().clone(),
-            sender: Some(Arc::new(sender)),
-            slow_client,
-            held: Arc::default(),
-        }
+        ChunkSink { sender: Some(Arc::new(sender)), slow_client, held: Arc::default() }
     }
 
     /// Keeps `value` (a run slot) until the run concludes: a stopped run's last chunk, which may
@@ -69,18 +61,13 @@ impl ChunkSink {
 
     /// Drops every chunk (the unary call gets the result instead).
     pub fn discard() -> ChunkSink {
-        ChunkSink {
-            sender: None,
-            slow_client: Duration::MAX,
-            cut_off: CancellationToken::new(),
-            held: Arc::default(),
-        }
+        ChunkSink { sender: None, slow_client: Duration::MAX, held: Arc::default() }
     }
 
     /// Delivers a chunk, waiting at most the slow-client limit when the client reads slowly.
     pub async fn send(&self, chunk: Chunk) -> Result<(), ClientGone> {
         let Some(sender) = &self.sender else { return Ok(()) };
-        if self.cut_off.is_cancelled() {
+        if sender.cut().is_cancelled() {
             return Err(ClientGone);
         }
         let now = tokio::time::Instant::now();
@@ -100,15 +87,9 @@ impl ChunkSink {
         match &self.sender {
             Some(sender) => tokio::select! {
                 () = sender.closed() => {}
-                () = self.cut_off.cancelled() => {}
+                () = sender.cut().cancelled() => {}
             },
             None => std::future::pending().await,
         }
-    }
-
-    /// Cancelled when the client was cut off for reading too slowly: the stream to it ends with
-    /// a status saying so.
-    pub fn cut_off(&self) -> &CancellationToken {
-        &self.cut_off
     }
 }

@@ -11,8 +11,8 @@
 
 use std::collections::HashMap;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU8, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError, Weak};
 use std::task::{Context, Poll};
 
 use futures::Stream;
@@ -85,7 +85,7 @@ impl StreamBudget {
             room: Arc::new(Semaphore::new(self.per_stream)),
             held: Arc::new(AtomicUsize::new(0)),
             cut: CancellationToken::new(),
-            reason: AtomicU8::new(0),
+            reason: OnceLock::new(),
             receiver: Mutex::new(receiver),
         });
         self.streams().insert(buffer.id, Arc::downgrade(&buffer));
@@ -132,8 +132,8 @@ struct StreamBuffer {
     /// Bytes its unread chunks take of the total.
     held: Arc<AtomicUsize>,
     cut: CancellationToken,
-    /// Why it was cut off: 0 not, else a [`CutOff`] + 1.
-    reason: AtomicU8,
+    /// Why it was cut off, once it was.
+    reason: OnceLock<CutOff>,
     receiver: Mutex<mpsc::Receiver<BufferedChunk>>,
 }
 
@@ -149,11 +149,7 @@ impl StreamBuffer {
     /// Cuts the stream off (the first reason given stays): its run stops at its next chunk, its
     /// unread chunks are dropped now, and its client's stream ends.
     fn cut_off(&self, reason: CutOff) {
-        let code = match reason {
-            CutOff::SlowClient => 1,
-            CutOff::BuffersFull => 2,
-        };
-        if self.reason.compare_exchange(0, code, Ordering::AcqRel, Ordering::Acquire).is_ok() {
+        if self.reason.set(reason).is_ok() {
             tracing::warn!(limit = reason.setting(), "a streaming client was cut off");
             crate::telemetry::metrics::global().count(
                 &crate::telemetry::metrics::SLOW_CLIENTS,
@@ -173,11 +169,7 @@ impl StreamBuffer {
     }
 
     fn reason(&self) -> Option<CutOff> {
-        match self.reason.load(Ordering::Acquire) {
-            1 => Some(CutOff::SlowClient),
-            2 => Some(CutOff::BuffersFull),
-            _ => None,
-        }
+        self.reason.get().copied()
     }
 }
 

@@ -1029,6 +1029,15 @@ fn run_record(
     }
 }
 
+/// Three runs of two agents over two resources, one a tripwire, started a second apart.
+fn three_runs() -> Vec<RunRecord> {
+    vec![
+        run_record("r1", 1_000, "echo", "alice", RunOutcome::Finished, "probe"),
+        run_record("r2", 2_000, "guarded", "alice", RunOutcome::Tripwire, "guard"),
+        run_record("r3", 3_000, "echo", "bob", RunOutcome::Finished, "probe"),
+    ]
+}
+
 /// Run records: saved (a second save replaces), read back whole, listed newest first (by run
 /// id, time-ordered in production) with every filter and in pages, pruned by age and by count,
 /// and deleted with their resource.
@@ -1037,12 +1046,8 @@ async fn run_records_are_kept_listed_and_pruned() {
     for backend in backends().await {
         eprintln!("backend: {}", backend.name);
         let store: &dyn Store = &*backend.store;
-        let records = vec![
-            run_record("r1", 1_000, "echo", "alice", RunOutcome::Finished, "probe"),
-            run_record("r2", 2_000, "guarded", "alice", RunOutcome::Tripwire, "guard"),
-            run_record("r3", 3_000, "echo", "bob", RunOutcome::Finished, "probe"),
-            run_record("r4", 3_000, "echo", "bob", RunOutcome::Error, "probe"),
-        ];
+        let mut records = three_runs();
+        records.push(run_record("r4", 3_000, "echo", "bob", RunOutcome::Error, "probe"));
         store.save_run_records(records.clone()).await.unwrap();
         store.save_run_records(vec![records[0].clone()]).await.unwrap();
         assert_eq!(store.get_run_record("r2").await.unwrap(), Some(records[1].clone()));
@@ -1089,11 +1094,7 @@ async fn run_tallies_follow_their_records() {
     for backend in backends().await {
         eprintln!("backend: {}", backend.name);
         let store: &dyn Store = &*backend.store;
-        let records = vec![
-            run_record("r1", 1_000, "echo", "alice", RunOutcome::Finished, "probe"),
-            run_record("r2", 2_000, "guarded", "alice", RunOutcome::Tripwire, "guard"),
-            run_record("r3", 3_000, "echo", "bob", RunOutcome::Finished, "probe"),
-        ];
+        let records = three_runs();
         store.save_run_records(records.clone()).await.unwrap();
         let tallied = |filter: RunFilter, limit: usize| async move {
             let tallies = store.run_tallies(&filter, limit).await.unwrap();

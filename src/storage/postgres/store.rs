@@ -544,11 +544,7 @@ impl Store for PgStore {
                         )
                         .await
                         .map_err(database)?;
-                    transaction
-                        .execute("DELETE FROM resource_usage WHERE resource_id = $1", &[&resource_id])
-                        .await
-                        .map_err(database)?;
-                    for table in ["run_records", "resource_owners"] {
+                    for table in ["resource_usage", "run_records", "resource_owners"] {
                         transaction
                             .execute(&format!("DELETE FROM {table} WHERE resource_id = $1"), &[&resource_id])
                             .await
